@@ -71,17 +71,19 @@ fn kernels(backend: Backend, primary: bool) -> Vec<Workload> {
     let src = data(64, 2);
     let refs: Vec<Vec<u8>> = src.clone();
     let mut out = vec![0u8; SYMBOL];
-    let xor_parity = workload(format!("xor parity k=32 [{name}]"), 32 * SYMBOL, pick(Target::MinGbps(40.0)), move || {
-        let rest: Vec<&[u8]> = refs[1..32].iter().map(|v| &v[..]).collect();
-        out.copy_from_slice(&refs[0]);
-        backend.xor_sum(&mut out, &rest);
-        black_box(&out);
-    });
+    let xor_parity =
+        workload(format!("xor parity k=32 [{name}]"), 32 * SYMBOL, pick(Target::MinGbps(40.0)), move || {
+            let rest: Vec<&[u8]> = refs[1..32].iter().map(|v| &v[..]).collect();
+            out.copy_from_slice(&refs[0]);
+            backend.xor_sum(&mut out, &rest);
+            black_box(&out);
+        });
     let s = src[0].clone();
     let mut d = vec![0u8; SYMBOL];
-    let mul_add = workload(format!("mul_add 1280 B [{name}]"), SYMBOL, pick(Target::MinGbps(30.0)), move || {
-        backend.mul_add(black_box(&mut d), black_box(&s), 0x53);
-    });
+    let mul_add =
+        workload(format!("mul_add 1280 B [{name}]"), SYMBOL, pick(Target::MinGbps(30.0)), move || {
+            backend.mul_add(black_box(&mut d), black_box(&s), 0x53);
+        });
     let coefs: Vec<u8> = (0..64).map(|i| (i * 7 + 3) as u8 | 1).collect();
     let mut out = vec![0u8; SYMBOL];
     let dot = workload(format!("dot_add k=64 [{name}]"), 64 * SYMBOL, Target::None, move || {
@@ -113,7 +115,8 @@ type Owned = (SymbolId<'static>, Vec<u8>);
 fn rlnc_symbols(repairs: usize) -> (Vec<Owned>, Vec<Owned>) {
     let cfg = rlnc_config();
     let mut encoder = cfg.encoder(9).unwrap();
-    let sources: Vec<Owned> = data(64, 4).into_iter().map(|s| (encoder.push_source(&s).unwrap(), s)).collect();
+    let sources: Vec<Owned> =
+        data(64, 4).into_iter().map(|s| (encoder.push_source(&s).unwrap(), s)).collect();
     let mut coded = Vec::new();
     let mut out = vec![0u8; SYMBOL];
     for _ in 0..repairs {
@@ -172,19 +175,25 @@ fn raptorq_oti() -> raptorq::ObjectTransmissionInformation {
 
 /// Encode: seal a k=64 block and make 8 repair symbols — through braid-fec, then directly.
 fn raptorq_encode() -> Vec<Workload> {
-    let cfg = CodecConfig { symbol_size: SYMBOL, max_block_len: RQ_K, ..CodecConfig::new(CodeFamily::RaptorQ) };
+    let cfg =
+        CodecConfig { symbol_size: SYMBOL, max_block_len: RQ_K, ..CodecConfig::new(CodeFamily::RaptorQ) };
     let block = data(RQ_K, 5);
     let flat: Vec<u8> = block.concat();
     let mut out = vec![0u8; SYMBOL];
-    let wrapped = workload("raptorq encode k=64 +8 [braid-fec]", 0, Target::MaxRatioTo("raptorq encode k=64 +8 [raptorq crate]", 1.10), move || {
-        let mut e = cfg.encoder(0).unwrap();
-        for s in &block {
-            e.push_source(s).unwrap();
-        }
-        for _ in 0..RQ_REPAIRS {
-            black_box(e.next_repair(&mut out).unwrap());
-        }
-    });
+    let wrapped = workload(
+        "raptorq encode k=64 +8 [braid-fec]",
+        0,
+        Target::MaxRatioTo("raptorq encode k=64 +8 [raptorq crate]", 1.10),
+        move || {
+            let mut e = cfg.encoder(0).unwrap();
+            for s in &block {
+                e.push_source(s).unwrap();
+            }
+            for _ in 0..RQ_REPAIRS {
+                black_box(e.next_repair(&mut out).unwrap());
+            }
+        },
+    );
     let oti = raptorq_oti();
     let direct = workload("raptorq encode k=64 +8 [raptorq crate]", 0, Target::None, move || {
         let e = raptorq::SourceBlockEncoder::new(0, &oti, &flat);
@@ -195,7 +204,8 @@ fn raptorq_encode() -> Vec<Workload> {
 
 /// Decode: 56 of 64 sources plus 8 repairs — through braid-fec, then directly.
 fn raptorq_decode() -> Vec<Workload> {
-    let cfg = CodecConfig { symbol_size: SYMBOL, max_block_len: RQ_K, ..CodecConfig::new(CodeFamily::RaptorQ) };
+    let cfg =
+        CodecConfig { symbol_size: SYMBOL, max_block_len: RQ_K, ..CodecConfig::new(CodeFamily::RaptorQ) };
     let block = data(RQ_K, 6);
     let lost = |i: usize| i % 8 == 3;
     let mut e = cfg.encoder(0).unwrap();
@@ -223,19 +233,24 @@ fn raptorq_decode() -> Vec<Workload> {
             raptorq::EncodingPacket::new(raptorq::PayloadId::new(0, esi), s.clone())
         })
         .collect();
-    let wrapped = workload("raptorq decode k=64, 8 lost [braid-fec]", 0, Target::MaxRatioTo("raptorq decode k=64, 8 lost [raptorq crate]", 1.10), move || {
-        let mut d = cfg.decoder(Some(RQ_K)).unwrap();
-        for (i, (id, s)) in sources.iter().enumerate() {
-            if !lost(i) {
+    let wrapped = workload(
+        "raptorq decode k=64, 8 lost [braid-fec]",
+        0,
+        Target::MaxRatioTo("raptorq decode k=64, 8 lost [raptorq crate]", 1.10),
+        move || {
+            let mut d = cfg.decoder(Some(RQ_K)).unwrap();
+            for (i, (id, s)) in sources.iter().enumerate() {
+                if !lost(i) {
+                    d.receive(id, s).unwrap();
+                }
+            }
+            for (id, s) in &repairs {
                 d.receive(id, s).unwrap();
             }
-        }
-        for (id, s) in &repairs {
-            d.receive(id, s).unwrap();
-        }
-        assert!(d.is_complete());
-        black_box(&d);
-    });
+            assert!(d.is_complete());
+            black_box(&d);
+        },
+    );
     let oti = raptorq_oti();
     let direct = workload("raptorq decode k=64, 8 lost [raptorq crate]", 0, Target::None, move || {
         let mut d = raptorq::SourceBlockDecoder::new(0, &oti, (RQ_K * SYMBOL) as u64);

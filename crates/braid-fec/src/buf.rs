@@ -87,7 +87,11 @@ impl Arena {
     /// The first `n` rows, mutably and disjointly.
     pub(crate) fn first_rows_mut(&mut self, n: usize) -> Vec<&mut [u8]> {
         let symbol_size = self.symbol_size;
-        self.storage[self.offset..].chunks_mut(self.stride).take(n).map(|row| &mut row[..symbol_size]).collect()
+        self.storage[self.offset..]
+            .chunks_mut(self.stride)
+            .take(n)
+            .map(|row| &mut row[..symbol_size])
+            .collect()
     }
 
     /// One row mutably and the other rows readable, for `row ^= f(other rows)`.
@@ -97,7 +101,14 @@ impl Arena {
         let (row, after) = rest.split_at_mut(self.stride.min(rest.len()));
         (
             &mut row[..self.symbol_size],
-            RowsExcept { before, after, offset: self.offset, stride: self.stride, symbol_size: self.symbol_size, index },
+            RowsExcept {
+                before,
+                after,
+                offset: self.offset,
+                stride: self.stride,
+                symbol_size: self.symbol_size,
+                index,
+            },
         )
     }
 }

@@ -42,11 +42,9 @@
 use std::collections::HashSet;
 
 use raptorq::{
-    EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder,
-    SourceBlockEncoder,
+    EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder, SourceBlockEncoder,
 };
 
-use crate::buf::Arena;
 use crate::codec::{check_symbol, CodeFamily, CodecConfig, Decoder, Encoder, Received};
 use crate::error::{CodecError, HeaderError};
 use crate::header::{SymbolId, MAX_ESI};
@@ -58,6 +56,9 @@ pub const MAX_BLOCK_LEN: usize = 56403;
 /// Repair symbols a decoder keeps beyond the block length; later ones are [`Received::Redundant`].
 /// At 32 extra symbols the chance that they still do not suffice is far below 256^-30.
 const EXTRA_REPAIRS: usize = 32;
+
+/// Most bytes an encoder reserves for its sources before the first one arrives.
+const MAX_RESERVE: usize = 16 << 20;
 
 /// The source block number every braid block uses (one RaptorQ source block per braid block).
 const SOURCE_BLOCK: u8 = 0;
@@ -75,13 +76,7 @@ fn transmission_info(symbol_size: usize, k: usize) -> Option<ObjectTransmissionI
     }
     // F = k·T ≤ 56403 · 65535 < 2^32, well below RFC 6330's 946270874880-byte limit.
     let transfer_length = (k as u64) * u64::from(t);
-    Some(ObjectTransmissionInformation::new(
-        transfer_length,
-        t,
-        1,
-        1,
-        ALIGNMENT,
-    ))
+    Some(ObjectTransmissionInformation::new(transfer_length, t, 1, 1, ALIGNMENT))
 }
 
 fn bad_symbol_size() -> CodecError {
@@ -90,30 +85,44 @@ fn bad_symbol_size() -> CodecError {
 
 /// The sending side of one RaptorQ block.
 ///
-/// Source symbols are copied into a 64-byte-aligned [`Arena`]. The first [`Encoder::next_repair`]
-/// seals the block: it builds the RFC 6330 intermediate symbols once (`raptorq` caches the
-/// encoding plan per block length), after which each repair costs one `Enc[]` evaluation.
+/// Source symbols are appended to one contiguous buffer, which is what `raptorq` takes. (Not an
+/// `Arena`: its rows are padded to 64 bytes for braid's GF(2^8) kernels, which RaptorQ never
+/// runs, so sealing would need a second, staging copy of the whole block; that copy and the
+/// arena's zeroing cost 5–10% of an encode.)
+///
+/// The first [`Encoder::next_repair`] seals the block: `raptorq` builds the RFC 6330
+/// intermediate symbols once (its encoding plan is cached per block length), after which each
+/// repair is one `Enc[]` evaluation (§5.3.5.3) plus one copy into the caller's buffer.
 pub struct RaptorqEncoder {
     symbol_size: usize,
     max_len: usize,
+    /// `count × symbol_size` bytes: source `i` at `i × symbol_size`.
     sources: Vec<u8>,
     count: usize,
     sealed: Option<SourceBlockEncoder>,
+    /// Repairs made ahead (see [`RaptorqEncoder::next_batch`]), ESIs `next_esi, next_esi + 1, …`.
+    ready: std::vec::IntoIter<EncodingPacket>,
+    /// Size of the next batch; doubles up to `batch_cap`.
+    batch: u32,
+    batch_cap: u32,
     next_esi: u32,
 }
 
 impl RaptorqEncoder {
     pub(crate) fn new(config: &CodecConfig) -> Self {
         let max_len = config.max_block_len.min(MAX_BLOCK_LEN);
-        // Rows are added as sources arrive (doubling), so a block configured for K'max symbols
-        // does not reserve K'max × symbol_size bytes up front.
-        let initial = max_len;
+        // Reserved, not touched: pages are only faulted in as sources arrive, and pushes never
+        // reallocate and copy. Past 16 MiB (large blocks of large symbols) the buffer grows instead.
+        let initial = max_len.saturating_mul(config.symbol_size).min(MAX_RESERVE);
         RaptorqEncoder {
             symbol_size: config.symbol_size,
             max_len,
-            sources: Vec::with_capacity(initial.min(64) * config.symbol_size),
+            sources: Vec::with_capacity(initial),
             count: 0,
             sealed: None,
+            ready: Vec::new().into_iter(),
+            batch: 1,
+            batch_cap: 1,
             next_esi: 0,
         }
     }
@@ -122,10 +131,30 @@ impl RaptorqEncoder {
     fn seal(&mut self) -> Result<(), CodecError> {
         let k = self.count;
         let info = transmission_info(self.symbol_size, k).ok_or_else(bad_symbol_size)?;
-        // `raptorq` wants the block as one contiguous slice; arena rows are padded to 64 bytes.
         self.sealed = Some(SourceBlockEncoder::new(SOURCE_BLOCK, &info, &self.sources));
         self.next_esi = k as u32;
+        self.batch_cap = (k / 64).clamp(1, 32) as u32;
         Ok(())
+    }
+
+    /// Makes the next few repairs at once. Each `raptorq` call first looks `k` up in RFC 6330's
+    /// Table 2 by linear scan, which for large blocks costs a quarter of a 1280-byte repair or
+    /// more; a batch pays it once. Batches start at one repair and double up to `k / 64`
+    /// (1..=32), so at most as many repairs are made ahead as were already asked for.
+    fn next_batch(&mut self) -> bool {
+        let Some(encoder) = self.sealed.as_ref() else {
+            return false;
+        };
+        let k = self.count as u32;
+        let esi = self.next_esi;
+        if esi > MAX_ESI {
+            return false;
+        }
+        // ESIs stay within 24 bits (`raptorq` asserts it).
+        let n = self.batch.min(MAX_ESI - esi + 1);
+        self.ready = encoder.repair_packets(esi - k, n).into_iter();
+        self.batch = (self.batch * 2).min(self.batch_cap);
+        true
     }
 }
 
@@ -147,33 +176,26 @@ impl Encoder for RaptorqEncoder {
             return Err(CodecError::Sealed);
         }
         if symbol.len() != self.symbol_size {
-            return Err(CodecError::WrongLength {
-                expected: self.symbol_size,
-                got: symbol.len(),
-            });
+            return Err(CodecError::WrongLength { expected: self.symbol_size, got: symbol.len() });
         }
         if self.count >= self.max_len {
             return Err(CodecError::BlockFull { max: self.max_len });
         }
         self.sources.extend_from_slice(symbol);
         self.count += 1;
-        Ok(SymbolId::Source {
-            index: (self.count - 1) as u16,
-        })
+        Ok(SymbolId::Source { index: (self.count - 1) as u16 })
     }
 
     fn source(&self, index: u16) -> Option<&[u8]> {
-        (usize::from(index) < self.count).then(|| { let i = usize::from(index) * self.symbol_size; &self.sources[i..i + self.symbol_size] })
+        let start = usize::from(index) * self.symbol_size;
+        (usize::from(index) < self.count).then(|| &self.sources[start..start + self.symbol_size])
     }
 
     /// The next repair symbol, ESI `k, k + 1, …`; `None` before the first source and once the
     /// ESI space (24 bits) is exhausted. The first call seals the block.
     fn next_repair(&mut self, out: &mut [u8]) -> Result<Option<SymbolId<'_>>, CodecError> {
         if out.len() != self.symbol_size {
-            return Err(CodecError::WrongLength {
-                expected: self.symbol_size,
-                got: out.len(),
-            });
+            return Err(CodecError::WrongLength { expected: self.symbol_size, got: out.len() });
         }
         if self.count == 0 {
             return Ok(None);
@@ -181,34 +203,33 @@ impl Encoder for RaptorqEncoder {
         if self.sealed.is_none() {
             self.seal()?;
         }
-        let k = self.count as u32;
+        let packet = match self.ready.next() {
+            Some(packet) => packet,
+            None => {
+                if !self.next_batch() {
+                    return Ok(None);
+                }
+                let Some(packet) = self.ready.next() else { return Ok(None) };
+                packet
+            }
+        };
         let esi = self.next_esi;
-        let Some(encoder) = self.sealed.as_ref() else {
-            return Ok(None);
-        };
-        if esi > MAX_ESI {
-            return Ok(None);
-        }
-        // `raptorq` only hands out repairs as owned packets; one copy into `out` is unavoidable.
-        let Some(packet) = encoder.repair_packets(esi - k, 1).pop() else {
-            return Ok(None);
-        };
+        debug_assert_eq!(packet.payload_id().encoding_symbol_id(), esi);
+        // `raptorq` hands out repairs only as owned buffers: one copy into `out` is unavoidable.
         out.copy_from_slice(packet.data());
         self.next_esi = esi + 1;
-        Ok(Some(SymbolId::RaptorQ {
-            source_count: k as u16,
-            esi,
-        }))
+        Ok(Some(SymbolId::RaptorQ { source_count: self.count as u16, esi }))
     }
 }
 
 /// The receiving side of one RaptorQ block.
 ///
-/// Source symbols go to a [`SourceStore`]; repair symbols wait, one owned buffer each, until the
-/// block could be solved (`k` distinct symbols). Then the `raptorq` block decoder is built, given
-/// every held symbol at once, and kept: each later new symbol is handed to it directly and
-/// triggers another attempt, until one succeeds. Memory is bounded by the block length: at most
-/// `k + 32` repairs are kept, and `raptorq` holds a copy of each source it was given.
+/// Source symbols go to the `SourceStore` every family shares; repair symbols wait, one owned
+/// buffer each, until the block could be solved (`k` distinct symbols). Then the `raptorq` block
+/// decoder is built, given every held symbol at once, and kept: each later new symbol is handed
+/// to it directly and triggers another attempt, until one succeeds. Memory is bounded by the
+/// block length: at most `k + 32` repairs are kept, and `raptorq` holds a copy of each source it
+/// was given. The decoding state is dropped as soon as the block is complete.
 pub struct RaptorqDecoder {
     store: SourceStore,
     symbol_size: usize,
@@ -266,8 +287,7 @@ impl RaptorqDecoder {
                 let Some(info) = transmission_info(self.symbol_size, k) else {
                     return;
                 };
-                let mut inner =
-                    SourceBlockDecoder::new(SOURCE_BLOCK, &info, info.transfer_length());
+                let mut inner = SourceBlockDecoder::new(SOURCE_BLOCK, &info, info.transfer_length());
                 let sources: Vec<EncodingPacket> = self
                     .store
                     .known_below(k)
@@ -302,8 +322,7 @@ impl RaptorqDecoder {
         if self.store.is_complete() {
             self.finish();
         } else if self.inner.is_some() {
-            let packet =
-                EncodingPacket::new(PayloadId::new(SOURCE_BLOCK, index as u32), payload.to_vec());
+            let packet = EncodingPacket::new(PayloadId::new(SOURCE_BLOCK, index as u32), payload.to_vec());
             self.offer(Some(packet));
         } else {
             // No decoder yet: a first attempt collects the sources from the store itself.
@@ -334,10 +353,7 @@ impl RaptorqDecoder {
             return Ok(Received::Redundant);
         }
         self.repair_esis.insert(esi);
-        self.offer(Some(EncodingPacket::new(
-            PayloadId::new(SOURCE_BLOCK, esi),
-            payload.to_vec(),
-        )));
+        self.offer(Some(EncodingPacket::new(PayloadId::new(SOURCE_BLOCK, esi), payload.to_vec())));
         Ok(Received::Innovative)
     }
 }
@@ -358,9 +374,7 @@ impl Decoder for RaptorqDecoder {
         }
         match *id {
             SymbolId::Source { index } => self.receive_source(index.into(), payload),
-            SymbolId::RaptorQ { source_count, esi } => {
-                self.receive_repair(source_count, esi, payload)
-            }
+            SymbolId::RaptorQ { source_count, esi } => self.receive_repair(source_count, esi, payload),
             // `check_symbol` refused every other family.
             _ => Err(CodecError::WrongFamily {
                 expected: CodeFamily::RaptorQ,

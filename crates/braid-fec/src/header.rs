@@ -158,7 +158,9 @@ impl<'a> SymbolHeader<'a> {
                 let seed = r.take(4)?;
                 SymbolId::Rlnc {
                     span,
-                    coefficients: Coefficients::Seed(u32::from_be_bytes([seed[0], seed[1], seed[2], seed[3]])),
+                    coefficients: Coefficients::Seed(u32::from_be_bytes([
+                        seed[0], seed[1], seed[2], seed[3],
+                    ])),
                 }
             }
             KIND_RLNC_EXPLICIT => {
@@ -292,16 +294,16 @@ mod tests {
             0..=MAX_BLOCK_ID,
             prop_oneof![
                 any::<u16>().prop_map(|index| SymbolId::Source { index }),
-                (any::<u16>(), 1..=u16::MAX, 1..=u16::MAX).prop_map(|(first, stride, count)| {
-                    SymbolId::XorParity { first, stride, count }
-                }),
+                (any::<u16>(), 1..=u16::MAX, 1..=u16::MAX)
+                    .prop_map(|(first, stride, count)| { SymbolId::XorParity { first, stride, count } }),
                 (1..=u16::MAX, any::<u32>())
                     .prop_map(|(span, seed)| SymbolId::Rlnc { span, coefficients: Coefficients::Seed(seed) }),
                 (1..=300u16).prop_map(move |span| SymbolId::Rlnc {
                     span,
                     coefficients: Coefficients::Explicit(&coefs[..span as usize])
                 }),
-                (1..=u16::MAX, 0..=MAX_ESI).prop_map(|(source_count, esi)| SymbolId::RaptorQ { source_count, esi }),
+                (1..=u16::MAX, 0..=MAX_ESI)
+                    .prop_map(|(source_count, esi)| SymbolId::RaptorQ { source_count, esi }),
             ],
         )
     }
@@ -356,7 +358,10 @@ mod tests {
     fn compact_sizes() {
         let source = SymbolHeader { block: 5, id: SymbolId::Source { index: 17 } };
         assert_eq!(source.encoded_len(), 3);
-        let rlnc = SymbolHeader { block: 1000, id: SymbolId::Rlnc { span: 64, coefficients: Coefficients::Seed(9) } };
+        let rlnc = SymbolHeader {
+            block: 1000,
+            id: SymbolId::Rlnc { span: 64, coefficients: Coefficients::Seed(9) },
+        };
         assert_eq!(rlnc.encoded_len(), 1 + 2 + 2 + 4);
     }
 }

@@ -79,15 +79,18 @@ impl SourceStore {
     pub(crate) fn set_source_count(&mut self, k: usize) -> Result<(), CodecError> {
         match self.source_count {
             Some(current) if current == k => Ok(()),
-            Some(_) => Err(CodecError::Inconsistent { detail: "the block's length was already set to another value" }),
+            Some(_) => Err(CodecError::Inconsistent {
+                detail: "the block's length was already set to another value",
+            }),
             None if k == 0 || k > self.max_len => {
                 Err(CodecError::IndexOutOfRange { index: k as u64, limit: self.max_len as u64 })
             }
-            None if k < self.seen => {
-                Err(CodecError::Inconsistent { detail: "symbols already refer to sources beyond this length" })
-            }
+            None if k < self.seen => Err(CodecError::Inconsistent {
+                detail: "symbols already refer to sources beyond this length",
+            }),
             None => {
                 self.source_count = Some(k);
+                self.row_of.resize(k, UNKNOWN);
                 if self.arena.rows() == 0 {
                     // Reserve the whole block once: rows never move afterwards.
                     self.arena = Arena::with_capacity(self.symbol_size, k);

@@ -44,7 +44,9 @@ impl Group {
     }
 
     fn contains(self, index: usize) -> bool {
-        index >= self.first && (index - self.first) % self.stride == 0 && (index - self.first) / self.stride < self.count
+        index >= self.first
+            && (index - self.first).is_multiple_of(self.stride)
+            && (index - self.first) / self.stride < self.count
     }
 
     fn end(self) -> usize {
@@ -228,7 +230,8 @@ impl XorDecoder {
     /// Turns the parity in `slot` into its single unknown member `missing` and stores it.
     fn recover(&mut self, group: Group, slot: usize, missing: usize) {
         let (row, _) = self.payloads.split_row_mut(slot);
-        let known: Vec<&[u8]> = group.members().filter(|&i| i != missing).map(|i| self.store.row(i)).collect();
+        let known: Vec<&[u8]> =
+            group.members().filter(|&i| i != missing).map(|i| self.store.row(i)).collect();
         self.backend.xor_sum(row, &known);
         self.store.insert_recovered(missing, self.payloads.row(slot));
         self.free.push(slot);
@@ -252,7 +255,8 @@ impl XorDecoder {
                     }
                     1 => {
                         let done = self.pending.swap_remove(i);
-                        let missing = done.group.members().find(|&m| !self.store.is_known(m)).expect("one unknown");
+                        let missing =
+                            done.group.members().find(|&m| !self.store.is_known(m)).expect("one unknown");
                         self.recover(done.group, done.slot, missing);
                         newly_known.push(missing);
                     }
@@ -287,7 +291,10 @@ impl Decoder for XorDecoder {
             }
             SymbolId::XorParity { first, stride, count } => {
                 if stride == 0 || count == 0 {
-                    return Err(HeaderError::OutOfRange { field: if stride == 0 { "stride" } else { "count" } }.into());
+                    return Err(HeaderError::OutOfRange {
+                        field: if stride == 0 { "stride" } else { "count" },
+                    }
+                    .into());
                 }
                 let group = Group { first: first.into(), stride: stride.into(), count: count.into() };
                 self.store.check_span(group.end())?;

@@ -10,11 +10,8 @@
 use braid_fec::gf256::{self, Backend, BackendKind};
 use proptest::prelude::*;
 
-/// Bytes of slack in front of every slice: room for a 64-byte alignment fix-up plus a
-/// misalignment of up to 63 bytes.
-const FRONT: usize = 128;
-/// Guard bytes after every slice.
-const BACK: usize = 64;
+/// Guard bytes on each side of every slice (a multiple of 64, so it keeps the alignment).
+const GUARD: usize = 64;
 
 /// splitmix64: deterministic test data without pulling `rand` in.
 struct Rng(u64);
@@ -39,8 +36,8 @@ impl Rng {
         }
     }
 
-    /// A coefficient with the special values over-represented: 0, 1 and 255 a quarter of the
-    /// time each... roughly; the rest uniform.
+    /// A coefficient with the special values over-represented: 0 and 1 a quarter of the time
+    /// each, 255 an eighth, the rest uniform.
     fn coefficient(&mut self) -> u8 {
         match self.next_u64() % 8 {
             0 | 1 => 0,
@@ -51,9 +48,8 @@ impl Rng {
     }
 }
 
-/// A random buffer holding a `len`-byte slice that starts `misalign` bytes past a 64-byte
-/// boundary, with random guard bytes on both sides.
-#[derive(Clone)]
+/// A `len`-byte slice that starts `misalign` bytes past a 64-byte boundary, with `GUARD` bytes
+/// on both sides; slice and guards hold random data.
 struct Buf {
     data: Vec<u8>,
     start: usize,
@@ -61,14 +57,32 @@ struct Buf {
 }
 
 impl Buf {
-    fn new(rng: &mut Rng, len: usize, misalign: usize) -> Buf {
+    fn zeroed(len: usize, misalign: usize) -> Buf {
         assert!(misalign < 64);
-        let mut data = vec![0u8; FRONT + len + BACK];
-        rng.fill(&mut data);
+        // Up to 63 bytes to reach a 64-byte boundary, then the guard, the misalignment, the
+        // slice and the other guard.
+        let data = vec![0u8; 63 + GUARD + misalign + len + GUARD];
         let to_boundary = (64 - data.as_ptr() as usize % 64) % 64;
-        let start = to_boundary + misalign;
-        assert_eq!((data.as_ptr() as usize + start) % 64, misalign);
-        Buf { data, start, len }
+        let start = to_boundary + GUARD + misalign;
+        let buf = Buf { data, start, len };
+        assert_eq!(buf.misalign(), misalign);
+        buf
+    }
+
+    fn new(rng: &mut Rng, len: usize, misalign: usize) -> Buf {
+        let mut buf = Buf::zeroed(len, misalign);
+        let (start, len) = (buf.start, buf.len);
+        rng.fill(&mut buf.data[start - GUARD..start + len + GUARD]);
+        buf
+    }
+
+    fn misalign(&self) -> usize {
+        (self.data.as_ptr() as usize + self.start) % 64
+    }
+
+    /// The slice with its guard bytes.
+    fn guarded(&self) -> &[u8] {
+        &self.data[self.start - GUARD..self.start + self.len + GUARD]
     }
 
     fn slice(&self) -> &[u8] {
@@ -80,12 +94,19 @@ impl Buf {
     }
 }
 
+/// A copy at the same misalignment (a derived `Clone` would not keep it).
+impl Clone for Buf {
+    fn clone(&self) -> Buf {
+        let mut copy = Buf::zeroed(self.len, self.misalign());
+        let (start, len) = (copy.start, copy.len);
+        copy.data[start - GUARD..start + len + GUARD].copy_from_slice(self.guarded());
+        copy
+    }
+}
+
 /// The backends under test: everything but scalar, which is the reference.
 fn simd_backends() -> Vec<Backend> {
-    Backend::available()
-        .into_iter()
-        .filter(|b| b.kind() != BackendKind::Scalar)
-        .collect()
+    Backend::available().into_iter().filter(|b| b.kind() != BackendKind::Scalar).collect()
 }
 
 /// One randomly generated kernel invocation: a set of sources and outputs, all of length `len`,
@@ -102,23 +123,11 @@ struct Case {
 impl Case {
     fn new(seed: u64, len: usize, misalign: usize, n_src: usize, n_out: usize) -> Case {
         let mut rng = Rng(seed);
-        let srcs = (0..n_src)
-            .map(|i| Buf::new(&mut rng, len, (misalign + 13 * i) % 64))
-            .collect();
-        let dsts = (0..n_out)
-            .map(|o| Buf::new(&mut rng, len, (misalign + 29 * o + 7) % 64))
-            .collect();
-        let coefs = (0..n_out)
-            .map(|_| (0..n_src).map(|_| rng.coefficient()).collect())
-            .collect();
+        let srcs = (0..n_src).map(|i| Buf::new(&mut rng, len, (misalign + 13 * i) % 64)).collect();
+        let dsts = (0..n_out).map(|o| Buf::new(&mut rng, len, (misalign + 29 * o + 7) % 64)).collect();
+        let coefs = (0..n_out).map(|_| (0..n_src).map(|_| rng.coefficient()).collect()).collect();
         let constant = rng.coefficient();
-        Case {
-            len,
-            srcs,
-            dsts,
-            coefs,
-            constant,
-        }
+        Case { len, srcs, dsts, coefs, constant }
     }
 
     fn src_slices(&self) -> Vec<&[u8]> {
@@ -129,7 +138,8 @@ impl Case {
         self.coefs.iter().map(Vec::as_slice).collect()
     }
 
-    /// Runs `kernel` on a copy of the outputs with `backend`, returning the whole output buffers.
+    /// Runs `kernel` on a copy of the outputs with `backend`, returning every output slice with
+    /// its guard bytes.
     fn run(&self, backend: Backend, kernel: Kernel) -> Vec<Vec<u8>> {
         let mut dsts = self.dsts.clone();
         let srcs = self.src_slices();
@@ -145,7 +155,7 @@ impl Case {
                 backend.dot_add_multi(&mut outs, &srcs, &self.coef_rows());
             }
         }
-        dsts.into_iter().map(|b| b.data).collect()
+        dsts.iter().map(|b| b.guarded().to_vec()).collect()
     }
 
     /// Checks every SIMD backend against scalar for `kernel`.
@@ -156,12 +166,11 @@ impl Case {
             for (o, (g, e)) in got.iter().zip(&expected).enumerate() {
                 if g != e {
                     let first = g.iter().zip(e).position(|(a, b)| a != b).unwrap();
-                    let dst_start = self.dsts[o].start;
                     return Err(format!(
                         "{kernel:?} on {}: output {o} differs from scalar at slice byte {} \
                          (got {:#04x}, want {:#04x}); len {}, {} sources, {} outputs, c {}",
                         backend.kind(),
-                        first as isize - dst_start as isize,
+                        first as isize - GUARD as isize,
                         g[first],
                         e[first],
                         self.len,
@@ -186,14 +195,8 @@ enum Kernel {
     DotAddMulti,
 }
 
-const ALL_KERNELS: [Kernel; 6] = [
-    Kernel::MulAdd,
-    Kernel::MulAssign,
-    Kernel::Xor,
-    Kernel::XorSum,
-    Kernel::DotAdd,
-    Kernel::DotAddMulti,
-];
+const ALL_KERNELS: [Kernel; 6] =
+    [Kernel::MulAdd, Kernel::MulAssign, Kernel::Xor, Kernel::XorSum, Kernel::DotAdd, Kernel::DotAddMulti];
 
 /// 0..=300 plus the symbol sizes the codes use.
 fn lengths() -> impl Iterator<Item = usize> {
@@ -205,35 +208,21 @@ fn lengths() -> impl Iterator<Item = usize> {
 fn available_backends_match_cpu_features() {
     let kinds: Vec<BackendKind> = Backend::available().iter().map(|b| b.kind()).collect();
     assert_eq!(kinds.first(), Some(&BackendKind::Scalar));
-    assert!(
-        kinds.windows(2).all(|w| w[0] < w[1]),
-        "not slowest first: {kinds:?}"
-    );
+    assert!(kinds.windows(2).all(|w| w[0] < w[1]), "not slowest first: {kinds:?}");
 
     let gfni = is_x86_feature_detected!("gfni");
     let expect = [
         (BackendKind::Ssse3, is_x86_feature_detected!("ssse3")),
         (BackendKind::Avx2, is_x86_feature_detected!("avx2")),
-        (
-            BackendKind::Gfni256,
-            gfni && is_x86_feature_detected!("avx2"),
-        ),
+        (BackendKind::Gfni256, gfni && is_x86_feature_detected!("avx2")),
         (
             BackendKind::Gfni512,
             gfni && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw"),
         ),
     ];
     for (kind, cpu_has_it) in expect {
-        assert_eq!(
-            kinds.contains(&kind),
-            cpu_has_it,
-            "{kind}: available() disagrees with CPUID"
-        );
-        assert_eq!(
-            Backend::new(kind).is_some(),
-            cpu_has_it,
-            "{kind}: new() disagrees with CPUID"
-        );
+        assert_eq!(kinds.contains(&kind), cpu_has_it, "{kind}: available() disagrees with CPUID");
+        assert_eq!(Backend::new(kind).is_some(), cpu_has_it, "{kind}: new() disagrees with CPUID");
     }
     if gfni && is_x86_feature_detected!("avx512bw") {
         assert!(kinds.contains(&BackendKind::Gfni512));
@@ -263,12 +252,7 @@ fn full_multiplication_table() {
             backend.mul_add(&mut acc, &xs, c);
             for x in 0..=255u8 {
                 let want = gf256::mul(c, x);
-                assert_eq!(
-                    buf[x as usize],
-                    want,
-                    "{}: mul_assign {c}·{x}",
-                    backend.kind()
-                );
+                assert_eq!(buf[x as usize], want, "{}: mul_assign {c}·{x}", backend.kind());
                 assert_eq!(acc[x as usize], want, "{}: mul_add {c}·{x}", backend.kind());
             }
         }
@@ -285,12 +269,7 @@ fn known_products_on_every_backend() {
             buf[0] = 0x83;
             buf[len - 1] = 0x13;
             backend.mul_assign(&mut buf, 0x57);
-            assert_eq!(
-                (buf[0], buf[len - 1]),
-                (0xc1, 0xfe),
-                "{} len {len}",
-                backend.kind()
-            );
+            assert_eq!((buf[0], buf[len - 1]), (0xc1, 0xfe), "{} len {len}", backend.kind());
         }
     }
 }
@@ -307,11 +286,7 @@ fn fixed_length_sweep() {
                 Kernel::MulAssign => 0,
                 _ => len % 9,
             };
-            let n_out = if matches!(kernel, Kernel::DotAddMulti) {
-                1 + len % 6
-            } else {
-                1
-            };
+            let n_out = if matches!(kernel, Kernel::DotAddMulti) { 1 + len % 6 } else { 1 };
             let case = Case::new(seed, len, misalign, n_src, n_out);
             if let Err(e) = case.check(kernel) {
                 panic!("{e}");
@@ -366,31 +341,31 @@ proptest! {
     #[test]
     fn prop_mul_add(seed: u64, len in any_len(), misalign in 0usize..64) {
         let case = Case::new(seed, len, misalign, 1, 1);
-        prop_assert!(case.check(Kernel::MulAdd).is_ok(), "{:?}", case.check(Kernel::MulAdd));
+        prop_assert_eq!(case.check(Kernel::MulAdd), Ok(()));
     }
 
     #[test]
     fn prop_mul_assign(seed: u64, len in any_len(), misalign in 0usize..64) {
         let case = Case::new(seed, len, misalign, 0, 1);
-        prop_assert!(case.check(Kernel::MulAssign).is_ok(), "{:?}", case.check(Kernel::MulAssign));
+        prop_assert_eq!(case.check(Kernel::MulAssign), Ok(()));
     }
 
     #[test]
     fn prop_xor(seed: u64, len in any_len(), misalign in 0usize..64) {
         let case = Case::new(seed, len, misalign, 1, 1);
-        prop_assert!(case.check(Kernel::Xor).is_ok(), "{:?}", case.check(Kernel::Xor));
+        prop_assert_eq!(case.check(Kernel::Xor), Ok(()));
     }
 
     #[test]
     fn prop_xor_sum(seed: u64, len in any_len(), misalign in 0usize..64, n_src in 0usize..=70) {
         let case = Case::new(seed, len, misalign, n_src, 1);
-        prop_assert!(case.check(Kernel::XorSum).is_ok(), "{:?}", case.check(Kernel::XorSum));
+        prop_assert_eq!(case.check(Kernel::XorSum), Ok(()));
     }
 
     #[test]
     fn prop_dot_add(seed: u64, len in any_len(), misalign in 0usize..64, n_src in 0usize..=70) {
         let case = Case::new(seed, len, misalign, n_src, 1);
-        prop_assert!(case.check(Kernel::DotAdd).is_ok(), "{:?}", case.check(Kernel::DotAdd));
+        prop_assert_eq!(case.check(Kernel::DotAdd), Ok(()));
     }
 
     #[test]
@@ -402,11 +377,7 @@ proptest! {
         n_out in 1usize..=6,
     ) {
         let case = Case::new(seed, len, misalign, n_src, n_out);
-        prop_assert!(
-            case.check(Kernel::DotAddMulti).is_ok(),
-            "{:?}",
-            case.check(Kernel::DotAddMulti)
-        );
+        prop_assert_eq!(case.check(Kernel::DotAddMulti), Ok(()));
     }
 }
 
@@ -442,9 +413,7 @@ fn throughput() {
     sources.iter_mut().for_each(|s| rng.fill(s));
     let srcs: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
     // Nonzero, non-one coefficients: the multiply path every time.
-    let coefs: Vec<Vec<u8>> = (0..6)
-        .map(|_| (0..64).map(|_| rng.byte() | 2).collect())
-        .collect();
+    let coefs: Vec<Vec<u8>> = (0..6).map(|_| (0..64).map(|_| rng.byte() | 2).collect()).collect();
     let rows: Vec<&[u8]> = coefs.iter().map(Vec::as_slice).collect();
     let mut outs = vec![vec![0u8; SYMBOL]; 6];
 
@@ -476,11 +445,7 @@ fn throughput() {
         for n_out in [4, 6] {
             let mut dsts: Vec<&mut [u8]> = outs[..n_out].iter_mut().map(|v| &mut v[..]).collect();
             let ns = time(|| b.dot_add_multi(black_box(&mut dsts), &srcs, &rows[..n_out]));
-            report(
-                &format!("dot_add_multi/64x{n_out}"),
-                n_out * 64 * SYMBOL,
-                ns,
-            );
+            report(&format!("dot_add_multi/64x{n_out}"), n_out * 64 * SYMBOL, ns);
         }
         println!("{:>12}: {}", backend.kind().name(), row.join(", "));
     }

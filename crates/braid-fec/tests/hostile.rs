@@ -2,7 +2,7 @@
 //! leaves the decoder as it was.
 
 use braid_fec::{
-    Coefficients, CodeFamily, CodecConfig, CodecError, Decoder, Encoder, HeaderError, Received, SymbolHeader,
+    CodeFamily, CodecConfig, CodecError, Coefficients, Decoder, Encoder, HeaderError, Received, SymbolHeader,
     SymbolId,
 };
 use proptest::prelude::*;

@@ -2,9 +2,7 @@
 //! fast path, hostile input, and sealing.
 
 use braid_fec::header::{Coefficients, MAX_ESI};
-use braid_fec::{
-    CodeFamily, CodecConfig, CodecError, Decoder, Encoder, HeaderError, Received, SymbolId,
-};
+use braid_fec::{CodeFamily, CodecConfig, CodecError, Decoder, Encoder, HeaderError, Received, SymbolId};
 use proptest::prelude::*;
 
 /// SplitMix64: deterministic test data from a proptest-chosen seed.
@@ -35,11 +33,7 @@ impl Rng {
 }
 
 fn rq_config(symbol_size: usize, max_block_len: usize) -> CodecConfig {
-    CodecConfig {
-        symbol_size,
-        max_block_len,
-        ..CodecConfig::new(CodeFamily::RaptorQ)
-    }
+    CodecConfig { symbol_size, max_block_len, ..CodecConfig::new(CodeFamily::RaptorQ) }
 }
 
 /// A symbol as it would cross the wire.
@@ -64,39 +58,22 @@ fn encode(config: &CodecConfig, sources: &[Vec<u8>], repairs: usize) -> (Vec<Sym
     for (i, data) in sources.iter().enumerate() {
         let id = encoder.push_source(data).unwrap();
         assert_eq!(id, SymbolId::Source { index: i as u16 });
-        source_symbols.push(Symbol {
-            id,
-            payload: data.clone(),
-        });
+        source_symbols.push(Symbol { id, payload: data.clone() });
     }
     let k = sources.len();
     let mut repair_symbols = Vec::new();
     let mut out = vec![0u8; config.symbol_size];
     for n in 0..repairs {
         let id = owned(encoder.next_repair(&mut out).unwrap().expect("a repair"));
-        assert_eq!(
-            id,
-            SymbolId::RaptorQ {
-                source_count: k as u16,
-                esi: (k + n) as u32
-            }
-        );
-        repair_symbols.push(Symbol {
-            id,
-            payload: out.clone(),
-        });
+        assert_eq!(id, SymbolId::RaptorQ { source_count: k as u16, esi: (k + n) as u32 });
+        repair_symbols.push(Symbol { id, payload: out.clone() });
     }
     (source_symbols, repair_symbols)
 }
 
 /// What an `Err` must not change.
 fn snapshot(decoder: &impl Decoder) -> (Option<usize>, usize, usize, bool) {
-    (
-        decoder.source_count(),
-        decoder.rank(),
-        decoder.needed(),
-        decoder.is_complete(),
-    )
+    (decoder.source_count(), decoder.rank(), decoder.needed(), decoder.is_complete())
 }
 
 fn drain_recovered(decoder: &mut impl Decoder) -> Vec<u16> {
@@ -252,7 +229,10 @@ proptest! {
                 // Malformed or conflicting repairs.
                 (SymbolId::RaptorQ { source_count: k16, esi: rng.below(k) as u32 }, garbage.clone()),
                 (SymbolId::RaptorQ { source_count: 0, esi: 5 }, garbage.clone()),
-                (SymbolId::RaptorQ { source_count: k16, esi: MAX_ESI + 1 + rng.below(1000) as u32 }, garbage.clone()),
+                (
+                    SymbolId::RaptorQ { source_count: k16, esi: MAX_ESI + 1 + rng.below(1000) as u32 },
+                    garbage.clone(),
+                ),
                 (SymbolId::RaptorQ { source_count: 65, esi: 100 }, garbage.clone()),
                 (SymbolId::RaptorQ { source_count: u16::MAX, esi: MAX_ESI }, garbage.clone()),
                 // Sources beyond the configured maximum.
@@ -367,55 +347,19 @@ fn hand_built_bad_repairs_are_errors() {
     let mut decoder = config.decoder(None).unwrap();
     let payload = [0u8; 32];
     let esi_error = Err(CodecError::Header(HeaderError::OutOfRange { field: "esi" }));
+    assert_eq!(decoder.receive(&SymbolId::RaptorQ { source_count: 10, esi: 3 }, &payload), esi_error);
+    assert_eq!(decoder.receive(&SymbolId::RaptorQ { source_count: 10, esi: 9 }, &payload), esi_error);
     assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 10,
-                esi: 3
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 10, esi: MAX_ESI + 1 }, &payload),
         esi_error
     );
     assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 10,
-                esi: 9
-            },
-            &payload
-        ),
-        esi_error
-    );
-    assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 10,
-                esi: MAX_ESI + 1
-            },
-            &payload
-        ),
-        esi_error
-    );
-    assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 0,
-                esi: 3
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 0, esi: 3 }, &payload),
         Err(CodecError::Header(HeaderError::OutOfRange { field: "k" }))
     );
     // Longer than the configured maximum.
     assert!(matches!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 65,
-                esi: 100
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 65, esi: 100 }, &payload),
         Err(CodecError::IndexOutOfRange { .. })
     ));
     assert_eq!(decoder.source_count(), None);
@@ -423,24 +367,12 @@ fn hand_built_bad_repairs_are_errors() {
 
     // The first valid repair fixes the length; a conflicting one is refused.
     assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 10,
-                esi: 10
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 10, esi: 10 }, &payload),
         Ok(Received::Innovative)
     );
     assert_eq!(decoder.source_count(), Some(10));
     assert!(matches!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 11,
-                esi: 11
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 11, esi: 11 }, &payload),
         Err(CodecError::Inconsistent { .. })
     ));
     assert!(decoder.set_source_count(12).is_err());
@@ -448,31 +380,16 @@ fn hand_built_bad_repairs_are_errors() {
     assert_eq!(decoder.needed(), 9);
     // A repair at the very top of the ESI space is fine.
     assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 10,
-                esi: MAX_ESI
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 10, esi: MAX_ESI }, &payload),
         Ok(Received::Innovative)
     );
     assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 10,
-                esi: MAX_ESI
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 10, esi: MAX_ESI }, &payload),
         Ok(Received::Redundant)
     );
     assert!(matches!(
         decoder.receive(&SymbolId::Source { index: 10 }, &payload),
-        Err(CodecError::IndexOutOfRange {
-            index: 10,
-            limit: 10
-        })
+        Err(CodecError::IndexOutOfRange { index: 10, limit: 10 })
     ));
 }
 
@@ -481,10 +398,7 @@ fn sources_beyond_a_later_length_conflict() {
     let config = rq_config(16, 64);
     let mut decoder = config.decoder(None).unwrap();
     let payload = [1u8; 16];
-    assert_eq!(
-        decoder.receive(&SymbolId::Source { index: 30 }, &payload),
-        Ok(Received::Innovative)
-    );
+    assert_eq!(decoder.receive(&SymbolId::Source { index: 30 }, &payload), Ok(Received::Innovative));
     assert_eq!(decoder.needed(), 30);
     assert!(matches!(
         decoder.receive(&SymbolId::Source { index: 64 }, &payload),
@@ -492,20 +406,11 @@ fn sources_beyond_a_later_length_conflict() {
     ));
     let before = snapshot(&decoder);
     assert!(matches!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 20,
-                esi: 25
-            },
-            &payload
-        ),
+        decoder.receive(&SymbolId::RaptorQ { source_count: 20, esi: 25 }, &payload),
         Err(CodecError::Inconsistent { .. })
     ));
     assert_eq!(snapshot(&decoder), before);
-    assert_eq!(
-        decoder.receive(&SymbolId::Source { index: 30 }, &[2u8; 16]),
-        Ok(Received::Redundant)
-    );
+    assert_eq!(decoder.receive(&SymbolId::Source { index: 30 }, &[2u8; 16]), Ok(Received::Redundant));
     assert_eq!(decoder.source(30), Some(&payload[..]));
 }
 
@@ -514,51 +419,20 @@ fn other_families_and_lengths_are_refused() {
     let config = rq_config(24, 64);
     let mut decoder = config.decoder(Some(8)).unwrap();
     assert_eq!(
-        decoder.receive(
-            &SymbolId::XorParity {
-                first: 0,
-                stride: 1,
-                count: 4
-            },
-            &[0; 24]
-        ),
-        Err(CodecError::WrongFamily {
-            expected: CodeFamily::RaptorQ,
-            got: CodeFamily::Xor
-        })
+        decoder.receive(&SymbolId::XorParity { first: 0, stride: 1, count: 4 }, &[0; 24]),
+        Err(CodecError::WrongFamily { expected: CodeFamily::RaptorQ, got: CodeFamily::Xor })
     );
     assert_eq!(
-        decoder.receive(
-            &SymbolId::Rlnc {
-                span: 8,
-                coefficients: Coefficients::Seed(1)
-            },
-            &[0; 24]
-        ),
-        Err(CodecError::WrongFamily {
-            expected: CodeFamily::RaptorQ,
-            got: CodeFamily::Rlnc
-        })
+        decoder.receive(&SymbolId::Rlnc { span: 8, coefficients: Coefficients::Seed(1) }, &[0; 24]),
+        Err(CodecError::WrongFamily { expected: CodeFamily::RaptorQ, got: CodeFamily::Rlnc })
     );
     assert_eq!(
         decoder.receive(&SymbolId::Source { index: 0 }, &[0; 23]),
-        Err(CodecError::WrongLength {
-            expected: 24,
-            got: 23
-        })
+        Err(CodecError::WrongLength { expected: 24, got: 23 })
     );
     assert_eq!(
-        decoder.receive(
-            &SymbolId::RaptorQ {
-                source_count: 8,
-                esi: 8
-            },
-            &[0; 25]
-        ),
-        Err(CodecError::WrongLength {
-            expected: 24,
-            got: 25
-        })
+        decoder.receive(&SymbolId::RaptorQ { source_count: 8, esi: 8 }, &[0; 25]),
+        Err(CodecError::WrongLength { expected: 24, got: 25 })
     );
     assert_eq!(snapshot(&decoder), (Some(8), 0, 8, false));
 }
@@ -569,67 +443,35 @@ fn encoder_seals_on_first_repair() {
     let mut encoder = config.encoder(3).unwrap();
     let mut out = [0u8; 32];
     assert_eq!(encoder.next_repair(&mut out), Ok(None));
-    assert_eq!(
-        encoder.push_source(&[1; 31]),
-        Err(CodecError::WrongLength {
-            expected: 32,
-            got: 31
-        })
-    );
+    assert_eq!(encoder.push_source(&[1; 31]), Err(CodecError::WrongLength { expected: 32, got: 31 }));
     for i in 0..4u8 {
-        assert_eq!(
-            encoder.push_source(&[i; 32]),
-            Ok(SymbolId::Source {
-                index: u16::from(i)
-            })
-        );
+        assert_eq!(encoder.push_source(&[i; 32]), Ok(SymbolId::Source { index: u16::from(i) }));
     }
-    assert_eq!(
-        encoder.push_source(&[9; 32]),
-        Err(CodecError::BlockFull { max: 4 })
-    );
+    assert_eq!(encoder.push_source(&[9; 32]), Err(CodecError::BlockFull { max: 4 }));
     assert_eq!(encoder.source_count(), 4);
     assert_eq!(encoder.source(2), Some(&[2u8; 32][..]));
     assert_eq!(encoder.source(4), None);
     // A wrong-sized output buffer does not seal.
-    assert_eq!(
-        encoder.next_repair(&mut [0u8; 16]),
-        Err(CodecError::WrongLength {
-            expected: 32,
-            got: 16
-        })
-    );
+    assert_eq!(encoder.next_repair(&mut [0u8; 16]), Err(CodecError::WrongLength { expected: 32, got: 16 }));
 
     let config = rq_config(32, 16);
     let mut encoder = config.encoder(0).unwrap();
     for i in 0..3u8 {
         encoder.push_source(&[i; 32]).unwrap();
     }
-    assert_eq!(
-        encoder.next_repair(&mut out),
-        Ok(Some(SymbolId::RaptorQ {
-            source_count: 3,
-            esi: 3
-        }))
-    );
+    assert_eq!(encoder.next_repair(&mut out), Ok(Some(SymbolId::RaptorQ { source_count: 3, esi: 3 })));
     assert_eq!(encoder.push_source(&[7; 32]), Err(CodecError::Sealed));
     assert_eq!(encoder.push_source(&[7; 5]), Err(CodecError::Sealed));
     assert_eq!(encoder.source_count(), 3);
-    assert_eq!(
-        encoder.next_repair(&mut out),
-        Ok(Some(SymbolId::RaptorQ {
-            source_count: 3,
-            esi: 4
-        }))
-    );
+    assert_eq!(encoder.next_repair(&mut out), Ok(Some(SymbolId::RaptorQ { source_count: 3, esi: 4 })));
     assert_eq!(encoder.source(0), Some(&[0u8; 32][..]));
     assert_eq!(encoder.family(), CodeFamily::RaptorQ);
     assert_eq!(encoder.symbol_size(), 32);
 }
 
 #[test]
-fn repairs_alone_recover_a_block_grown_past_the_initial_arena() {
-    // 100 sources: the encoder's arena grows; only repairs reach the decoder.
+fn repairs_alone_recover_a_large_block() {
+    // 100 sources, only repairs reach the decoder (and the encoder makes them in batches).
     let config = rq_config(16, 200);
     let mut rng = Rng(42);
     let sources = random_block(&mut rng, 100, 16);
@@ -639,10 +481,7 @@ fn repairs_alone_recover_a_block_grown_past_the_initial_arena() {
         if decoder.is_complete() {
             break;
         }
-        assert_eq!(
-            decoder.receive(&repair.id, &repair.payload),
-            Ok(Received::Innovative)
-        );
+        assert_eq!(decoder.receive(&repair.id, &repair.payload), Ok(Received::Innovative));
     }
     assert_block(&decoder, &sources);
     let mut recovered = drain_recovered(&mut decoder);
@@ -656,14 +495,52 @@ fn a_single_symbol_block() {
     let sources = vec![vec![0xAB; 16]];
     let (sources_sent, repairs) = encode(&config, &sources, 3);
     let mut decoder = config.decoder(None).unwrap();
-    assert_eq!(
-        decoder.receive(&repairs[1].id, &repairs[1].payload),
-        Ok(Received::Innovative)
-    );
+    assert_eq!(decoder.receive(&repairs[1].id, &repairs[1].payload), Ok(Received::Innovative));
     assert_block(&decoder, &sources);
     assert_eq!(drain_recovered(&mut decoder), vec![0]);
-    assert_eq!(
-        decoder.receive(&sources_sent[0].id, &sources_sent[0].payload),
-        Ok(Received::Redundant)
-    );
+    assert_eq!(decoder.receive(&sources_sent[0].id, &sources_sent[0].payload), Ok(Received::Redundant));
+}
+
+/// The wrapper's repairs are exactly RFC 6330's (as the `raptorq` crate makes them), across the
+/// encoder's batch boundaries, so either end may be another RaptorQ implementation.
+#[test]
+fn repairs_match_the_raptorq_crate() {
+    for k in [1usize, 10, 100, 300] {
+        let t = 16;
+        let config = rq_config(t, 512);
+        let mut rng = Rng(k as u64);
+        let sources = random_block(&mut rng, k, t);
+        let (_, ours) = encode(&config, &sources, 40);
+        let info = raptorq::ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+        let theirs = raptorq::SourceBlockEncoder::new(0, &info, &sources.concat()).repair_packets(0, 40);
+        for (ours, theirs) in ours.iter().zip(&theirs) {
+            let esi = theirs.payload_id().encoding_symbol_id();
+            assert_eq!(ours.id, SymbolId::RaptorQ { source_count: k as u16, esi });
+            assert_eq!(ours.payload, theirs.data(), "k = {k}, esi = {esi}");
+        }
+    }
+}
+
+/// Repairs from the very top of the 24-bit ESI space decode like any others.
+#[test]
+fn decodes_repairs_with_the_largest_esis() {
+    let (k, t) = (20usize, 32usize);
+    let config = rq_config(t, 64);
+    let mut rng = Rng(7);
+    let sources = random_block(&mut rng, k, t);
+    let info = raptorq::ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+    let count = k as u32 + 4;
+    // ESIs MAX_ESI - count + 1 ..= MAX_ESI.
+    let start = MAX_ESI + 1 - count - k as u32;
+    let repairs = raptorq::SourceBlockEncoder::new(0, &info, &sources.concat()).repair_packets(start, count);
+    assert_eq!(repairs.last().unwrap().payload_id().encoding_symbol_id(), MAX_ESI);
+    let mut decoder = config.decoder(None).unwrap();
+    for packet in &repairs {
+        if decoder.is_complete() {
+            break;
+        }
+        let id = SymbolId::RaptorQ { source_count: k as u16, esi: packet.payload_id().encoding_symbol_id() };
+        assert_eq!(decoder.receive(&id, packet.data()), Ok(Received::Innovative));
+    }
+    assert_block(&decoder, &sources);
 }

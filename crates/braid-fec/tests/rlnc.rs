@@ -3,9 +3,7 @@
 
 use braid_fec::gf256;
 use braid_fec::rlnc::coefficients_from_seed;
-use braid_fec::{
-    Coefficients, CodeFamily, CodecConfig, Decoder, Encoder, Received, SymbolHeader, SymbolId,
-};
+use braid_fec::{CodeFamily, CodecConfig, Coefficients, Decoder, Encoder, Received, SymbolHeader, SymbolId};
 use proptest::prelude::*;
 
 fn config(symbol_size: usize, max_block_len: usize) -> CodecConfig {
@@ -162,11 +160,11 @@ proptest! {
             };
             prop_assert_eq!(verdict == Received::Innovative, after > before);
             prop_assert_eq!(decoder.rank(), after);
-            for j in 0..k {
+            for (j, original) in data.iter().enumerate() {
                 let determined = determined(&rows, k, j);
                 prop_assert_eq!(decoder.source(j as u16).is_some(), determined, "source {} determined={}", j, determined);
                 if determined {
-                    prop_assert_eq!(decoder.source(j as u16).unwrap(), &data[j][..]);
+                    prop_assert_eq!(decoder.source(j as u16).unwrap(), &original[..]);
                 }
             }
         }

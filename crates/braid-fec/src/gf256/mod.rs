@@ -77,13 +77,10 @@ impl std::fmt::Display for BackendKind {
 impl std::str::FromStr for BackendKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        BackendKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = BackendKind::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown GF(2^8) backend `{s}` (expected one of: {})", names.join(", "))
-            })
+        BackendKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<_> = BackendKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown GF(2^8) backend `{s}` (expected one of: {})", names.join(", "))
+        })
     }
 }
 
@@ -106,9 +103,8 @@ impl Backend {
     pub fn best() -> Backend {
         static BEST: OnceLock<Backend> = OnceLock::new();
         *BEST.get_or_init(|| {
-            let wanted = std::env::var("BRAID_GF_BACKEND")
-                .ok()
-                .and_then(|name| name.parse::<BackendKind>().ok());
+            let wanted =
+                std::env::var("BRAID_GF_BACKEND").ok().and_then(|name| name.parse::<BackendKind>().ok());
             if let Some(backend) = wanted.and_then(Backend::new) {
                 return backend;
             }

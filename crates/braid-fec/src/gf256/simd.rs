@@ -32,9 +32,7 @@ pub(super) fn supported(kind: BackendKind) -> bool {
         BackendKind::Scalar => true,
         BackendKind::Ssse3 => is_x86_feature_detected!("ssse3"),
         BackendKind::Avx2 => is_x86_feature_detected!("avx2"),
-        BackendKind::Gfni256 => {
-            is_x86_feature_detected!("gfni") && is_x86_feature_detected!("avx2")
-        }
+        BackendKind::Gfni256 => is_x86_feature_detected!("gfni") && is_x86_feature_detected!("avx2"),
         BackendKind::Gfni512 => {
             is_x86_feature_detected!("gfni")
                 && is_x86_feature_detected!("avx512f")
@@ -122,11 +120,7 @@ macro_rules! kernels {
                 store_n(buf, v);
                 return;
             }
-            let tail = if !len.is_multiple_of(W) {
-                Some(mul(load(&buf[len - W..]), m))
-            } else {
-                None
-            };
+            let tail = if !len.is_multiple_of(W) { Some(mul(load(&buf[len - W..]), m)) } else { None };
             for b in buf.chunks_exact_mut(W) {
                 let v = mul(load(b), m);
                 store(b, v);
@@ -151,10 +145,7 @@ macro_rules! kernels {
         #[target_feature(enable = $features)]
         pub(super) fn xor_sum(dst: &mut [u8], srcs: &[&[u8]]) {
             let len = dst.len();
-            assert!(
-                srcs.iter().all(|s| s.len() == len),
-                "xor_sum: length mismatch"
-            );
+            assert!(srcs.iter().all(|s| s.len() == len), "xor_sum: length mismatch");
             if srcs.is_empty() {
                 return;
             }
@@ -166,11 +157,7 @@ macro_rules! kernels {
                 store_n(dst, acc);
                 return;
             }
-            let tail = if !len.is_multiple_of(W) {
-                Some(xor_sum1(dst, srcs, len - W))
-            } else {
-                None
-            };
+            let tail = if !len.is_multiple_of(W) { Some(xor_sum1(dst, srcs, len - W)) } else { None };
             let mut off = 0;
             while off + 4 * W <= len {
                 let d = &mut dst[off..off + 4 * W];
@@ -218,15 +205,8 @@ macro_rules! kernels {
         #[target_feature(enable = $features)]
         pub(super) fn dot_add(dst: &mut [u8], srcs: &[&[u8]], coefs: &[u8]) {
             let len = dst.len();
-            assert_eq!(
-                srcs.len(),
-                coefs.len(),
-                "dot_add: one coefficient per source"
-            );
-            assert!(
-                srcs.iter().all(|s| s.len() == len),
-                "dot_add: length mismatch"
-            );
+            assert_eq!(srcs.len(), coefs.len(), "dot_add: one coefficient per source");
+            assert!(srcs.iter().all(|s| s.len() == len), "dot_add: length mismatch");
             if srcs.is_empty() {
                 return;
             }
@@ -240,11 +220,7 @@ macro_rules! kernels {
                 store_n(dst, acc);
                 return;
             }
-            let tail = if !len.is_multiple_of(W) {
-                Some(dot1(dst, srcs, coefs, len - W))
-            } else {
-                None
-            };
+            let tail = if !len.is_multiple_of(W) { Some(dot1(dst, srcs, coefs, len - W)) } else { None };
             let mut off = 0;
             while off + 4 * W <= len {
                 let d = &mut dst[off..off + 4 * W];
@@ -331,18 +307,9 @@ macro_rules! kernels {
             let dsts: &mut [&mut [u8]; N] = dsts.try_into().expect("group size");
             let rows: &[&[u8]; N] = rows.try_into().expect("group size");
             let len = dsts[0].len();
-            assert!(
-                dsts.iter().all(|d| d.len() == len),
-                "dot_add_multi: length mismatch"
-            );
-            assert!(
-                srcs.iter().all(|s| s.len() == len),
-                "dot_add_multi: length mismatch"
-            );
-            assert!(
-                rows.iter().all(|r| r.len() == srcs.len()),
-                "dot_add_multi: row length"
-            );
+            assert!(dsts.iter().all(|d| d.len() == len), "dot_add_multi: length mismatch");
+            assert!(srcs.iter().all(|s| s.len() == len), "dot_add_multi: length mismatch");
+            assert!(rows.iter().all(|r| r.len() == srcs.len()), "dot_add_multi: row length");
             if srcs.is_empty() {
                 return;
             }
@@ -395,11 +362,7 @@ macro_rules! kernels {
         /// `dsts[o] ^= Σ coefs[o][i]·srcs[i]`, outputs in groups of up to `GROUP`.
         #[target_feature(enable = $features)]
         pub(super) fn dot_add_multi(dsts: &mut [&mut [u8]], srcs: &[&[u8]], coefs: &[&[u8]]) {
-            assert_eq!(
-                dsts.len(),
-                coefs.len(),
-                "dot_add_multi: one coefficient row per output"
-            );
+            assert_eq!(dsts.len(), coefs.len(), "dot_add_multi: one coefficient row per output");
             for (group, rows) in dsts.chunks_mut(GROUP).zip(coefs.chunks(GROUP)) {
                 match group.len() {
                     1 => dot_add(group[0], srcs, rows[0]),
@@ -704,10 +667,7 @@ mod ssse3 {
     #[target_feature(enable = "ssse3")]
     #[inline]
     fn mul_prep(c: u8) -> M {
-        (
-            load_table(&NIBBLE_LO[c as usize]),
-            load_table(&NIBBLE_HI[c as usize]),
-        )
+        (load_table(&NIBBLE_LO[c as usize]), load_table(&NIBBLE_HI[c as usize]))
     }
 
     #[target_feature(enable = "ssse3")]
@@ -765,20 +725,11 @@ pub(super) fn xor_sum(kind: BackendKind, dst: &mut [u8], srcs: &[&[u8]]) {
 
 /// `dst ^= Σ coefs[i]·srcs[i]`, accumulated in registers (one pass over `dst`).
 pub(super) fn dot_add(kind: BackendKind, dst: &mut [u8], srcs: &[&[u8]], coefs: &[u8]) {
-    dispatch!(
-        kind,
-        dot_add(dst, srcs, coefs),
-        scalar::dot_add(dst, srcs, coefs)
-    )
+    dispatch!(kind, dot_add(dst, srcs, coefs), scalar::dot_add(dst, srcs, coefs))
 }
 
 /// `dsts[o] ^= Σ coefs[o][i]·srcs[i]`, reading each source once per group of up to 4 outputs.
-pub(super) fn dot_add_multi(
-    kind: BackendKind,
-    dsts: &mut [&mut [u8]],
-    srcs: &[&[u8]],
-    coefs: &[&[u8]],
-) {
+pub(super) fn dot_add_multi(kind: BackendKind, dsts: &mut [&mut [u8]], srcs: &[&[u8]], coefs: &[&[u8]]) {
     dispatch!(
         kind,
         dot_add_multi(dsts, srcs, coefs),

@@ -113,6 +113,9 @@ impl RlncDecoder {
     /// Materializes and stores the source of every candidate row whose unknown part is its
     /// pivot alone, all in one pass over the raw repairs and known sources.
     fn solve_ready(&mut self, candidates: &[usize]) {
+        if candidates.is_empty() {
+            return;
+        }
         let extent = self.store.extent();
         // A row is solved when it is zero in every free column (unknown, and no row's pivot).
         let free: Vec<usize> =
@@ -179,7 +182,7 @@ impl RlncDecoder {
                 }
                 None => self.release(slot),
             }
-        } else {
+        } else if self.active > 0 {
             let touched: Vec<usize> = self.active_slots().filter(|&r| self.rows.row(r)[index] != 0).collect();
             self.solve_ready(&touched);
         }
@@ -205,6 +208,14 @@ impl RlncDecoder {
             return Ok(Received::Redundant);
         }
 
+        if self.raw.rows() == 0 && self.rows.rows() == 0 {
+            // First repair of the block: reserve for every source still unknown, the most
+            // this block can ever need, so the arenas are not regrown symbol by symbol.
+            let unknown = self.store.extent().saturating_sub(self.store.known_count()).max(1);
+            self.raw = Arena::with_capacity(self.store.symbol_size(), unknown);
+            self.rows = Arena::with_capacity(2 * self.width, unknown + 1);
+            self.scratch = Arena::with_capacity(self.store.symbol_size(), unknown);
+        }
         let slot = self.alloc_slot();
         let raw_index = self.raw.rows();
         {
@@ -261,7 +272,9 @@ impl Decoder for RlncDecoder {
         check_symbol(CodeFamily::Rlnc, self.store.symbol_size(), id, payload)?;
         match id {
             SymbolId::Source { index } => self.receive_source(usize::from(*index), payload),
-            SymbolId::Rlnc { span, coefficients } => self.receive_repair(usize::from(*span), coefficients, payload),
+            SymbolId::Rlnc { span, coefficients } => {
+                self.receive_repair(usize::from(*span), coefficients, payload)
+            }
             _ => unreachable!("check_symbol admits only source and RLNC symbols"),
         }
     }

@@ -84,7 +84,8 @@ impl Encoder for RlncEncoder {
         let sources: Vec<&[u8]> = (0..span).map(|i| self.sources.row(i)).collect();
         out.fill(0);
         self.backend.dot_add(out, &sources, coefficients);
-        let coefficients = if self.explicit { Coefficients::Explicit(coefficients) } else { Coefficients::Seed(seed) };
+        let coefficients =
+            if self.explicit { Coefficients::Explicit(coefficients) } else { Coefficients::Seed(seed) };
         Ok(Some(SymbolId::Rlnc { span: span as u16, coefficients }))
     }
 }
