@@ -41,6 +41,11 @@ pub struct RlncDecoder {
     active: usize,
     /// Materialization outputs.
     scratch: Arena,
+    /// Reused buffers of `solve_ready`, so solving allocates nothing in steady state.
+    free_columns: Vec<usize>,
+    solved: Vec<(usize, usize)>,
+    gathered: Vec<u8>,
+    coefficient_rows: Vec<u8>,
     backend: Backend,
 }
 
@@ -57,6 +62,10 @@ impl RlncDecoder {
             free: Vec::new(),
             active: 0,
             scratch: Arena::with_capacity(config.symbol_size, 0),
+            free_columns: Vec::new(),
+            solved: Vec::new(),
+            gathered: Vec::new(),
+            coefficient_rows: Vec::new(),
             backend: Backend::best(),
         }
     }
@@ -98,10 +107,9 @@ impl RlncDecoder {
         self.slot_of_pivot[pivot] = Some(slot);
         self.active += 1;
         let mut touched = vec![slot];
-        let others: Vec<usize> = self.active_slots().filter(|&r| r != slot).collect();
-        for r in others {
+        for r in 0..self.pivot_of_slot.len() {
             let m = self.rows.row(r)[pivot];
-            if m != 0 {
+            if r != slot && m != 0 && self.pivot_of_slot[r].is_some() {
                 let (row, rest) = self.rows.split_row_mut(r);
                 self.backend.mul_add(row, rest.row(slot), m);
                 touched.push(r);
@@ -118,49 +126,59 @@ impl RlncDecoder {
         }
         let extent = self.store.extent();
         // A row is solved when it is zero in every free column (unknown, and no row's pivot).
-        let free: Vec<usize> =
-            (0..extent).filter(|&i| self.slot_of_pivot[i].is_none() && !self.store.is_known(i)).collect();
-        let solved: Vec<(usize, usize)> = candidates
-            .iter()
-            .filter_map(|&slot| {
-                let pivot = self.pivot_of_slot[slot]?;
-                let row = self.rows.row(slot);
-                free.iter().all(|&i| row[i] == 0).then_some((slot, pivot))
-            })
-            .collect();
+        let mut free = std::mem::take(&mut self.free_columns);
+        free.clear();
+        free.extend((0..extent).filter(|&i| self.slot_of_pivot[i].is_none() && !self.store.is_known(i)));
+        let mut solved = std::mem::take(&mut self.solved);
+        solved.clear();
+        solved.extend(candidates.iter().filter_map(|&slot| {
+            let pivot = self.pivot_of_slot[slot]?;
+            let row = self.rows.row(slot);
+            free.iter().all(|&i| row[i] == 0).then_some((slot, pivot))
+        }));
+        self.free_columns = free;
         if solved.is_empty() {
+            self.solved = solved;
             return;
         }
-        // Inputs: every raw repair (coefficients from T), every known source (from F). Inputs
-        // no solved row uses are skipped.
-        let raw_count = self.raw.rows();
-        let known: Vec<usize> = self.store.known_below(extent).map(|(i, _)| i).collect();
-        let mut inputs: Vec<&[u8]> = Vec::with_capacity(raw_count + known.len());
-        let mut coefficients: Vec<Vec<u8>> = vec![Vec::with_capacity(raw_count + known.len()); solved.len()];
-        let columns = (0..raw_count)
-            .map(|j| (self.raw.row(j), self.width + j))
-            .chain(known.iter().map(|&i| (self.store.row(i), i)));
-        for (data, column) in columns {
+        // Inputs: every raw repair (coefficients from T), every known source (from F), skipping
+        // inputs no solved row uses. Coefficients are gathered output-major into one buffer.
+        let outputs_count = solved.len();
+        let mut gathered = std::mem::take(&mut self.gathered);
+        gathered.clear();
+        let mut inputs: Vec<&[u8]> = Vec::with_capacity(self.raw.rows() + self.store.known_count());
+        let raw_columns = (0..self.raw.rows()).map(|j| (self.raw.row(j), self.width + j));
+        let known_columns = self.store.known_below(extent).map(|(i, data)| (data, i));
+        for (data, column) in raw_columns.chain(known_columns) {
             if solved.iter().any(|&(slot, _)| self.rows.row(slot)[column] != 0) {
                 inputs.push(data);
-                for (out, &(slot, _)) in coefficients.iter_mut().zip(&solved) {
-                    out.push(self.rows.row(slot)[column]);
-                }
+                gathered.extend(solved.iter().map(|&(slot, _)| self.rows.row(slot)[column]));
             }
         }
-        if self.scratch.rows() < solved.len() {
-            self.scratch.grow(solved.len() - self.scratch.rows());
+        // `gathered` is input-major; transpose into one row per output.
+        let mut coefficients = std::mem::take(&mut self.coefficient_rows);
+        coefficients.clear();
+        for o in 0..outputs_count {
+            coefficients.extend(gathered.iter().skip(o).step_by(outputs_count));
         }
-        let mut outputs = self.scratch.first_rows_mut(solved.len());
+        if self.scratch.rows() < outputs_count {
+            self.scratch.grow(outputs_count - self.scratch.rows());
+        }
+        let mut outputs = self.scratch.first_rows_mut(outputs_count);
         for out in outputs.iter_mut() {
             out.fill(0);
         }
-        let rows: Vec<&[u8]> = coefficients.iter().map(|c| &c[..]).collect();
-        self.backend.dot_add_multi(&mut outputs, &inputs, &rows);
+        if !inputs.is_empty() {
+            let rows: Vec<&[u8]> = coefficients.chunks_exact(inputs.len()).collect();
+            self.backend.dot_add_multi(&mut outputs, &inputs, &rows);
+        }
         for (n, &(slot, pivot)) in solved.iter().enumerate() {
             self.store.insert_recovered(pivot, self.scratch.row(n));
             self.release(slot);
         }
+        self.solved = solved;
+        self.gathered = gathered;
+        self.coefficient_rows = coefficients;
     }
 
     fn receive_source(&mut self, index: usize, payload: &[u8]) -> Result<Received, CodecError> {
