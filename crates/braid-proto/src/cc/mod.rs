@@ -1,0 +1,132 @@
+//! Congestion control: how much a path may have in flight, and how fast to send it.
+//!
+//! One [`CongestionController`] per path. The connection tells it what happened — packets sent,
+//! acknowledged, lost — and which losses count as congestion is the *mode's* decision, not the
+//! controller's: TCP-dFEC reports only losses its FEC failed to repair (dFEC §III-B), Sato et al.
+//! report repaired losses too with their own factor r (§3.3), braid reports none of the random
+//! losses its code absorbs. The controller only answers "how much, how fast".
+
+mod cubic;
+mod newreno;
+mod rtt;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use cubic::Cubic;
+pub use newreno::NewReno;
+pub use rtt::RttEstimator;
+
+use crate::Instant;
+
+/// An acknowledgement of newly acknowledged bytes on a path.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack {
+    pub now: Instant,
+    /// Bytes newly acknowledged by this ACK.
+    pub bytes: u64,
+    /// When the newest acknowledged packet was sent.
+    pub largest_sent: Instant,
+    /// Bytes in flight after removing the acknowledged ones.
+    pub in_flight: u64,
+}
+
+/// A congestion signal the mode decided to act on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Congestion {
+    /// A loss that counts as congestion: the controller's own reduction (NewReno ½, CUBIC β).
+    Loss,
+    /// A loss the code repaired, reported by a mode that still treats it as congestion, with the
+    /// mode's multiplicative factor (Sato et al. §3.3: cwnd ← r·cwnd, r = 0.7).
+    Repaired { factor: f64 },
+}
+
+/// The per-path congestion controller.
+pub trait CongestionController: Send + fmt::Debug {
+    fn name(&self) -> &'static str;
+
+    /// Bytes the path may have in flight.
+    fn window(&self) -> u64;
+
+    /// Bytes per second to pace at, if the controller paces (`None`: send as the window allows).
+    fn pacing_rate(&self, _rtt: &RttEstimator) -> Option<u64> {
+        None
+    }
+
+    fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
+
+    fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator);
+
+    /// A congestion event for a packet sent at `sent`. Controllers react at most once per round
+    /// trip: events for packets sent before the last reduction are ignored (RFC 6582 §3.2).
+    fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion);
+
+    /// The retransmission timer fired: collapse to the minimum window (RFC 5681 §3.1).
+    fn on_timeout(&mut self, now: Instant);
+}
+
+/// Which controller to build; flags map straight to it (`--cc cubic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcAlgorithm {
+    NewReno,
+    Cubic,
+}
+
+impl CcAlgorithm {
+    pub const ALL: [CcAlgorithm; 2] = [CcAlgorithm::NewReno, CcAlgorithm::Cubic];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CcAlgorithm::NewReno => "newreno",
+            CcAlgorithm::Cubic => "cubic",
+        }
+    }
+
+    /// A controller for a path carrying datagrams of `mss` bytes.
+    pub fn build(self, mss: u64) -> Box<dyn CongestionController> {
+        match self {
+            CcAlgorithm::NewReno => Box::new(NewReno::new(mss)),
+            CcAlgorithm::Cubic => Box::new(Cubic::new(mss)),
+        }
+    }
+}
+
+impl FromStr for CcAlgorithm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CcAlgorithm::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            let names: Vec<_> = CcAlgorithm::ALL.iter().map(|a| a.name()).collect();
+            format!("unknown congestion controller `{s}` (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+/// RFC 9002 §7.2: initial window of 10 datagrams, bounded to 14 720 bytes' worth where
+/// datagrams are large.
+pub(crate) fn initial_window(mss: u64) -> u64 {
+    (10 * mss).min((2 * mss).max(14_720))
+}
+
+/// RFC 9002 §7.2: the minimum window is two datagrams.
+pub(crate) fn minimum_window(mss: u64) -> u64 {
+    2 * mss
+}
+
+/// Duration as fractional seconds, for the cubic function.
+pub(crate) fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_explains_mistakes() {
+        assert_eq!("CUBIC".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
+        assert!("vegas".parse::<CcAlgorithm>().unwrap_err().contains("newreno, cubic"));
+        assert_eq!(initial_window(1200), 12_000);
+        assert_eq!(initial_window(9000), 18_000);
+    }
+}

@@ -1,0 +1,119 @@
+//! NewReno (RFC 5681 slow start and congestion avoidance, RFC 6582 recovery), byte-counted.
+
+use super::{initial_window, minimum_window, Ack, Congestion, CongestionController, RttEstimator};
+use crate::Instant;
+
+#[derive(Debug, Clone)]
+pub struct NewReno {
+    mss: u64,
+    window: u64,
+    ssthresh: u64,
+    /// Bytes acknowledged in congestion avoidance since the window last grew by one MSS.
+    acked_in_avoidance: u64,
+    /// Losses of packets sent before this instant belong to the current recovery period.
+    recovery_start: Option<Instant>,
+}
+
+impl NewReno {
+    pub fn new(mss: u64) -> NewReno {
+        NewReno {
+            mss,
+            window: initial_window(mss),
+            ssthresh: u64::MAX,
+            acked_in_avoidance: 0,
+            recovery_start: None,
+        }
+    }
+
+    fn in_recovery(&self, sent: Instant) -> bool {
+        self.recovery_start.is_some_and(|start| sent <= start)
+    }
+
+    fn reduce(&mut self, now: Instant, factor: f64) {
+        self.recovery_start = Some(now);
+        self.window = ((self.window as f64 * factor).round() as u64).max(minimum_window(self.mss));
+        self.ssthresh = self.window;
+        self.acked_in_avoidance = 0;
+    }
+}
+
+impl CongestionController for NewReno {
+    fn name(&self) -> &'static str {
+        "newreno"
+    }
+
+    fn window(&self) -> u64 {
+        self.window
+    }
+
+    fn on_ack(&mut self, ack: &Ack, _rtt: &RttEstimator) {
+        if self.in_recovery(ack.largest_sent) {
+            return;
+        }
+        if self.window < self.ssthresh {
+            // Slow start: one MSS per MSS acknowledged (RFC 5681 §3.1, byte counting).
+            self.window += ack.bytes;
+        } else {
+            // Congestion avoidance: one MSS per window acknowledged.
+            self.acked_in_avoidance += ack.bytes;
+            if self.acked_in_avoidance >= self.window {
+                self.acked_in_avoidance -= self.window;
+                self.window += self.mss;
+            }
+        }
+    }
+
+    fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
+        if self.in_recovery(sent) {
+            return;
+        }
+        let factor = match signal {
+            Congestion::Loss => 0.5,
+            Congestion::Repaired { factor } => factor,
+        };
+        self.reduce(now, factor);
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        self.ssthresh = (self.window / 2).max(minimum_window(self.mss));
+        self.window = minimum_window(self.mss);
+        self.recovery_start = Some(now);
+        self.acked_in_avoidance = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(now: u64, bytes: u64, sent: u64) -> Ack {
+        Ack { now: Instant::from_micros(now), bytes, largest_sent: Instant::from_micros(sent), in_flight: 0 }
+    }
+
+    #[test]
+    fn slow_start_then_avoidance_then_one_reduction_per_round() {
+        let rtt = RttEstimator::default();
+        let mut cc = NewReno::new(1000);
+        assert_eq!(cc.window(), 10_000);
+        cc.on_ack(&ack(10, 10_000, 5), &rtt);
+        assert_eq!(cc.window(), 20_000);
+        cc.on_congestion(Instant::from_micros(20), Instant::from_micros(15), Congestion::Loss);
+        assert_eq!(cc.window(), 10_000);
+        // A second loss from the same flight does not reduce again.
+        cc.on_congestion(Instant::from_micros(21), Instant::from_micros(16), Congestion::Loss);
+        assert_eq!(cc.window(), 10_000);
+        // ACKs of packets sent before the reduction do not grow the window.
+        cc.on_ack(&ack(22, 5_000, 19), &rtt);
+        assert_eq!(cc.window(), 10_000);
+        // Congestion avoidance: +1 MSS per window of ACKs.
+        cc.on_ack(&ack(30, 9_999, 25), &rtt);
+        assert_eq!(cc.window(), 10_000);
+        cc.on_ack(&ack(31, 1, 26), &rtt);
+        assert_eq!(cc.window(), 11_000);
+        // Sato et al.'s repaired-loss reduction uses the mode's factor.
+        cc.on_congestion(Instant::from_micros(40), Instant::from_micros(35), Congestion::Repaired { factor: 0.7 });
+        assert_eq!(cc.window(), 7_700);
+        cc.on_timeout(Instant::from_micros(50));
+        assert_eq!(cc.window(), 2_000);
+    }
+}

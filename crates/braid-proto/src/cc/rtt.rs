@@ -1,0 +1,95 @@
+//! Round-trip time estimation (RFC 6298; RFC 9002 §5), per path.
+
+use std::time::Duration;
+
+/// Smoothed RTT, variation and minimum, from ACK samples.
+#[derive(Debug, Clone, Copy)]
+pub struct RttEstimator {
+    latest: Duration,
+    smoothed: Option<Duration>,
+    variation: Duration,
+    min: Duration,
+}
+
+/// RFC 9002 §6.2.2: before any sample, assume 333 ms.
+pub const INITIAL_RTT: Duration = Duration::from_millis(333);
+
+impl Default for RttEstimator {
+    fn default() -> Self {
+        RttEstimator { latest: INITIAL_RTT, smoothed: None, variation: INITIAL_RTT / 2, min: Duration::MAX }
+    }
+}
+
+impl RttEstimator {
+    /// Folds in a sample; `ack_delay` is what the peer reports it held the packet.
+    pub fn update(&mut self, sample: Duration, ack_delay: Duration) {
+        self.latest = sample;
+        self.min = self.min.min(sample);
+        // RFC 9002 §5.3: subtract the peer's ack delay unless that would go below min_rtt.
+        let adjusted = if sample >= self.min + ack_delay { sample - ack_delay } else { sample };
+        match self.smoothed {
+            None => {
+                self.smoothed = Some(adjusted);
+                self.variation = adjusted / 2;
+            }
+            Some(srtt) => {
+                let deviation = srtt.abs_diff(adjusted);
+                self.variation = (3 * self.variation + deviation) / 4;
+                self.smoothed = Some((7 * srtt + adjusted) / 8);
+            }
+        }
+    }
+
+    pub fn has_sample(&self) -> bool {
+        self.smoothed.is_some()
+    }
+
+    pub fn smoothed(&self) -> Duration {
+        self.smoothed.unwrap_or(INITIAL_RTT)
+    }
+
+    pub fn variation(&self) -> Duration {
+        self.variation
+    }
+
+    pub fn latest(&self) -> Duration {
+        self.latest
+    }
+
+    /// The smallest sample seen (the propagation delay estimate); the initial RTT before any.
+    pub fn min(&self) -> Duration {
+        if self.min == Duration::MAX {
+            INITIAL_RTT
+        } else {
+            self.min
+        }
+    }
+
+    /// RFC 6298 §2.3: RTO = SRTT + max(G, 4·RTTVAR), at least `floor`.
+    pub fn rto(&self, floor: Duration) -> Duration {
+        (self.smoothed() + (4 * self.variation).max(Duration::from_millis(1))).max(floor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_rfc6298() {
+        let mut r = RttEstimator::default();
+        assert_eq!(r.smoothed(), INITIAL_RTT);
+        r.update(Duration::from_millis(100), Duration::ZERO);
+        assert_eq!(r.smoothed(), Duration::from_millis(100));
+        assert_eq!(r.variation(), Duration::from_millis(50));
+        r.update(Duration::from_millis(200), Duration::ZERO);
+        // srtt = 7/8·100 + 1/8·200 = 112.5; rttvar = 3/4·50 + 1/4·100 = 62.5
+        assert_eq!(r.smoothed(), Duration::from_micros(112_500));
+        assert_eq!(r.variation(), Duration::from_micros(62_500));
+        assert_eq!(r.min(), Duration::from_millis(100));
+        assert_eq!(r.rto(Duration::from_millis(200)), Duration::from_micros(362_500));
+        // Ack delay is subtracted only while the result stays above min_rtt.
+        r.update(Duration::from_millis(130), Duration::from_millis(20));
+        assert_eq!(r.latest(), Duration::from_millis(130));
+    }
+}

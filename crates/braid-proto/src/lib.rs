@@ -1,0 +1,12 @@
+//! # braid-proto: the sans-IO protocol core
+//!
+//! Contract: no I/O, no clock, no threads. Time comes in as [`Instant`] values and randomness as
+//! seeds; datagrams come in through `handle_*` and go out through `poll_*`. The simulator, the
+//! runtime and the tests all drive this same code.
+#![deny(unsafe_code)]
+
+pub mod cc;
+pub mod time;
+pub mod wire;
+
+pub use time::Instant;

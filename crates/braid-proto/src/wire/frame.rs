@@ -1,0 +1,354 @@
+//! Frames: the contents of a packet (PROTOCOL.md §8).
+
+use braid_fec::SymbolHeader;
+
+use super::params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
+use super::{Reader, WireError, Writer, MAX_VARINT};
+
+/// Most ranges one ACK frame may carry; older ranges are dropped by the sender, which is safe
+/// (an unacknowledged packet is only declared lost later).
+pub const MAX_ACK_RANGES: usize = 32;
+/// Longest close reason accepted.
+pub const MAX_REASON: usize = 1024;
+/// Longest symbol payload accepted.
+pub const MAX_SYMBOL: usize = 16_384;
+
+const PADDING: u64 = 0x00;
+const PING: u64 = 0x01;
+const ACK: u64 = 0x02;
+const BLOCK_ACK: u64 = 0x03;
+const SYMBOL: u64 = 0x04;
+const FEC_STATUS: u64 = 0x05;
+const MAX_DATA: u64 = 0x06;
+const MAX_STREAM_DATA: u64 = 0x07;
+const CLOSE: u64 = 0x08;
+const HANDSHAKE: u64 = 0x09;
+
+/// Packet numbers `start..=end` of one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckRange {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Which packets of a path arrived (§8.3). Ranges are disjoint, highest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckFrame {
+    pub path: u8,
+    /// How long the receiver held the largest packet before acknowledging, in microseconds.
+    pub ack_delay_us: u64,
+    pub ranges: Vec<AckRange>,
+}
+
+/// The decoder's state (§8.4): CTCP's ACK carries the smallest undecoded block and the degrees
+/// of freedom received for it; braid adds which later blocks are already decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockAckFrame {
+    /// Every block below this one is decoded and delivered.
+    pub lowest_undecoded: u64,
+    /// Innovative symbols held for `lowest_undecoded`.
+    pub dofs: u64,
+    /// Bit i set: block `lowest_undecoded + 1 + i` is decoded.
+    pub decoded_beyond: u64,
+}
+
+/// One coded or source symbol (§8.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymbolFrame<'a> {
+    pub header: SymbolHeader<'a>,
+    pub payload: &'a [u8],
+}
+
+/// The FEC outcome signals of TCP-dFEC ("FEC recovered" / "FEC failed") and Sato et al.'s
+/// recovered-loss mark (§8.6), counted since the previous signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FecStatusFrame {
+    pub path: u8,
+    pub recovered: u64,
+    pub failed: u64,
+}
+
+/// Closes the connection (§8.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseFrame<'a> {
+    pub code: u64,
+    pub reason: &'a [u8],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame<'a> {
+    Padding,
+    Ping,
+    Ack(AckFrame),
+    BlockAck(BlockAckFrame),
+    Symbol(SymbolFrame<'a>),
+    FecStatus(FecStatusFrame),
+    MaxData(u64),
+    MaxStreamData { stream: u64, max: u64 },
+    Close(CloseFrame<'a>),
+    Handshake(TransportParams),
+}
+
+impl Frame<'_> {
+    /// Whether receiving this frame obliges the receiver to acknowledge the packet.
+    pub fn is_ack_eliciting(&self) -> bool {
+        !matches!(self, Frame::Padding | Frame::Ack(_) | Frame::BlockAck(_) | Frame::Close(_))
+    }
+
+    pub fn write(&self, w: &mut Writer<'_>) -> Result<(), WireError> {
+        match self {
+            Frame::Padding => w.varint(PADDING),
+            Frame::Ping => w.varint(PING),
+            Frame::Ack(ack) => {
+                let (first, rest) = ack.ranges.split_first().ok_or(WireError::OutOfRange("ack ranges"))?;
+                if ack.ranges.len() > MAX_ACK_RANGES || first.start > first.end {
+                    return Err(WireError::OutOfRange("ack ranges"));
+                }
+                w.varint(ACK);
+                w.varint(ack.path.into());
+                w.varint(first.end);
+                w.varint(ack.ack_delay_us.min(MAX_VARINT));
+                w.varint(rest.len() as u64);
+                w.varint(first.end - first.start);
+                let mut previous_start = first.start;
+                for range in rest {
+                    // gap: packets skipped between this range and the previous one, minus 2
+                    // (RFC 9000 §19.3.1: ranges are separated by at least one missing packet).
+                    if range.start > range.end || range.end + 2 > previous_start {
+                        return Err(WireError::OutOfRange("ack ranges"));
+                    }
+                    w.varint(previous_start - range.end - 2);
+                    w.varint(range.end - range.start);
+                    previous_start = range.start;
+                }
+            }
+            Frame::BlockAck(b) => {
+                w.varint(BLOCK_ACK);
+                w.varint(b.lowest_undecoded);
+                w.varint(b.dofs);
+                // The bitmap is 64 bits but a varint carries 62; blocks in flight are capped
+                // below that.
+                w.varint(b.decoded_beyond & MAX_VARINT);
+            }
+            Frame::Symbol(s) => {
+                w.varint(SYMBOL);
+                let start = w.out.len();
+                let len = s.header.encoded_len();
+                w.out.resize(start + len, 0);
+                s.header.write(&mut w.out[start..])?;
+                w.bytes(s.payload);
+            }
+            Frame::FecStatus(f) => {
+                w.varint(FEC_STATUS);
+                w.varint(f.path.into());
+                w.varint(f.recovered);
+                w.varint(f.failed);
+            }
+            Frame::MaxData(max) => {
+                w.varint(MAX_DATA);
+                w.varint(*max);
+            }
+            Frame::MaxStreamData { stream, max } => {
+                w.varint(MAX_STREAM_DATA);
+                w.varint(*stream);
+                w.varint(*max);
+            }
+            Frame::Close(c) => {
+                w.varint(CLOSE);
+                w.varint(c.code);
+                w.bytes(&c.reason[..c.reason.len().min(MAX_REASON)]);
+            }
+            Frame::Handshake(p) => {
+                w.varint(HANDSHAKE);
+                p.write(w);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses the frames of a packet payload, one at a time; stops at the first error.
+pub struct FrameIter<'a> {
+    reader: Reader<'a>,
+    failed: bool,
+}
+
+impl<'a> FrameIter<'a> {
+    pub fn new(payload: &'a [u8]) -> FrameIter<'a> {
+        FrameIter { reader: Reader::new(payload), failed: false }
+    }
+
+    fn parse(&mut self) -> Result<Frame<'a>, WireError> {
+        let r = &mut self.reader;
+        Ok(match r.varint()? {
+            PADDING => Frame::Padding,
+            PING => Frame::Ping,
+            ACK => {
+                let path = r.varint_max(super::packet::MAX_PATHS - 1, "ack path")? as u8;
+                let largest = r.varint()?;
+                let ack_delay_us = r.varint()?;
+                let extra = r.varint_max(MAX_ACK_RANGES as u64 - 1, "ack range count")? as usize;
+                let first_len = r.varint()?;
+                let mut start = largest.checked_sub(first_len).ok_or(WireError::OutOfRange("ack range"))?;
+                let mut ranges = Vec::with_capacity(extra + 1);
+                ranges.push(AckRange { start, end: largest });
+                for _ in 0..extra {
+                    let gap = r.varint()?;
+                    let len = r.varint()?;
+                    let end = start.checked_sub(gap + 2).ok_or(WireError::OutOfRange("ack gap"))?;
+                    start = end.checked_sub(len).ok_or(WireError::OutOfRange("ack range"))?;
+                    ranges.push(AckRange { start, end });
+                }
+                Frame::Ack(AckFrame { path, ack_delay_us, ranges })
+            }
+            BLOCK_ACK => Frame::BlockAck(BlockAckFrame {
+                lowest_undecoded: r.varint()?,
+                dofs: r.varint()?,
+                decoded_beyond: r.varint()? & ((1 << MAX_BLOCKS_IN_FLIGHT.min(62)) - 1),
+            }),
+            SYMBOL => {
+                let (header, rest) = SymbolHeader::parse(r.rest())?;
+                let consumed = r.remaining() - rest.len();
+                r.take(consumed)?;
+                let payload = r.bytes(MAX_SYMBOL, "symbol length")?;
+                Frame::Symbol(SymbolFrame { header, payload })
+            }
+            FEC_STATUS => Frame::FecStatus(FecStatusFrame {
+                path: r.varint_max(super::packet::MAX_PATHS - 1, "fec path")? as u8,
+                recovered: r.varint()?,
+                failed: r.varint()?,
+            }),
+            MAX_DATA => Frame::MaxData(r.varint()?),
+            MAX_STREAM_DATA => Frame::MaxStreamData { stream: r.varint()?, max: r.varint()? },
+            CLOSE => Frame::Close(CloseFrame { code: r.varint()?, reason: r.bytes(MAX_REASON, "close reason")? }),
+            HANDSHAKE => Frame::Handshake(TransportParams::parse(r)?),
+            other => return Err(WireError::UnknownFrame(other)),
+        })
+    }
+}
+
+impl<'a> Iterator for FrameIter<'a> {
+    type Item = Result<Frame<'a>, WireError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.reader.is_empty() {
+            return None;
+        }
+        let frame = self.parse();
+        self.failed = frame.is_err();
+        Some(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_fec::{Coefficients, SymbolId};
+    use proptest::prelude::*;
+
+    fn arb_frame() -> impl Strategy<Value = Frame<'static>> {
+        let payload: &'static [u8] = Box::leak(vec![0xA5u8; 1400].into_boxed_slice());
+        let ranges = proptest::collection::vec((0u64..1000, 0u64..50), 1..MAX_ACK_RANGES).prop_map(|spec| {
+            // Build valid descending ranges from (gap, len) pairs.
+            let mut end = 1u64 << 40;
+            spec.into_iter()
+                .map(|(gap, len)| {
+                    let range = AckRange { start: end - len, end };
+                    end = range.start - gap - 2;
+                    range
+                })
+                .collect::<Vec<_>>()
+        });
+        prop_oneof![
+            Just(Frame::Padding),
+            Just(Frame::Ping),
+            (0u8..8, 0..MAX_VARINT, ranges).prop_map(|(path, ack_delay_us, ranges)| Frame::Ack(AckFrame {
+                path,
+                ack_delay_us,
+                ranges
+            })),
+            (0..MAX_VARINT, 0..MAX_VARINT, 0..(1u64 << 62)).prop_map(|(lowest_undecoded, dofs, decoded_beyond)| {
+                Frame::BlockAck(BlockAckFrame { lowest_undecoded, dofs, decoded_beyond })
+            }),
+            (0u64..1_000_000, 0u16..64, 1usize..1400, any::<u32>()).prop_map(move |(block, index, len, seed)| {
+                let id = if seed % 2 == 0 {
+                    SymbolId::Source { index }
+                } else {
+                    SymbolId::Rlnc { span: index + 1, coefficients: Coefficients::Seed(seed) }
+                };
+                Frame::Symbol(SymbolFrame { header: SymbolHeader { block, id }, payload: &payload[..len] })
+            }),
+            (0u8..8, 0..MAX_VARINT, 0..MAX_VARINT)
+                .prop_map(|(path, recovered, failed)| Frame::FecStatus(FecStatusFrame { path, recovered, failed })),
+            (0..MAX_VARINT).prop_map(Frame::MaxData),
+            (0..MAX_VARINT, 0..MAX_VARINT).prop_map(|(stream, max)| Frame::MaxStreamData { stream, max }),
+            (0..MAX_VARINT, 0usize..100)
+                .prop_map(move |(code, n)| Frame::Close(CloseFrame { code, reason: &payload[..n] })),
+            Just(Frame::Handshake(TransportParams::default())),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn frames_round_trip(frames in proptest::collection::vec(arb_frame(), 1..8)) {
+            let mut out = Vec::new();
+            let mut w = Writer::new(&mut out);
+            for f in &frames {
+                f.write(&mut w).unwrap();
+            }
+            let parsed: Vec<Frame<'_>> = FrameIter::new(&out).collect::<Result<_, _>>().unwrap();
+            prop_assert_eq!(parsed, frames);
+        }
+
+        #[test]
+        fn parsing_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            for frame in FrameIter::new(&bytes) {
+                let _ = frame;
+            }
+        }
+
+        #[test]
+        fn truncation_is_an_error(frame in arb_frame()) {
+            let mut out = Vec::new();
+            frame.write(&mut Writer::new(&mut out)).unwrap();
+            for cut in 1..out.len() {
+                let result: Result<Vec<_>, _> = FrameIter::new(&out[..cut]).collect();
+                // A cut may fall where a shorter frame sequence is valid only for padding runs.
+                if let Ok(frames) = result {
+                    prop_assert!(frames.iter().all(|f| *f == Frame::Padding), "cut {} parsed as {:?}", cut, frames);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_ack_ranges_are_refused() {
+        // Range count above the bound.
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        for v in [ACK, 0, 100, 0, 1000, 0] {
+            w.varint(v);
+        }
+        assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range count")));
+        // First range longer than the largest packet number.
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        for v in [ACK, 0, 5, 0, 0, 6] {
+            w.varint(v);
+        }
+        assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range")));
+        // Unknown frame type.
+        assert_eq!(FrameIter::new(&[0x3f]).next().unwrap(), Err(WireError::UnknownFrame(0x3f)));
+        // A symbol length beyond the bound.
+        let mut out = Vec::new();
+        let sym = Frame::Symbol(SymbolFrame {
+            header: SymbolHeader { block: 0, id: SymbolId::Source { index: 0 } },
+            payload: &[1, 2, 3],
+        });
+        sym.write(&mut Writer::new(&mut out)).unwrap();
+        let len_at = out.len() - 4;
+        out.truncate(len_at);
+        Writer::new(&mut out).varint(MAX_SYMBOL as u64 + 1);
+        assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("symbol length")));
+    }
+}
