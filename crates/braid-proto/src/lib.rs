@@ -5,6 +5,7 @@
 //! runtime and the tests all drive this same code.
 #![deny(unsafe_code)]
 
+pub mod blocks;
 pub mod cc;
 pub mod time;
 pub mod wire;

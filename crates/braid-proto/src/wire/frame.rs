@@ -56,6 +56,8 @@ pub struct BlockAckFrame {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SymbolFrame<'a> {
     pub header: SymbolHeader<'a>,
+    /// The block's number of source symbols once the sender has closed it; `None` while open.
+    pub block_len: Option<u16>,
     pub payload: &'a [u8],
 }
 
@@ -136,6 +138,7 @@ impl Frame<'_> {
                 let len = s.header.encoded_len();
                 w.out.resize(start + len, 0);
                 s.header.write(&mut w.out[start..])?;
+                w.varint(s.block_len.map_or(0, u64::from));
                 w.bytes(s.payload);
             }
             Frame::FecStatus(f) => {
@@ -210,8 +213,12 @@ impl<'a> FrameIter<'a> {
                 let (header, rest) = SymbolHeader::parse(r.rest())?;
                 let consumed = r.remaining() - rest.len();
                 r.take(consumed)?;
+                let block_len = match r.varint_max(u16::MAX.into(), "block length")? {
+                    0 => None,
+                    k => Some(k as u16),
+                };
                 let payload = r.bytes(MAX_SYMBOL, "symbol length")?;
-                Frame::Symbol(SymbolFrame { header, payload })
+                Frame::Symbol(SymbolFrame { header, block_len, payload })
             }
             FEC_STATUS => Frame::FecStatus(FecStatusFrame {
                 path: r.varint_max(super::packet::MAX_PATHS - 1, "fec path")? as u8,
@@ -276,7 +283,8 @@ mod tests {
                 } else {
                     SymbolId::Rlnc { span: index + 1, coefficients: Coefficients::Seed(seed) }
                 };
-                Frame::Symbol(SymbolFrame { header: SymbolHeader { block, id }, payload: &payload[..len] })
+                let block_len = (seed % 3 == 0).then_some(index + 1);
+                Frame::Symbol(SymbolFrame { header: SymbolHeader { block, id }, block_len, payload: &payload[..len] })
             }),
             (0u8..8, 0..MAX_VARINT, 0..MAX_VARINT)
                 .prop_map(|(path, recovered, failed)| Frame::FecStatus(FecStatusFrame { path, recovered, failed })),
@@ -343,6 +351,7 @@ mod tests {
         let mut out = Vec::new();
         let sym = Frame::Symbol(SymbolFrame {
             header: SymbolHeader { block: 0, id: SymbolId::Source { index: 0 } },
+            block_len: None,
             payload: &[1, 2, 3],
         });
         sym.write(&mut Writer::new(&mut out)).unwrap();

@@ -1,0 +1,313 @@
+//! The sending side: open blocks, their encoders, and what each block still needs.
+
+use std::collections::VecDeque;
+
+use braid_fec::{BlockEncoder, CodecConfig, CodecError, Encoder, SymbolHeader, SymbolId};
+
+use crate::wire::{BlockAckFrame, Frame, SymbolFrame, Writer};
+
+/// What was written, for the packet's record (loss detection needs to know which block a lost
+/// symbol belonged to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutgoingSymbol {
+    pub block: u64,
+    pub repair: bool,
+}
+
+/// One block the sender holds until the receiver decodes it.
+pub struct SendBlock {
+    pub id: u64,
+    encoder: BlockEncoder,
+    /// No more source symbols will be added; the length is final.
+    pub closed: bool,
+    /// Source symbols not yet sent once.
+    next_unsent: usize,
+    /// Symbols of this block in packets not yet acknowledged or declared lost.
+    pub in_flight: u64,
+    /// Symbols of this block acknowledged at packet level.
+    pub acked: u64,
+    /// Symbols of this block declared lost.
+    pub lost: u64,
+    pub repairs_sent: u64,
+    /// Degrees of freedom the receiver reported for this block (only reported for its lowest
+    /// undecoded block).
+    pub reported_dofs: u64,
+    pub decoded: bool,
+}
+
+impl SendBlock {
+    /// Source symbols in the block so far (final once `closed`).
+    pub fn len(&self) -> usize {
+        self.encoder.source_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every source symbol has been sent once.
+    pub fn all_sources_sent(&self) -> bool {
+        self.next_unsent == self.len()
+    }
+
+    /// Degrees of freedom the receiver holds at least (what it reported, or what was acked).
+    pub fn known_dofs(&self) -> u64 {
+        self.reported_dofs.max(self.acked).min(self.len() as u64)
+    }
+
+    fn block_len(&self) -> Option<u16> {
+        self.closed.then_some(self.len() as u16)
+    }
+}
+
+/// The open blocks, oldest first.
+pub struct BlockSender {
+    config: CodecConfig,
+    window: usize,
+    blocks: VecDeque<SendBlock>,
+    next_block: u64,
+    scratch: Vec<u8>,
+}
+
+impl BlockSender {
+    pub fn new(config: CodecConfig, window: usize) -> BlockSender {
+        let scratch = vec![0; config.symbol_size];
+        BlockSender { config, window, blocks: VecDeque::new(), next_block: 0, scratch }
+    }
+
+    pub fn symbol_size(&self) -> usize {
+        self.config.symbol_size
+    }
+
+    pub fn blocks(&self) -> impl Iterator<Item = &SendBlock> {
+        self.blocks.iter()
+    }
+
+    pub fn block_mut(&mut self, id: u64) -> Option<&mut SendBlock> {
+        let front = self.blocks.front()?.id;
+        self.blocks.get_mut(id.checked_sub(front)? as usize)
+    }
+
+    /// Whether a new source symbol can be accepted now.
+    pub fn has_room(&self) -> bool {
+        match self.blocks.back() {
+            Some(b) if !b.closed => true,
+            _ => self.blocks.len() < self.window,
+        }
+    }
+
+    /// Appends a source symbol (exactly the symbol size) to the open block, opening one if
+    /// needed; a block closes when it reaches the maximum length.
+    pub fn push_source(&mut self, symbol: &[u8]) -> Result<(), CodecError> {
+        if !self.has_room() {
+            return Err(CodecError::BlockFull { max: self.window });
+        }
+        if self.blocks.back().is_none_or(|b| b.closed) {
+            let id = self.next_block;
+            self.next_block += 1;
+            self.blocks.push_back(SendBlock {
+                id,
+                encoder: self.config.encoder(id)?,
+                closed: false,
+                next_unsent: 0,
+                in_flight: 0,
+                acked: 0,
+                lost: 0,
+                repairs_sent: 0,
+                reported_dofs: 0,
+                decoded: false,
+            });
+        }
+        let block = self.blocks.back_mut().expect("just ensured");
+        block.encoder.push_source(symbol)?;
+        if block.len() == self.config.max_block_len {
+            block.closed = true;
+            block.encoder.flush();
+        }
+        Ok(())
+    }
+
+    /// Closes the open block at its current length (the application has nothing more to send
+    /// for now, and waiting would delay the block's completion).
+    pub fn close_block(&mut self) {
+        if let Some(block) = self.blocks.back_mut() {
+            if !block.closed && !block.is_empty() {
+                block.closed = true;
+                block.encoder.flush();
+            }
+        }
+    }
+
+    /// Writes the oldest source symbol not yet sent, as a SYMBOL frame.
+    pub fn write_next_source(&mut self, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        let block = self.blocks.iter_mut().find(|b| !b.all_sources_sent())?;
+        let index = block.next_unsent;
+        block.next_unsent += 1;
+        block.in_flight += 1;
+        let payload = block.encoder.source(index as u16).expect("pushed");
+        write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
+        Some(OutgoingSymbol { block: block.id, repair: false })
+    }
+
+    /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and
+    /// Sato et al. fall back to retransmission when their XOR cannot repair).
+    pub fn write_source_again(&mut self, block: u64, index: u16, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        let b = self.block_mut(block)?;
+        let payload = b.encoder.source(index)?;
+        let len = b.block_len();
+        write_symbol(w, block, SymbolId::Source { index }, len, payload);
+        b.in_flight += 1;
+        Some(OutgoingSymbol { block, repair: false })
+    }
+
+    /// Writes a new repair symbol of `block`, never one sent before. `None` if the block is
+    /// unknown, decoded, or its code has nothing to offer now (XOR with no complete group).
+    pub fn write_repair(&mut self, block: u64, w: &mut Writer<'_>) -> Result<Option<OutgoingSymbol>, CodecError> {
+        let front = match self.blocks.front() {
+            Some(b) => b.id,
+            None => return Ok(None),
+        };
+        let Some(b) = block.checked_sub(front).and_then(|i| self.blocks.get_mut(i as usize)) else {
+            return Ok(None);
+        };
+        if b.decoded {
+            return Ok(None);
+        }
+        let len = b.block_len();
+        let Some(id) = b.encoder.next_repair(&mut self.scratch)? else { return Ok(None) };
+        write_symbol(w, block, id, len, &self.scratch);
+        b.in_flight += 1;
+        b.repairs_sent += 1;
+        Ok(Some(OutgoingSymbol { block, repair: true }))
+    }
+
+    /// A packet carrying a symbol of `block` was acknowledged.
+    pub fn on_symbol_acked(&mut self, block: u64) {
+        if let Some(b) = self.block_mut(block) {
+            b.in_flight = b.in_flight.saturating_sub(1);
+            b.acked += 1;
+        }
+    }
+
+    /// A packet carrying a symbol of `block` was declared lost.
+    pub fn on_symbol_lost(&mut self, block: u64) {
+        if let Some(b) = self.block_mut(block) {
+            b.in_flight = b.in_flight.saturating_sub(1);
+            b.lost += 1;
+        }
+    }
+
+    /// The receiver's decoder state: release every block below its lowest undecoded one, mark
+    /// the decoded ones beyond it.
+    pub fn on_block_ack(&mut self, ack: &BlockAckFrame) {
+        while self.blocks.front().is_some_and(|b| b.id < ack.lowest_undecoded) {
+            self.blocks.pop_front();
+        }
+        for b in self.blocks.iter_mut() {
+            if b.id == ack.lowest_undecoded {
+                b.reported_dofs = b.reported_dofs.max(ack.dofs);
+            } else if let Some(bit) = b.id.checked_sub(ack.lowest_undecoded + 1) {
+                if bit < 62 && ack.decoded_beyond & (1 << bit) != 0 {
+                    b.decoded = true;
+                }
+            }
+        }
+    }
+
+    /// Whether everything pushed has been decoded by the receiver.
+    pub fn is_idle(&self) -> bool {
+        self.blocks.iter().all(|b| b.decoded)
+    }
+}
+
+fn write_symbol(w: &mut Writer<'_>, block: u64, id: SymbolId<'_>, block_len: Option<u16>, payload: &[u8]) {
+    let frame = Frame::Symbol(SymbolFrame { header: SymbolHeader { block, id }, block_len, payload });
+    frame.write(w).expect("symbol frames built here are valid");
+}
+
+#[cfg(test)]
+mod tests {
+    use braid_fec::{CodeFamily, Received};
+
+    use super::*;
+    use crate::blocks::BlockReceiver;
+    use crate::wire::FrameIter;
+
+    fn config() -> CodecConfig {
+        CodecConfig { symbol_size: 32, max_block_len: 8, ..CodecConfig::new(CodeFamily::Rlnc) }
+    }
+
+    /// Carries every written frame to the receiver unless `drop` says so.
+    fn carry(out: &[u8], rx: &mut BlockReceiver) -> Vec<Received> {
+        FrameIter::new(out)
+            .map(|f| match f.unwrap() {
+                Frame::Symbol(s) => rx.on_symbol(&s.header, s.block_len.map(usize::from), s.payload).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lost_sources_are_answered_with_new_repairs_and_delivered_in_order() {
+        let mut tx = BlockSender::new(config(), 4);
+        let mut rx = BlockReceiver::new(config(), 4);
+        let pipe: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 32]).collect();
+        for s in &pipe {
+            tx.push_source(s).unwrap();
+        }
+        tx.close_block();
+        assert_eq!(tx.blocks().map(|b| (b.len(), b.closed)).collect::<Vec<_>>(), [(8, true), (8, true), (4, true)]);
+        // Send every source; lose #3 and #10 (block 0 index 3, block 1 index 2).
+        let mut delivered = Vec::new();
+        let mut n = 0;
+        loop {
+            let mut out = Vec::new();
+            let Some(sent) = tx.write_next_source(&mut Writer::new(&mut out)) else { break };
+            if n == 3 || n == 10 {
+                tx.on_symbol_lost(sent.block);
+            } else {
+                carry(&out, &mut rx);
+                tx.on_symbol_acked(sent.block);
+            }
+            n += 1;
+            rx.deliver(|s| delivered.push(s.to_vec()));
+        }
+        // In-order delivery stopped at the first hole.
+        assert_eq!(delivered, pipe[..3]);
+        let ack = rx.block_ack();
+        assert_eq!((ack.lowest_undecoded, ack.dofs), (0, 7));
+        assert_eq!(ack.decoded_beyond, 0b10, "block 2 complete, block 1 not");
+        tx.on_block_ack(&ack);
+        // One new repair per block with a loss.
+        for block in [0, 1] {
+            let mut out = Vec::new();
+            let sent = tx.write_repair(block, &mut Writer::new(&mut out)).unwrap().unwrap();
+            assert!(sent.repair);
+            assert_eq!(carry(&out, &mut rx), [Received::Innovative]);
+        }
+        rx.deliver(|s| delivered.push(s.to_vec()));
+        assert_eq!(delivered, pipe);
+        let ack = rx.block_ack();
+        assert_eq!(ack.lowest_undecoded, 3);
+        tx.on_block_ack(&ack);
+        assert!(tx.is_idle());
+        assert_eq!(tx.blocks().count(), 0);
+    }
+
+    #[test]
+    fn window_bounds_open_blocks_and_receiver_refuses_beyond_it() {
+        let mut tx = BlockSender::new(config(), 2);
+        for _ in 0..16 {
+            tx.push_source(&[0; 32]).unwrap();
+        }
+        assert!(!tx.has_room());
+        assert!(tx.push_source(&[0; 32]).is_err());
+        let mut rx = BlockReceiver::new(config(), 2);
+        let header = SymbolHeader { block: 2, id: SymbolId::Source { index: 0 } };
+        assert!(rx.on_symbol(&header, None, &[0; 32]).is_err());
+        // Hostile: block length conflicting with an index already seen.
+        let header = SymbolHeader { block: 0, id: SymbolId::Source { index: 5 } };
+        rx.on_symbol(&header, None, &[0; 32]).unwrap();
+        assert!(rx.on_symbol(&header, Some(3), &[0; 32]).is_err());
+    }
+}
