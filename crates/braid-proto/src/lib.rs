@@ -7,6 +7,8 @@
 
 pub mod blocks;
 pub mod cc;
+pub mod pipe;
+pub mod streams;
 pub mod time;
 pub mod wire;
 

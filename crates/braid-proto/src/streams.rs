@@ -1,0 +1,465 @@
+//! Reliable, ordered, multiplexed byte streams over the pipe, with per-stream and connection
+//! flow control (PROTOCOL.md §10.3).
+//!
+//! Stream ids: the client opens even ids, the server odd ones (one bit, as in QUIC). Every
+//! stream is bidirectional. Because the pipe arrives in order, a stream's data arrives in order
+//! too: a receiver only checks that each chunk starts where the last ended.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::pipe::{PipeFrame, MAX_CHUNK};
+use crate::wire::Writer;
+
+/// Which end of the connection this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// A mistake by the application using a stream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    #[error("no such stream {0}")]
+    Unknown(u64),
+    #[error("stream {0} was already finished or reset for writing")]
+    Closed(u64),
+    #[error("stream {id} was reset by the peer (code {code})")]
+    Reset { id: u64, code: u64 },
+    #[error("the peer allows no more streams now (limit {0})")]
+    Limit(u64),
+}
+
+/// A violation by the peer: the connection must close with this reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerViolation {
+    #[error("stream {id}: data at offset {got}, expected {expected}")]
+    OutOfOrder { id: u64, expected: u64, got: u64 },
+    #[error("stream {0}: more data than its flow-control window allows")]
+    StreamWindow(u64),
+    #[error("more data than the connection's flow-control window allows")]
+    ConnectionWindow,
+    #[error("stream {0} opened beyond the stream limit")]
+    StreamLimit(u64),
+    #[error("stream {0}: data beyond its final size")]
+    FinalSize(u64),
+}
+
+/// Something the application should look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// The peer opened this stream.
+    Opened(u64),
+    /// Data, the end, or a reset can be read.
+    Readable(u64),
+}
+
+#[derive(Debug, Default)]
+struct SendStream {
+    buf: VecDeque<u8>,
+    /// Bytes moved into the pipe so far.
+    offset: u64,
+    /// The peer's window for this stream: bytes it allows in total.
+    max: u64,
+    fin: bool,
+    fin_sent: bool,
+    reset: Option<u64>,
+    reset_sent: bool,
+}
+
+#[derive(Debug, Default)]
+struct RecvStream {
+    buf: VecDeque<u8>,
+    /// Bytes received (the offset the next chunk must start at).
+    received: u64,
+    /// Bytes the application has read.
+    read: u64,
+    /// The window advertised to the peer.
+    max: u64,
+    fin: bool,
+    reset: Option<u64>,
+}
+
+/// The flow-control limits one end sets for the other (from transport parameters).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_data: u64,
+    pub max_stream_data: u64,
+    pub max_streams: u64,
+}
+
+pub struct Streams {
+    side: Side,
+    local: Limits,
+    next_local_index: u64,
+    peer_opened: u64,
+    send: BTreeMap<u64, SendStream>,
+    recv: BTreeMap<u64, RecvStream>,
+    /// Streams with something to put in the pipe, served round-robin.
+    ready: VecDeque<u64>,
+    /// Connection window: pipe data bytes the peer allows in total / we have sent.
+    peer_max_data: u64,
+    peer_max_stream_data: u64,
+    peer_max_streams: u64,
+    sent_data: u64,
+    /// Connection window we advertise / data bytes received / read by the application.
+    max_data: u64,
+    received_data: u64,
+    read_data: u64,
+    max_data_dirty: bool,
+    dirty_streams: Vec<u64>,
+    events: VecDeque<StreamEvent>,
+}
+
+impl Streams {
+    /// `local`: what this end allows the peer; `peer`: what the peer allows this end.
+    pub fn new(side: Side, local: Limits, peer: Limits) -> Streams {
+        Streams {
+            side,
+            local,
+            next_local_index: 0,
+            peer_opened: 0,
+            send: BTreeMap::new(),
+            recv: BTreeMap::new(),
+            ready: VecDeque::new(),
+            peer_max_data: peer.max_data,
+            peer_max_stream_data: peer.max_stream_data,
+            peer_max_streams: peer.max_streams,
+            sent_data: 0,
+            max_data: local.max_data,
+            received_data: 0,
+            read_data: 0,
+            max_data_dirty: false,
+            dirty_streams: Vec::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    fn is_local(&self, id: u64) -> bool {
+        (id & 1 == 1) == (self.side == Side::Server)
+    }
+
+    fn create(&mut self, id: u64) {
+        self.send.insert(id, SendStream { max: self.peer_max_stream_data, ..SendStream::default() });
+        self.recv.insert(id, RecvStream { max: self.local.max_stream_data, ..RecvStream::default() });
+    }
+
+    /// Opens a new stream.
+    pub fn open(&mut self) -> Result<u64, StreamError> {
+        if self.next_local_index >= self.peer_max_streams {
+            return Err(StreamError::Limit(self.peer_max_streams));
+        }
+        let id = self.next_local_index * 2 + u64::from(self.side == Side::Server);
+        self.next_local_index += 1;
+        self.create(id);
+        Ok(id)
+    }
+
+    /// Queues bytes for sending; all are accepted (the application bounds its own buffering by
+    /// watching [`Streams::send_buffered`]).
+    pub fn write(&mut self, id: u64, data: &[u8]) -> Result<usize, StreamError> {
+        let s = self.send.get_mut(&id).ok_or(StreamError::Unknown(id))?;
+        if s.fin || s.reset.is_some() {
+            return Err(StreamError::Closed(id));
+        }
+        s.buf.extend(data);
+        if !self.ready.contains(&id) {
+            self.ready.push_back(id);
+        }
+        Ok(data.len())
+    }
+
+    /// Bytes written to stream `id` but not yet moved into the pipe.
+    pub fn send_buffered(&self, id: u64) -> usize {
+        self.send.get(&id).map_or(0, |s| s.buf.len())
+    }
+
+    /// No more data on `id` after what was written.
+    pub fn finish(&mut self, id: u64) -> Result<(), StreamError> {
+        let s = self.send.get_mut(&id).ok_or(StreamError::Unknown(id))?;
+        if s.fin || s.reset.is_some() {
+            return Err(StreamError::Closed(id));
+        }
+        s.fin = true;
+        if !self.ready.contains(&id) {
+            self.ready.push_back(id);
+        }
+        Ok(())
+    }
+
+    /// Abandons sending on `id`: unsent data is dropped, the peer is told.
+    pub fn reset(&mut self, id: u64, code: u64) -> Result<(), StreamError> {
+        let s = self.send.get_mut(&id).ok_or(StreamError::Unknown(id))?;
+        if s.reset.is_some() || s.fin_sent {
+            return Err(StreamError::Closed(id));
+        }
+        s.buf.clear();
+        s.reset = Some(code);
+        if !self.ready.contains(&id) {
+            self.ready.push_back(id);
+        }
+        Ok(())
+    }
+
+    /// Reads into `out`; `Ok((n, fin))`, where `fin` means the stream has ended and everything
+    /// was read. `(0, false)`: nothing yet.
+    pub fn read(&mut self, id: u64, out: &mut [u8]) -> Result<(usize, bool), StreamError> {
+        let s = self.recv.get_mut(&id).ok_or(StreamError::Unknown(id))?;
+        if let Some(code) = s.reset {
+            return Err(StreamError::Reset { id, code });
+        }
+        let n = out.len().min(s.buf.len());
+        for (o, b) in out.iter_mut().zip(s.buf.drain(..n)) {
+            *o = b;
+        }
+        s.read += n as u64;
+        self.read_data += n as u64;
+        // Window updates once half a window has been consumed (RFC 9000 §4.2's usual policy).
+        if s.read + self.local.max_stream_data / 2 > s.max && !s.fin {
+            s.max = s.read + self.local.max_stream_data;
+            self.dirty_streams.push(id);
+        }
+        if self.read_data + self.local.max_data / 2 > self.max_data {
+            self.max_data = self.read_data + self.local.max_data;
+            self.max_data_dirty = true;
+        }
+        Ok((n, s.fin && s.buf.is_empty()))
+    }
+
+    pub fn poll_event(&mut self) -> Option<StreamEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether anything waits to enter the pipe (and flow control lets some of it).
+    pub fn has_pipe_data(&self) -> bool {
+        self.ready.iter().any(|id| {
+            let s = &self.send[id];
+            s.reset.is_some_and(|_| !s.reset_sent)
+                || (s.fin && !s.fin_sent && s.buf.is_empty())
+                || (!s.buf.is_empty() && s.offset < s.max && self.sent_data < self.peer_max_data)
+        })
+    }
+
+    /// Writes the next pipe frame, at most `budget` bytes of it, into `w`; returns whether one
+    /// was written. Streams take turns.
+    pub fn write_pipe_frame(&mut self, budget: usize, w: &mut Writer<'_>) -> bool {
+        for _ in 0..self.ready.len() {
+            let Some(id) = self.ready.pop_front() else { return false };
+            let s = self.send.get_mut(&id).expect("ready streams exist");
+            if let Some(code) = s.reset {
+                if !s.reset_sent && budget >= 30 {
+                    PipeFrame::ResetStream { id, code, final_size: s.offset }.write(w);
+                    s.reset_sent = true;
+                    return true;
+                }
+                continue;
+            }
+            let credit = (s.max - s.offset).min(self.peer_max_data - self.sent_data);
+            let overhead = PipeFrame::stream_overhead(id, s.offset, MAX_CHUNK);
+            let len = s.buf.len().min(MAX_CHUNK).min(credit as usize).min(budget.saturating_sub(overhead));
+            let fin = s.fin && len == s.buf.len();
+            if len == 0 && !(fin && !s.fin_sent && budget >= overhead) {
+                // Blocked by flow control or budget; keep its turn for later.
+                self.ready.push_back(id);
+                continue;
+            }
+            let data: Vec<u8> = s.buf.drain(..len).collect();
+            PipeFrame::Stream { id, offset: s.offset, fin, data: &data }.write(w);
+            s.offset += len as u64;
+            s.fin_sent |= fin;
+            self.sent_data += len as u64;
+            if !s.buf.is_empty() || (s.fin && !s.fin_sent) {
+                self.ready.push_back(id);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// A frame from the pipe (in order).
+    pub fn on_pipe_frame(&mut self, frame: PipeFrame<'_>) -> Result<(), PeerViolation> {
+        let id = match frame {
+            PipeFrame::Stream { id, .. } | PipeFrame::ResetStream { id, .. } => id,
+        };
+        if !self.recv.contains_key(&id) {
+            if self.is_local(id) {
+                // A stream we never opened: treat as a limit violation.
+                return Err(PeerViolation::StreamLimit(id));
+            }
+            if id / 2 >= self.local.max_streams {
+                return Err(PeerViolation::StreamLimit(id));
+            }
+            // Opening stream n implicitly opens the peer's lower-numbered ones (QUIC §2.1).
+            while self.peer_opened <= id / 2 {
+                let opened = self.peer_opened * 2 + u64::from(self.side == Side::Client);
+                self.create(opened);
+                self.events.push_back(StreamEvent::Opened(opened));
+                self.peer_opened += 1;
+            }
+        }
+        let s = self.recv.get_mut(&id).expect("created above");
+        match frame {
+            PipeFrame::Stream { offset, fin, data, .. } => {
+                if s.fin || s.reset.is_some() {
+                    return Err(PeerViolation::FinalSize(id));
+                }
+                if offset != s.received {
+                    return Err(PeerViolation::OutOfOrder { id, expected: s.received, got: offset });
+                }
+                let end = offset + data.len() as u64;
+                if end > s.max {
+                    return Err(PeerViolation::StreamWindow(id));
+                }
+                if self.received_data + data.len() as u64 > self.max_data {
+                    return Err(PeerViolation::ConnectionWindow);
+                }
+                s.buf.extend(data);
+                s.received = end;
+                s.fin = fin;
+                self.received_data += data.len() as u64;
+            }
+            PipeFrame::ResetStream { code, final_size, .. } => {
+                if final_size < s.received || final_size > s.max {
+                    return Err(PeerViolation::FinalSize(id));
+                }
+                s.reset = Some(code);
+                s.buf.clear();
+            }
+        }
+        self.events.push_back(StreamEvent::Readable(id));
+        Ok(())
+    }
+
+    /// Window updates to send: (connection max data if changed, per-stream maxima).
+    pub fn poll_window_updates(&mut self) -> (Option<u64>, Vec<(u64, u64)>) {
+        let data = std::mem::take(&mut self.max_data_dirty).then_some(self.max_data);
+        let streams = std::mem::take(&mut self.dirty_streams)
+            .into_iter()
+            .filter_map(|id| self.recv.get(&id).map(|s| (id, s.max)))
+            .collect();
+        (data, streams)
+    }
+
+    pub fn on_max_data(&mut self, max: u64) {
+        self.peer_max_data = self.peer_max_data.max(max);
+    }
+
+    pub fn on_max_stream_data(&mut self, id: u64, max: u64) {
+        if let Some(s) = self.send.get_mut(&id) {
+            s.max = s.max.max(max);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipe::PipeParser;
+
+    const LIMITS: Limits = Limits { max_data: 10_000, max_stream_data: 4_000, max_streams: 4 };
+
+    fn pair() -> (Streams, Streams) {
+        (Streams::new(Side::Client, LIMITS, LIMITS), Streams::new(Side::Server, LIMITS, LIMITS))
+    }
+
+    /// Moves everything the sender may send through the pipe, `budget` bytes per frame.
+    fn pump(tx: &mut Streams, rx: &mut Streams, budget: usize) -> Result<usize, PeerViolation> {
+        let mut pipe = Vec::new();
+        while tx.write_pipe_frame(budget, &mut Writer::new(&mut pipe)) {}
+        let mut parser = PipeParser::default();
+        let mut result = Ok(pipe.len());
+        parser
+            .feed(&pipe, |f| {
+                if let Err(e) = rx.on_pipe_frame(f) {
+                    result = Err(e);
+                }
+                Ok(())
+            })
+            .unwrap();
+        result
+    }
+
+    fn read_all(s: &mut Streams, id: u64) -> (Vec<u8>, bool) {
+        let mut out = vec![0u8; 100_000];
+        let (n, fin) = s.read(id, &mut out).unwrap();
+        out.truncate(n);
+        (out, fin)
+    }
+
+    #[test]
+    fn multiplexed_streams_arrive_whole_and_in_order() {
+        let (mut c, mut s) = pair();
+        let a = c.open().unwrap();
+        let b = c.open().unwrap();
+        assert_eq!((a, b), (0, 2));
+        let da: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+        let db: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        c.write(a, &da).unwrap();
+        c.write(b, &db).unwrap();
+        c.finish(b).unwrap();
+        pump(&mut c, &mut s, 500).unwrap();
+        let events: Vec<_> = std::iter::from_fn(|| s.poll_event()).collect();
+        assert_eq!(events.iter().filter(|e| matches!(e, StreamEvent::Opened(_))).count(), 2);
+        assert!(events.contains(&StreamEvent::Opened(0)) && events.contains(&StreamEvent::Opened(2)));
+        assert!(events.contains(&StreamEvent::Readable(2)));
+        assert_eq!(read_all(&mut s, a), (da, false));
+        assert_eq!(read_all(&mut s, b), (db, true));
+        // Server-opened streams are odd.
+        assert_eq!(s.open().unwrap(), 1);
+    }
+
+    #[test]
+    fn flow_control_blocks_then_resumes_after_reads() {
+        let (mut c, mut s) = pair();
+        let id = c.open().unwrap();
+        c.write(id, &vec![9u8; 9_000]).unwrap();
+        pump(&mut c, &mut s, 1200).unwrap();
+        // Only the stream window (4 000) may be sent.
+        assert_eq!(c.send_buffered(id), 5_000);
+        assert!(!c.has_pipe_data());
+        let (got, _) = read_all(&mut s, id);
+        assert_eq!(got.len(), 4_000);
+        // 4 000 of the 10 000-byte connection window read: not yet half, so only the stream's
+        // window moves.
+        let (data, streams) = s.poll_window_updates();
+        assert_eq!(data, None);
+        assert_eq!(streams, vec![(id, 8_000)]);
+        c.on_max_stream_data(id, 8_000);
+        pump(&mut c, &mut s, 1200).unwrap();
+        assert_eq!(c.send_buffered(id), 1_000);
+        // Reading the next 4 000 passes half the connection window: both move.
+        assert_eq!(read_all(&mut s, id).0.len(), 4_000);
+        let (data, streams) = s.poll_window_updates();
+        assert_eq!(data, Some(18_000));
+        assert_eq!(streams, vec![(id, 12_000)]);
+    }
+
+    #[test]
+    fn reset_reaches_the_reader() {
+        let (mut c, mut s) = pair();
+        let id = c.open().unwrap();
+        c.write(id, b"hello").unwrap();
+        pump(&mut c, &mut s, 1200).unwrap();
+        c.reset(id, 7).unwrap();
+        assert_eq!(c.write(id, b"x"), Err(StreamError::Closed(id)));
+        pump(&mut c, &mut s, 1200).unwrap();
+        let mut buf = [0u8; 10];
+        assert_eq!(s.read(id, &mut buf), Err(StreamError::Reset { id, code: 7 }));
+    }
+
+    #[test]
+    fn peer_violations_are_caught() {
+        let (_, mut s) = pair();
+        let frame = |id, offset, len| PipeFrame::Stream { id, offset, fin: false, data: &[0u8; 5000][..len] };
+        assert_eq!(s.on_pipe_frame(frame(0, 5, 1)), Err(PeerViolation::OutOfOrder { id: 0, expected: 0, got: 5 }));
+        assert_eq!(s.on_pipe_frame(frame(2, 0, 4001)), Err(PeerViolation::StreamWindow(2)));
+        assert_eq!(s.on_pipe_frame(frame(8, 0, 1)), Err(PeerViolation::StreamLimit(8)));
+        assert_eq!(s.on_pipe_frame(frame(1, 0, 1)), Err(PeerViolation::StreamLimit(1)));
+        // Connection window: 3 streams × 4 000 > 10 000.
+        s.on_pipe_frame(frame(0, 0, 4000)).unwrap();
+        s.on_pipe_frame(frame(2, 0, 4000)).unwrap();
+        assert_eq!(s.on_pipe_frame(frame(4, 0, 4000)), Err(PeerViolation::ConnectionWindow));
+        let reset = PipeFrame::ResetStream { id: 0, code: 1, final_size: 10 };
+        assert_eq!(s.on_pipe_frame(reset), Err(PeerViolation::FinalSize(0)));
+    }
+}
