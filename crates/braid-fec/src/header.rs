@@ -13,7 +13,7 @@
 //! | k, esi       | 2 varints, esi < 2^24            | kind 4 RaptorQ repair        |
 //!
 //! A source symbol costs 3 bytes of header for blocks below 64 and indices below 64; a seeded
-//! RLNC repair costs 7–8. The parser reads only what the kind needs, checks every bound, and never
+//! RLNC repair costs 7–9. The parser reads only what the kind needs, checks every bound, and never
 //! panics on any input.
 
 use crate::error::HeaderError;

@@ -255,10 +255,16 @@ impl XorDecoder {
                     }
                     1 => {
                         let done = self.pending.swap_remove(i);
-                        let missing =
-                            done.group.members().find(|&m| !self.store.is_known(m)).expect("one unknown");
-                        self.recover(done.group, done.slot, missing);
-                        newly_known.push(missing);
+                        // The count can be stale: a member recovered earlier in this same
+                        // propagation (still queued in `newly_known`) is counted as unknown until
+                        // it is popped. Then no member is unknown and the parity is spent.
+                        match done.group.members().find(|&m| !self.store.is_known(m)) {
+                            Some(missing) => {
+                                self.recover(done.group, done.slot, missing);
+                                newly_known.push(missing);
+                            }
+                            None => self.free.push(done.slot),
+                        }
                     }
                     _ => i += 1,
                 }
@@ -300,9 +306,12 @@ impl Decoder for XorDecoder {
                 self.store.check_span(group.end())?;
                 let unknown = group.members().filter(|&i| !self.store.is_known(i)).count();
                 let duplicate = self.pending.iter().any(|p| p.group == group);
-                // A parity with no unknown member, a repeat, or one beyond the memory bound
-                // (one pending parity per source symbol) carries nothing usable.
-                if unknown == 0 || duplicate || self.pending.len() >= self.max_len {
+                // A parity with no unknown member, a repeat, or one that would have to be held
+                // beyond the memory bound (one pending parity per source symbol) carries nothing
+                // usable. A parity with one unknown member is never held, so the bound does not
+                // apply to it.
+                let full = unknown > 1 && self.pending.len() >= self.max_len;
+                if unknown == 0 || duplicate || full {
                     return Ok(Received::Redundant);
                 }
                 let slot = self.alloc_slot();
@@ -332,8 +341,17 @@ impl Decoder for XorDecoder {
         self.store.known_count() + self.pending.len()
     }
 
+    /// Held parities may be linearly dependent (two parities with the same unknown members) or
+    /// independent yet beyond peeling ({0,1}, {1,2}, {0,1,2}), so `rank` can reach the block
+    /// length before the block is complete: once the length is known, an incomplete block still
+    /// needs at least one symbol.
     fn needed(&self) -> usize {
-        self.store.extent().saturating_sub(self.rank())
+        let needed = self.store.extent().saturating_sub(self.rank());
+        if self.store.source_count().is_some() && !self.store.is_complete() {
+            needed.max(1)
+        } else {
+            needed
+        }
     }
 
     fn is_complete(&self) -> bool {

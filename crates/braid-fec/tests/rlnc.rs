@@ -116,7 +116,7 @@ proptest! {
             encoder.push_source(symbol).unwrap();
             // Every source is lost; one repair follows each push.
             let id = encoder.next_repair(&mut repair).unwrap().unwrap();
-            prop_assert_eq!(id, match id { SymbolId::Rlnc { span, .. } if span as usize == i + 1 => id, _ => unreachable!() });
+            prop_assert!(matches!(id, SymbolId::Rlnc { span, .. } if usize::from(span) == i + 1), "{id:?}");
             prop_assert_eq!(decoder.receive(&id, &repair).unwrap(), Received::Innovative);
         }
         decoder.set_source_count(k).unwrap();

@@ -7,9 +7,11 @@
 
 pub mod blocks;
 pub mod cc;
+pub mod conn;
 pub mod pipe;
 pub mod streams;
 pub mod time;
 pub mod wire;
 
+pub use conn::{CloseReason, Connection, ConnectionConfig, Event, Transmit};
 pub use time::Instant;

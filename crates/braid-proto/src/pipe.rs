@@ -100,7 +100,9 @@ fn parse<'a>(r: &mut Reader<'a>) -> Result<Option<PipeFrame<'a>>, WireError> {
             }
             PipeFrame::Stream { id, offset, fin: ty == STREAM_FIN, data }
         }
-        RESET_STREAM => PipeFrame::ResetStream { id: r.varint()?, code: r.varint()?, final_size: r.varint()? },
+        RESET_STREAM => {
+            PipeFrame::ResetStream { id: r.varint()?, code: r.varint()?, final_size: r.varint()? }
+        }
         other => return Err(WireError::UnknownFrame(other)),
     }))
 }
@@ -118,7 +120,9 @@ mod tests {
 
     fn own(f: PipeFrame<'_>) -> Owned {
         match f {
-            PipeFrame::Stream { id, offset, fin, data } => Owned::Stream { id, offset, fin, data: data.to_vec() },
+            PipeFrame::Stream { id, offset, fin, data } => {
+                Owned::Stream { id, offset, fin, data: data.to_vec() }
+            }
             PipeFrame::ResetStream { id, code, final_size } => Owned::Reset { id, code, final_size },
         }
     }

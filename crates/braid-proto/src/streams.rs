@@ -451,7 +451,10 @@ mod tests {
     fn peer_violations_are_caught() {
         let (_, mut s) = pair();
         let frame = |id, offset, len| PipeFrame::Stream { id, offset, fin: false, data: &[0u8; 5000][..len] };
-        assert_eq!(s.on_pipe_frame(frame(0, 5, 1)), Err(PeerViolation::OutOfOrder { id: 0, expected: 0, got: 5 }));
+        assert_eq!(
+            s.on_pipe_frame(frame(0, 5, 1)),
+            Err(PeerViolation::OutOfOrder { id: 0, expected: 0, got: 5 })
+        );
         assert_eq!(s.on_pipe_frame(frame(2, 0, 4001)), Err(PeerViolation::StreamWindow(2)));
         assert_eq!(s.on_pipe_frame(frame(8, 0, 1)), Err(PeerViolation::StreamLimit(8)));
         assert_eq!(s.on_pipe_frame(frame(1, 0, 1)), Err(PeerViolation::StreamLimit(1)));

@@ -63,6 +63,9 @@ mod tests {
         assert_eq!((t + Duration::from_millis(2)).as_micros(), 3_000);
         assert_eq!(t - Instant::from_micros(5_000), Duration::ZERO);
         assert_eq!((t - Duration::from_secs(1)), Instant::ZERO);
-        assert_eq!(Instant::from_micros(u64::MAX - 1) + Duration::from_secs(1), Instant::from_micros(u64::MAX));
+        assert_eq!(
+            Instant::from_micros(u64::MAX - 1) + Duration::from_secs(1),
+            Instant::from_micros(u64::MAX)
+        );
     }
 }

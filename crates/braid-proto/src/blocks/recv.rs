@@ -61,7 +61,11 @@ impl BlockReceiver {
         }
         let offset = header.block - self.lowest;
         if offset >= self.window as u64 {
-            return Err(SymbolRejected::BeyondWindow { block: header.block, lowest: self.lowest, window: self.window });
+            return Err(SymbolRejected::BeyondWindow {
+                block: header.block,
+                lowest: self.lowest,
+                window: self.window,
+            });
         }
         let offset = offset as usize;
         if self.blocks.len() <= offset {

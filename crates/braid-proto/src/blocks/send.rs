@@ -151,7 +151,12 @@ impl BlockSender {
 
     /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and
     /// Sato et al. fall back to retransmission when their XOR cannot repair).
-    pub fn write_source_again(&mut self, block: u64, index: u16, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+    pub fn write_source_again(
+        &mut self,
+        block: u64,
+        index: u16,
+        w: &mut Writer<'_>,
+    ) -> Option<OutgoingSymbol> {
         let b = self.block_mut(block)?;
         let payload = b.encoder.source(index)?;
         let len = b.block_len();
@@ -162,7 +167,11 @@ impl BlockSender {
 
     /// Writes a new repair symbol of `block`, never one sent before. `None` if the block is
     /// unknown, decoded, or its code has nothing to offer now (XOR with no complete group).
-    pub fn write_repair(&mut self, block: u64, w: &mut Writer<'_>) -> Result<Option<OutgoingSymbol>, CodecError> {
+    pub fn write_repair(
+        &mut self,
+        block: u64,
+        w: &mut Writer<'_>,
+    ) -> Result<Option<OutgoingSymbol>, CodecError> {
         let front = match self.blocks.front() {
             Some(b) => b.id,
             None => return Ok(None),
@@ -256,7 +265,10 @@ mod tests {
             tx.push_source(s).unwrap();
         }
         tx.close_block();
-        assert_eq!(tx.blocks().map(|b| (b.len(), b.closed)).collect::<Vec<_>>(), [(8, true), (8, true), (4, true)]);
+        assert_eq!(
+            tx.blocks().map(|b| (b.len(), b.closed)).collect::<Vec<_>>(),
+            [(8, true), (8, true), (4, true)]
+        );
         // Send every source; lose #3 and #10 (block 0 index 3, block 1 index 2).
         let mut delivered = Vec::new();
         let mut n = 0;

@@ -140,7 +140,10 @@ mod tests {
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         let mut cc = Cubic::new(mss);
         // Slow start to 100 MSS, then a loss.
-        cc.on_ack(&Ack { now: Instant::ZERO, bytes: 90_000, largest_sent: Instant::ZERO, in_flight: 0 }, &rtt);
+        cc.on_ack(
+            &Ack { now: Instant::ZERO, bytes: 90_000, largest_sent: Instant::ZERO, in_flight: 0 },
+            &rtt,
+        );
         assert_eq!(cc.window(), 100_000);
         cc.on_congestion(Instant::from_micros(1), Instant::from_micros(1), Congestion::Loss);
         assert_eq!(cc.window(), 70_000);

@@ -111,7 +111,11 @@ mod tests {
         cc.on_ack(&ack(31, 1, 26), &rtt);
         assert_eq!(cc.window(), 11_000);
         // Sato et al.'s repaired-loss reduction uses the mode's factor.
-        cc.on_congestion(Instant::from_micros(40), Instant::from_micros(35), Congestion::Repaired { factor: 0.7 });
+        cc.on_congestion(
+            Instant::from_micros(40),
+            Instant::from_micros(35),
+            Congestion::Repaired { factor: 0.7 },
+        );
         assert_eq!(cc.window(), 7_700);
         cc.on_timeout(Instant::from_micros(50));
         assert_eq!(cc.window(), 2_000);

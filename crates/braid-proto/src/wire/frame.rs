@@ -227,7 +227,9 @@ impl<'a> FrameIter<'a> {
             }),
             MAX_DATA => Frame::MaxData(r.varint()?),
             MAX_STREAM_DATA => Frame::MaxStreamData { stream: r.varint()?, max: r.varint()? },
-            CLOSE => Frame::Close(CloseFrame { code: r.varint()?, reason: r.bytes(MAX_REASON, "close reason")? }),
+            CLOSE => {
+                Frame::Close(CloseFrame { code: r.varint()?, reason: r.bytes(MAX_REASON, "close reason")? })
+            }
             HANDSHAKE => Frame::Handshake(TransportParams::parse(r)?),
             other => return Err(WireError::UnknownFrame(other)),
         })
@@ -274,20 +276,29 @@ mod tests {
                 ack_delay_us,
                 ranges
             })),
-            (0..MAX_VARINT, 0..MAX_VARINT, 0..(1u64 << 62)).prop_map(|(lowest_undecoded, dofs, decoded_beyond)| {
-                Frame::BlockAck(BlockAckFrame { lowest_undecoded, dofs, decoded_beyond })
-            }),
-            (0u64..1_000_000, 0u16..64, 1usize..1400, any::<u32>()).prop_map(move |(block, index, len, seed)| {
-                let id = if seed % 2 == 0 {
-                    SymbolId::Source { index }
-                } else {
-                    SymbolId::Rlnc { span: index + 1, coefficients: Coefficients::Seed(seed) }
-                };
-                let block_len = (seed % 3 == 0).then_some(index + 1);
-                Frame::Symbol(SymbolFrame { header: SymbolHeader { block, id }, block_len, payload: &payload[..len] })
-            }),
-            (0u8..8, 0..MAX_VARINT, 0..MAX_VARINT)
-                .prop_map(|(path, recovered, failed)| Frame::FecStatus(FecStatusFrame { path, recovered, failed })),
+            (0..MAX_VARINT, 0..MAX_VARINT, 0..(1u64 << 62)).prop_map(
+                |(lowest_undecoded, dofs, decoded_beyond)| {
+                    Frame::BlockAck(BlockAckFrame { lowest_undecoded, dofs, decoded_beyond })
+                }
+            ),
+            (0u64..1_000_000, 0u16..64, 1usize..1400, any::<u32>()).prop_map(
+                move |(block, index, len, seed)| {
+                    let id = if seed % 2 == 0 {
+                        SymbolId::Source { index }
+                    } else {
+                        SymbolId::Rlnc { span: index + 1, coefficients: Coefficients::Seed(seed) }
+                    };
+                    let block_len = (seed % 3 == 0).then_some(index + 1);
+                    Frame::Symbol(SymbolFrame {
+                        header: SymbolHeader { block, id },
+                        block_len,
+                        payload: &payload[..len],
+                    })
+                }
+            ),
+            (0u8..8, 0..MAX_VARINT, 0..MAX_VARINT).prop_map(|(path, recovered, failed)| Frame::FecStatus(
+                FecStatusFrame { path, recovered, failed }
+            )),
             (0..MAX_VARINT).prop_map(Frame::MaxData),
             (0..MAX_VARINT, 0..MAX_VARINT).prop_map(|(stream, max)| Frame::MaxStreamData { stream, max }),
             (0..MAX_VARINT, 0usize..100)

@@ -8,7 +8,9 @@ mod frame;
 mod packet;
 mod params;
 
-pub use frame::{AckFrame, AckRange, BlockAckFrame, CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame};
+pub use frame::{
+    AckFrame, AckRange, BlockAckFrame, CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame,
+};
 pub use packet::{ConnectionId, PacketHeader, PacketType};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
 

@@ -82,13 +82,21 @@ mod tests {
 
     #[test]
     fn round_trip_and_refusals() {
-        let h = PacketHeader { ty: PacketType::Data, dcid: ConnectionId([1, 2, 3, 4, 5, 6, 7, 8]), path: 3, number: 70_000 };
+        let h = PacketHeader {
+            ty: PacketType::Data,
+            dcid: ConnectionId([1, 2, 3, 4, 5, 6, 7, 8]),
+            path: 3,
+            number: 70_000,
+        };
         let mut out = Vec::new();
         h.write(&mut Writer::new(&mut out));
         assert_eq!(out.len(), h.encoded_len());
         assert_eq!(PacketHeader::parse(&mut Reader::new(&out)).unwrap(), h);
         for cut in 0..out.len() {
-            assert!(matches!(PacketHeader::parse(&mut Reader::new(&out[..cut])), Err(WireError::Truncated { .. })));
+            assert!(matches!(
+                PacketHeader::parse(&mut Reader::new(&out[..cut])),
+                Err(WireError::Truncated { .. })
+            ));
         }
         let mut bad = out.clone();
         bad[0] = 2 << 5 | 2;

@@ -112,7 +112,9 @@ impl TransportParams {
                 }
                 SYMBOL_SIZE => p.symbol_size = number(16_384, "symbol_size")? as u16,
                 MAX_BLOCK_LEN => p.max_block_len = number(u16::MAX.into(), "max_block_len")? as u16,
-                BLOCKS_IN_FLIGHT => p.blocks_in_flight = number(MAX_BLOCKS_IN_FLIGHT, "blocks_in_flight")? as u16,
+                BLOCKS_IN_FLIGHT => {
+                    p.blocks_in_flight = number(MAX_BLOCKS_IN_FLIGHT, "blocks_in_flight")? as u16
+                }
                 INITIAL_MAX_DATA => p.initial_max_data = number(super::MAX_VARINT, "initial_max_data")?,
                 INITIAL_MAX_STREAM_DATA => {
                     p.initial_max_stream_data = number(super::MAX_VARINT, "initial_max_stream_data")?
@@ -138,7 +140,8 @@ mod tests {
 
     #[test]
     fn round_trip_defaults_unknown_and_repeats() {
-        let p = TransportParams { code: CodeFamily::RaptorQ, symbol_size: 1400, ..TransportParams::default() };
+        let p =
+            TransportParams { code: CodeFamily::RaptorQ, symbol_size: 1400, ..TransportParams::default() };
         let mut out = Vec::new();
         p.write(&mut Writer::new(&mut out));
         assert_eq!(TransportParams::parse(&mut Reader::new(&out)).unwrap(), p);
@@ -162,11 +165,17 @@ mod tests {
             w.varint(SYMBOL_SIZE);
             w.bytes(&[0x44, 0x00]);
         }
-        assert_eq!(TransportParams::parse(&mut Reader::new(&out)), Err(WireError::OutOfRange("repeated parameter")));
+        assert_eq!(
+            TransportParams::parse(&mut Reader::new(&out)),
+            Err(WireError::OutOfRange("repeated parameter"))
+        );
         // An RLNC block larger than the codec allows.
         let bad = TransportParams { max_block_len: 5000, ..TransportParams::default() };
         let mut out = Vec::new();
         bad.write(&mut Writer::new(&mut out));
-        assert_eq!(TransportParams::parse(&mut Reader::new(&out)), Err(WireError::OutOfRange("max_block_len")));
+        assert_eq!(
+            TransportParams::parse(&mut Reader::new(&out)),
+            Err(WireError::OutOfRange("max_block_len"))
+        );
     }
 }

@@ -1,0 +1,591 @@
+//! The connection state machine (quinn-proto's shape): `handle_datagram` / `handle_timeout`
+//! in, `poll_transmit` / `poll_timeout` / `poll_event` out, time passed in, no I/O.
+//!
+//! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
+//! detection, congestion control and the `braid` mode's redundancy work over any number of
+//! paths with a minimum-RTT choice of path. The seed papers' modes and the multipath schedulers
+//! are still to come (issues 3 and 4).
+
+mod path;
+mod policy;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use braid_fec::CodecConfig;
+
+use crate::blocks::{BlockReceiver, BlockSender};
+use crate::cc::{CcAlgorithm, Congestion};
+use crate::pipe::PipeParser;
+use crate::streams::{Limits, PeerViolation, Side, StreamEvent, Streams};
+use crate::wire::{
+    ConnectionId, Frame, FrameIter, PacketHeader, PacketType, Reader, TransportParams, WireError, Writer,
+};
+use crate::Instant;
+
+pub use path::{LossEstimator, PathStats};
+use path::{Path, SentPacket};
+pub use policy::Redundancy;
+
+/// Client datagrams carrying the handshake are padded to this size, so the server's answer
+/// (smaller) can never amplify a spoofed request.
+const MIN_INITIAL: usize = 1200;
+
+/// How one end runs a connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// Parameters this end announces (the client's code parameters are the connection's).
+    pub params: TransportParams,
+    /// Largest datagram to send. Default 1280 (IPv6's minimum MTU).
+    pub max_datagram: usize,
+    /// Congestion controller per path. Default CUBIC.
+    pub cc: CcAlgorithm,
+    /// How much redundancy to send. Default: braid's adaptive policy.
+    pub redundancy: Redundancy,
+    /// Number of paths. Default 1.
+    pub paths: u8,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            params: TransportParams::default(),
+            max_datagram: 1280,
+            cc: CcAlgorithm::Cubic,
+            redundancy: Redundancy::default(),
+            paths: 1,
+        }
+    }
+}
+
+/// What the application should know about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Connected,
+    Stream(StreamEvent),
+    Closed(CloseReason),
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// This end closed it.
+    Local { code: u64 },
+    /// The peer closed it, with its reason.
+    Peer { code: u64, reason: String },
+    /// The peer broke the protocol.
+    Violation(String),
+    /// Nothing heard for the idle timeout.
+    IdleTimeout,
+}
+
+/// A datagram to send: its path; the bytes are in the caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    pub path: u8,
+    pub size: usize,
+}
+
+/// Connection-wide counters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectionStats {
+    pub source_symbols_sent: u64,
+    pub repair_symbols_sent: u64,
+    pub symbols_received: u64,
+    pub datagrams_dropped: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Handshake,
+    Established,
+    Closed,
+}
+
+/// Everything that exists once parameters are agreed.
+struct Session {
+    streams: Streams,
+    sender: BlockSender,
+    receiver: BlockReceiver,
+    parser: PipeParser,
+    /// Pipe bytes waiting to fill the next source symbol.
+    partial: Vec<u8>,
+    block_ack_dirty: bool,
+}
+
+pub struct Connection {
+    side: Side,
+    config: ConnectionConfig,
+    state: State,
+    cid: ConnectionId,
+    paths: Vec<Path>,
+    session: Option<Session>,
+    events: VecDeque<Event>,
+    /// A CLOSE frame to send once.
+    close_pending: Option<(u64, String)>,
+    handshake_due: Option<Instant>,
+    last_heard: Instant,
+    idle_timeout: Duration,
+    pub stats: ConnectionStats,
+}
+
+impl Connection {
+    /// A client; `seed` picks the connection id.
+    pub fn client(config: ConnectionConfig, now: Instant, seed: u64) -> Connection {
+        let cid = ConnectionId(splitmix(seed).to_be_bytes());
+        let mut c = Connection::new(Side::Client, config, now, cid);
+        c.handshake_due = Some(now);
+        c
+    }
+
+    /// A server waiting for a client's Initial.
+    pub fn server(config: ConnectionConfig, now: Instant) -> Connection {
+        Connection::new(Side::Server, config, now, ConnectionId::default())
+    }
+
+    fn new(side: Side, config: ConnectionConfig, now: Instant, cid: ConnectionId) -> Connection {
+        let mss = config.max_datagram as u64;
+        let paths =
+            (0..config.paths.clamp(1, 8)).map(|id| Path::new(id, config.cc.build(mss), now)).collect();
+        Connection {
+            side,
+            idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
+            config,
+            state: State::Handshake,
+            cid,
+            paths,
+            session: None,
+            events: VecDeque::new(),
+            close_pending: None,
+            handshake_due: None,
+            last_heard: now,
+            stats: ConnectionStats::default(),
+        }
+    }
+
+    pub fn is_established(&self) -> bool {
+        self.state == State::Established
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The streams, once connected.
+    pub fn streams(&mut self) -> Option<&mut Streams> {
+        self.session.as_mut().map(|s| &mut s.streams)
+    }
+
+    pub fn path_stats(&self) -> Vec<PathStats> {
+        self.paths.iter().map(|p| p.stats).collect()
+    }
+
+    /// Smoothed RTT, congestion window and loss estimate of each path.
+    pub fn path_state(&self) -> Vec<(Duration, u64, f64)> {
+        self.paths.iter().map(|p| (p.rtt.smoothed(), p.cc.window(), p.loss.rate())).collect()
+    }
+
+    /// Whether every byte written has been delivered (decoded) at the peer.
+    pub fn is_idle(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.sender.is_idle() && s.partial.is_empty() && !s.streams.has_pipe_data())
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(s) = &mut self.session {
+            if let Some(e) = s.streams.poll_event() {
+                return Some(Event::Stream(e));
+            }
+        }
+        self.events.pop_front()
+    }
+
+    /// Closes the connection, telling the peer why.
+    pub fn close(&mut self, code: u64, reason: &str) {
+        if self.state != State::Closed {
+            self.close_pending = Some((code, reason.to_string()));
+            self.finish(CloseReason::Local { code });
+        }
+    }
+
+    fn finish(&mut self, reason: CloseReason) {
+        self.state = State::Closed;
+        self.events.push_back(Event::Closed(reason));
+    }
+
+    fn violation(&mut self, what: String) {
+        if self.state != State::Closed {
+            self.close_pending = Some((1, what.clone()));
+            self.finish(CloseReason::Violation(what));
+        }
+    }
+
+    fn start_session(&mut self, params: &TransportParams, peer: &TransportParams) {
+        let codec = CodecConfig {
+            symbol_size: params.symbol_size.into(),
+            max_block_len: params.max_block_len.into(),
+            ..CodecConfig::new(params.code)
+        };
+        let local = Limits {
+            max_data: self.config.params.initial_max_data,
+            max_stream_data: self.config.params.initial_max_stream_data,
+            max_streams: self.config.params.max_streams,
+        };
+        let remote = Limits {
+            max_data: peer.initial_max_data,
+            max_stream_data: peer.initial_max_stream_data,
+            max_streams: peer.max_streams,
+        };
+        let window = params.blocks_in_flight.into();
+        self.session = Some(Session {
+            streams: Streams::new(self.side, local, remote),
+            sender: BlockSender::new(codec.clone(), window),
+            receiver: BlockReceiver::new(codec, window),
+            parser: PipeParser::default(),
+            partial: Vec::new(),
+            block_ack_dirty: false,
+        });
+        self.state = State::Established;
+        self.handshake_due = None;
+        self.events.push_back(Event::Connected);
+    }
+
+    /// A datagram arrived on `path`. Anything malformed is dropped (counted); a protocol
+    /// violation inside a valid packet closes the connection.
+    pub fn handle_datagram(&mut self, now: Instant, path: u8, datagram: &[u8]) {
+        if self.state == State::Closed || usize::from(path) >= self.paths.len() {
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        let mut r = Reader::new(datagram);
+        let header = match PacketHeader::parse(&mut r) {
+            Ok(h) => h,
+            Err(_) => {
+                self.stats.datagrams_dropped += 1;
+                return;
+            }
+        };
+        if self.side == Side::Server && self.state == State::Handshake && header.ty == PacketType::Initial {
+            self.cid = header.dcid;
+        }
+        if header.dcid != self.cid || header.path != path {
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        // Validate every frame before acting on any (a packet is processed whole or not at all).
+        let frames: Result<Vec<Frame<'_>>, WireError> = FrameIter::new(r.rest()).collect();
+        let Ok(frames) = frames else {
+            self.stats.datagrams_dropped += 1;
+            return;
+        };
+        let eliciting = frames.iter().any(Frame::is_ack_eliciting);
+        if !self.paths[usize::from(path)].on_received(now, header.number, eliciting) {
+            return; // duplicate
+        }
+        self.last_heard = now;
+        for frame in frames {
+            if self.state == State::Closed {
+                return;
+            }
+            self.on_frame(now, header.ty, frame);
+        }
+    }
+
+    fn on_frame(&mut self, now: Instant, ty: PacketType, frame: Frame<'_>) {
+        match frame {
+            Frame::Padding | Frame::Ping => {}
+            Frame::Handshake(peer) => match (self.side, ty, self.state) {
+                (Side::Server, PacketType::Initial, State::Handshake) => {
+                    // The client's code parameters are the connection's.
+                    let params = TransportParams {
+                        code: peer.code,
+                        symbol_size: peer.symbol_size,
+                        max_block_len: peer.max_block_len,
+                        blocks_in_flight: peer.blocks_in_flight,
+                        ..self.config.params.clone()
+                    };
+                    self.config.params = params.clone();
+                    self.start_session(&params, &peer);
+                    self.handshake_due = Some(now);
+                }
+                (Side::Server, PacketType::Initial, State::Established) => self.handshake_due = Some(now),
+                (Side::Client, PacketType::Accept, State::Handshake) => {
+                    let params = self.config.params.clone();
+                    self.start_session(&params, &peer);
+                }
+                _ => {}
+            },
+            Frame::Close(c) => {
+                let reason = String::from_utf8_lossy(c.reason).into_owned();
+                self.finish(CloseReason::Peer { code: c.code, reason });
+            }
+            _ if self.session.is_none() => {}
+            Frame::Ack(ack) => self.on_ack(now, &ack),
+            Frame::BlockAck(b) => self.session.as_mut().expect("checked").sender.on_block_ack(&b),
+            Frame::Symbol(s) => {
+                self.stats.symbols_received += 1;
+                let session = self.session.as_mut().expect("checked");
+                let len = s.block_len.map(usize::from);
+                if let Err(e) = session.receiver.on_symbol(&s.header, len, s.payload) {
+                    return self.violation(format!("symbol refused: {e}"));
+                }
+                session.block_ack_dirty = true;
+                let Session { receiver, parser, streams, .. } = session;
+                let mut result: Result<(), PeerViolation> = Ok(());
+                let mut wire_error = None;
+                receiver.deliver(|bytes| {
+                    if result.is_ok() && wire_error.is_none() {
+                        if let Err(e) = parser.feed(bytes, |f| {
+                            result = streams.on_pipe_frame(f);
+                            Ok(())
+                        }) {
+                            wire_error = Some(e);
+                        }
+                    }
+                });
+                if let Err(e) = result {
+                    self.violation(e.to_string());
+                } else if let Some(e) = wire_error {
+                    self.violation(format!("pipe: {e}"));
+                }
+            }
+            Frame::FecStatus(_) => {}
+            Frame::MaxData(max) => self.session.as_mut().expect("checked").streams.on_max_data(max),
+            Frame::MaxStreamData { stream, max } => {
+                self.session.as_mut().expect("checked").streams.on_max_stream_data(stream, max)
+            }
+        }
+    }
+
+    fn on_ack(&mut self, now: Instant, ack: &crate::wire::AckFrame) {
+        let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
+        let outcome = path.on_ack(now, ack);
+        self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost);
+    }
+
+    fn after_losses(&mut self, now: Instant, path: usize, acked: Vec<SentPacket>, lost: Vec<SentPacket>) {
+        let Some(session) = self.session.as_mut() else { return };
+        for p in &acked {
+            for s in &p.symbols {
+                session.sender.on_symbol_acked(s.block);
+            }
+        }
+        for p in &lost {
+            for s in &p.symbols {
+                session.sender.on_symbol_lost(s.block);
+            }
+        }
+        let path = &mut self.paths[path];
+        if let Some(newest) = lost.iter().map(|p| p.time).max() {
+            if self.config.redundancy.loss_is_congestion(&path.rtt) {
+                path.cc.on_congestion(now, newest, Congestion::Loss);
+            }
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.state == State::Closed {
+            return;
+        }
+        if now - self.last_heard >= self.idle_timeout {
+            self.finish(CloseReason::IdleTimeout);
+            return;
+        }
+        for i in 0..self.paths.len() {
+            if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
+                let lost = self.paths[i].on_timer(now);
+                self.after_losses(now, i, Vec::new(), lost);
+                if self.state == State::Handshake && self.side == Side::Client {
+                    self.handshake_due = Some(now);
+                }
+            }
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let mut next = self.last_heard + self.idle_timeout;
+        for p in &self.paths {
+            if let Some(t) = p.loss_timeout() {
+                next = next.min(t);
+            }
+            if p.ack_pending {
+                next = next.min(ack_deadline(p));
+            }
+            if self.wants_to_send() && p.window_room() >= self.config.max_datagram as u64 {
+                next = next.min(p.next_send);
+            }
+        }
+        if let Some(t) = self.handshake_due {
+            next = next.min(t);
+        }
+        Some(next)
+    }
+
+    fn wants_to_send(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| s.streams.has_pipe_data() || !s.partial.is_empty())
+            || (0..self.paths.len()).any(|p| self.has_symbol(p))
+    }
+
+    /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
+    fn has_symbol(&self, path: usize) -> bool {
+        let loss = self.paths[path].loss.rate();
+        self.session.as_ref().is_some_and(|s| {
+            s.sender.blocks().any(|b| !b.all_sources_sent() || self.config.redundancy.deficit(b, loss) > 0)
+        })
+    }
+
+    /// Writes the next datagram into `buf` (cleared first), if one is due now.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        buf.clear();
+        if let Some((code, reason)) = self.close_pending.take() {
+            self.begin_packet(0, PacketType::Data, buf);
+            let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
+            close.write(&mut Writer::new(buf)).expect("valid");
+            return Some(self.end_packet(now, 0, buf, false, Vec::new()));
+        }
+        if self.state == State::Closed {
+            return None;
+        }
+        if self.handshake_due.is_some_and(|t| t <= now) {
+            self.handshake_due = None;
+            let ty = if self.side == Side::Client { PacketType::Initial } else { PacketType::Accept };
+            self.begin_packet(0, ty, buf);
+            Frame::Handshake(self.config.params.clone()).write(&mut Writer::new(buf)).expect("valid");
+            if self.side == Side::Client && buf.len() < MIN_INITIAL {
+                buf.resize(MIN_INITIAL, 0);
+            }
+            return Some(self.end_packet(now, 0, buf, true, Vec::new()));
+        }
+        self.session.as_ref()?;
+        self.fill_pipe();
+        let mss = self.config.max_datagram as u64;
+        // The path with room, allowed by its pacer, with the lowest RTT (MPTCP's default).
+        let ready = (0..self.paths.len())
+            .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= now)
+            .min_by_key(|&i| self.paths[i].rtt.smoothed());
+        let ack_due = self
+            .paths
+            .iter()
+            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)));
+        if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
+            self.begin_packet(path, PacketType::Data, buf);
+            self.write_control(now, buf, 2);
+            let symbol = self.write_symbol(path, buf).expect("has_symbol checked");
+            return Some(self.end_packet(now, path, buf, true, vec![symbol]));
+        }
+        let path = ack_due?;
+        self.begin_packet(path, PacketType::Data, buf);
+        self.write_control(now, buf, 32);
+        Some(self.end_packet(now, path, buf, false, Vec::new()))
+    }
+
+    fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {
+        let header =
+            PacketHeader { ty, dcid: self.cid, path: path as u8, number: self.paths[path].next_number };
+        header.write(&mut Writer::new(buf));
+    }
+
+    fn end_packet(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &[u8],
+        ack_eliciting: bool,
+        symbols: Vec<crate::blocks::OutgoingSymbol>,
+    ) -> Transmit {
+        let p = &mut self.paths[path];
+        let number = p.next_number;
+        p.next_number += 1;
+        let packet = SentPacket { time: now, size: buf.len() as u64, ack_eliciting, symbols };
+        p.on_sent(now, number, packet);
+        Transmit { path: path as u8, size: buf.len() }
+    }
+
+    /// ACKs for every path with something to acknowledge (at most `ranges` ranges each), the
+    /// decoder state, and flow-control updates.
+    fn write_control(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize) {
+        let mut w = Writer::new(buf);
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending) {
+            if let Some(mut ack) = p.ack_frame(now) {
+                ack.ranges.truncate(ranges);
+                Frame::Ack(ack).write(&mut w).expect("valid ranges");
+            }
+        }
+        if let Some(s) = self.session.as_mut() {
+            if std::mem::take(&mut s.block_ack_dirty) {
+                Frame::BlockAck(s.receiver.block_ack()).write(&mut w).expect("valid");
+            }
+            let (data, streams) = s.streams.poll_window_updates();
+            if let Some(max) = data {
+                Frame::MaxData(max).write(&mut w).expect("valid");
+            }
+            for (stream, max) in streams {
+                Frame::MaxStreamData { stream, max }.write(&mut w).expect("valid");
+            }
+        }
+    }
+
+    /// Moves stream data into source symbols while the block window has room.
+    fn fill_pipe(&mut self) {
+        let Some(s) = self.session.as_mut() else { return };
+        let size = s.sender.symbol_size();
+        while s.sender.has_room() {
+            while s.partial.len() < size
+                && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
+            {
+            }
+            let more = s.streams.has_pipe_data();
+            if s.partial.is_empty() {
+                return;
+            }
+            if s.partial.len() < size && more && size - s.partial.len() > 16 {
+                // Flow control or budget stopped the stream mid-symbol: wait for more.
+                return;
+            }
+            s.partial.resize(size, 0);
+            s.sender.push_source(&s.partial).expect("room checked, size exact");
+            s.partial.clear();
+            if !more {
+                // Nothing else to send for now: close the block so it can complete.
+                s.sender.close_block();
+                return;
+            }
+        }
+    }
+
+    /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
+    /// source, else nothing.
+    fn write_symbol(&mut self, path: usize, buf: &mut Vec<u8>) -> Option<crate::blocks::OutgoingSymbol> {
+        let loss = self.paths[path].loss.rate();
+        let redundancy = self.config.redundancy;
+        let s = self.session.as_mut()?;
+        let mut w = Writer::new(buf);
+        let short = s.sender.blocks().find(|b| redundancy.deficit(b, loss) > 0).map(|b| b.id);
+        if let Some(block) = short {
+            if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
+                self.stats.repair_symbols_sent += 1;
+                return Some(sent);
+            }
+        }
+        let sent = s.sender.write_next_source(&mut w)?;
+        self.stats.source_symbols_sent += 1;
+        Some(sent)
+    }
+}
+
+/// ACKs are sent within 1 ms of an ack-eliciting packet (RFC 9000 §13.2.1 allows up to the
+/// peer's max_ack_delay; a short delay keeps the sender's loss detection quick).
+fn ack_deadline(p: &Path) -> Instant {
+    p.last_received + Duration::from_millis(1)
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,343 @@
+//! One path: packet numbers, what is in flight, acknowledgement and loss detection (RFC 9002
+//! §6 adapted: packet numbers count transmissions, as CTCP's seqno does, so a symbol is never
+//! "retransmitted" under its old number), RTT, loss-rate estimation and the congestion
+//! controller.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::blocks::OutgoingSymbol;
+use crate::cc::{Ack, CongestionController, RttEstimator};
+use crate::wire::{AckFrame, AckRange};
+use crate::Instant;
+
+/// RFC 9002 §6.1.1: a packet is lost once three later packets are acknowledged…
+const PACKET_THRESHOLD: u64 = 3;
+/// …or once it is older than 9/8 of the RTT when a later one is acknowledged (§6.1.2).
+const TIME_THRESHOLD: f64 = 9.0 / 8.0;
+/// Keep at most this many received ranges (older ones are forgotten; see `AckFrame`).
+const MAX_RANGES: usize = 32;
+
+/// What a sent packet carried.
+#[derive(Debug, Clone)]
+pub(crate) struct SentPacket {
+    pub time: Instant,
+    pub size: u64,
+    pub ack_eliciting: bool,
+    pub symbols: Vec<OutgoingSymbol>,
+}
+
+/// The outcome of processing an ACK frame, for the connection to act on.
+#[derive(Debug, Default)]
+pub(crate) struct AckOutcome {
+    pub acked: Vec<SentPacket>,
+    pub lost: Vec<SentPacket>,
+}
+
+/// Loss rate estimate: an exponentially weighted mean over packets (lost = 1), CTCP
+/// Algorithm 1's p with μ chosen per packet.
+#[derive(Debug, Clone, Copy)]
+pub struct LossEstimator {
+    rate: f64,
+    weight: f64,
+}
+
+impl LossEstimator {
+    fn new(weight: f64) -> LossEstimator {
+        LossEstimator { rate: 0.0, weight }
+    }
+
+    fn sample(&mut self, lost: bool) {
+        self.rate += self.weight * (f64::from(u8::from(lost)) - self.rate);
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
+pub(crate) struct Path {
+    pub id: u8,
+    pub next_number: u64,
+    pub sent: BTreeMap<u64, SentPacket>,
+    pub in_flight: u64,
+    pub rtt: RttEstimator,
+    pub cc: Box<dyn CongestionController>,
+    /// Short- and long-term loss rate (CTCP Algorithm 1: p and p_long).
+    pub loss: LossEstimator,
+    pub loss_long: LossEstimator,
+    /// Received packet numbers, as disjoint ranges, highest first.
+    received: Vec<AckRange>,
+    largest_received_at: Option<Instant>,
+    pub ack_pending: bool,
+    /// Ack-eliciting packets received since the last ACK was sent.
+    pub unacked_eliciting: u32,
+    /// Packets acknowledged so far (for the time-threshold rule and statistics).
+    largest_acked: Option<u64>,
+    pub pto_count: u32,
+    /// Earliest time the pacer lets the next packet go.
+    pub next_send: Instant,
+    pub last_activity: Instant,
+    /// When the last packet arrived on this path (drives the ACK delay).
+    pub last_received: Instant,
+    pub stats: PathStats,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PathStats {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_lost: u64,
+    pub packets_acked: u64,
+    /// Probe timeouts (RFC 9002 §6.2), each collapsing the window.
+    pub timeouts: u64,
+}
+
+impl Path {
+    pub fn new(id: u8, cc: Box<dyn CongestionController>, now: Instant) -> Path {
+        Path {
+            id,
+            next_number: 0,
+            sent: BTreeMap::new(),
+            in_flight: 0,
+            rtt: RttEstimator::default(),
+            cc,
+            loss: LossEstimator::new(1.0 / 64.0),
+            loss_long: LossEstimator::new(1.0 / 1024.0),
+            received: Vec::new(),
+            largest_received_at: None,
+            ack_pending: false,
+            unacked_eliciting: 0,
+            largest_acked: None,
+            pto_count: 0,
+            next_send: now,
+            last_activity: now,
+            last_received: now,
+            stats: PathStats::default(),
+        }
+    }
+
+    /// Room in the congestion window.
+    pub fn window_room(&self) -> u64 {
+        self.cc.window().saturating_sub(self.in_flight)
+    }
+
+    pub fn on_sent(&mut self, now: Instant, number: u64, packet: SentPacket) {
+        if packet.ack_eliciting {
+            self.in_flight += packet.size;
+            self.cc.on_sent(now, packet.size, self.in_flight);
+        }
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += packet.size;
+        // Pacing: spread a window over the smoothed RTT (RFC 9002 §7.7, gain 1.25).
+        let rate = self.cc.pacing_rate(&self.rtt).unwrap_or_else(|| {
+            let srtt = self.rtt.smoothed().as_secs_f64().max(1e-3);
+            (1.25 * self.cc.window() as f64 / srtt) as u64
+        });
+        let gap = Duration::from_secs_f64(packet.size as f64 / rate.max(1) as f64);
+        self.next_send = self.next_send.max(now - Duration::from_millis(1)) + gap;
+        self.sent.insert(number, packet);
+    }
+
+    /// Records a received packet number; returns false for a duplicate.
+    pub fn on_received(&mut self, now: Instant, number: u64, ack_eliciting: bool) -> bool {
+        if self.received.iter().any(|r| r.start <= number && number <= r.end) {
+            return false;
+        }
+        self.last_received = now;
+        if self.received.first().is_none_or(|r| number > r.end) {
+            self.largest_received_at = Some(now);
+        }
+        self.received.push(AckRange { start: number, end: number });
+        self.received.sort_by_key(|r| std::cmp::Reverse(r.end));
+        let mut merged: Vec<AckRange> = Vec::with_capacity(self.received.len());
+        for r in self.received.drain(..) {
+            match merged.last_mut() {
+                Some(last) if r.end + 1 >= last.start => last.start = last.start.min(r.start),
+                _ => merged.push(r),
+            }
+        }
+        merged.truncate(MAX_RANGES);
+        self.received = merged;
+        self.ack_pending |= ack_eliciting;
+        self.unacked_eliciting += u32::from(ack_eliciting);
+        true
+    }
+
+    pub fn ack_frame(&mut self, now: Instant) -> Option<AckFrame> {
+        if self.received.is_empty() {
+            return None;
+        }
+        self.ack_pending = false;
+        self.unacked_eliciting = 0;
+        let delay = self.largest_received_at.map_or(Duration::ZERO, |t| now - t);
+        Some(AckFrame {
+            path: self.id,
+            ack_delay_us: delay.as_micros() as u64,
+            ranges: self.received.clone(),
+        })
+    }
+
+    /// Processes an ACK for this path's packets.
+    pub fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> AckOutcome {
+        let mut outcome = AckOutcome::default();
+        let Some(largest) = ack.ranges.first().map(|r| r.end) else { return outcome };
+        let mut newly_acked_bytes = 0;
+        let mut largest_sent = None;
+        for range in &ack.ranges {
+            let numbers: Vec<u64> = self.sent.range(range.start..=range.end).map(|(n, _)| *n).collect();
+            for n in numbers {
+                let packet = self.sent.remove(&n).expect("listed");
+                if packet.ack_eliciting {
+                    self.in_flight -= packet.size;
+                    newly_acked_bytes += packet.size;
+                }
+                if n == largest {
+                    // RTT sample from the largest newly acknowledged packet (RFC 9002 §5.1).
+                    let delay = Duration::from_micros(ack.ack_delay_us.min(25_000_000));
+                    self.rtt.update(now - packet.time, delay);
+                }
+                largest_sent = largest_sent.max(Some(packet.time));
+                self.loss.sample(false);
+                self.loss_long.sample(false);
+                self.stats.packets_acked += 1;
+                outcome.acked.push(packet);
+            }
+        }
+        if outcome.acked.is_empty() {
+            return outcome;
+        }
+        self.largest_acked = self.largest_acked.max(Some(largest));
+        self.pto_count = 0;
+        self.last_activity = now;
+        self.cc.on_ack(
+            &Ack {
+                now,
+                bytes: newly_acked_bytes,
+                largest_sent: largest_sent.unwrap_or(now),
+                in_flight: self.in_flight,
+            },
+            &self.rtt,
+        );
+        self.detect_lost(now, &mut outcome.lost);
+        outcome
+    }
+
+    /// RFC 9002 §6.1: declares lost what the packet or time threshold says is.
+    fn detect_lost(&mut self, now: Instant, lost: &mut Vec<SentPacket>) {
+        let Some(largest_acked) = self.largest_acked else { return };
+        let delay = self.loss_delay();
+        let numbers: Vec<u64> = self
+            .sent
+            .range(..largest_acked)
+            .filter(|(n, p)| *n + PACKET_THRESHOLD <= largest_acked || now - p.time >= delay)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in numbers {
+            let packet = self.sent.remove(&n).expect("listed");
+            if packet.ack_eliciting {
+                self.in_flight -= packet.size;
+            }
+            self.loss.sample(true);
+            self.loss_long.sample(true);
+            self.stats.packets_lost += 1;
+            lost.push(packet);
+        }
+    }
+
+    /// When the next time-threshold loss (RFC 9002 §6.1.2) or probe timeout is due.
+    pub fn loss_timeout(&self) -> Option<Instant> {
+        let oldest = self.sent.values().find(|p| p.ack_eliciting)?;
+        if let Some(largest) = self.largest_acked {
+            if let Some((_, p)) = self.sent.range(..largest).next() {
+                return Some(p.time + self.loss_delay());
+            }
+        }
+        // RFC 9002 §6.2.1: PTO = srtt + max(4·rttvar, granularity) + max_ack_delay; braid also
+        // keeps it above 1.5 × srtt, because pacing and queues make single RTTs run long and a
+        // spurious timeout collapses the window.
+        let base = self.rtt.rto(Duration::from_millis(10)).max(self.rtt.smoothed().mul_f64(1.5));
+        let pto = (base + Duration::from_millis(5)) * 2u32.saturating_pow(self.pto_count.min(10));
+        Some(oldest.time + pto)
+    }
+
+    fn loss_delay(&self) -> Duration {
+        self.rtt.smoothed().max(self.rtt.latest()).mul_f64(TIME_THRESHOLD).max(Duration::from_millis(1))
+    }
+
+    /// The loss timer fired: declare time-threshold losses if that is what it was for, else
+    /// treat it as a probe timeout.
+    pub fn on_timer(&mut self, now: Instant) -> Vec<SentPacket> {
+        let mut lost = Vec::new();
+        if self.largest_acked.is_some_and(|l| self.sent.range(..l).next().is_some()) {
+            self.detect_lost(now, &mut lost);
+            if !lost.is_empty() {
+                return lost;
+            }
+        }
+        self.on_loss_timeout(now)
+    }
+
+    /// The probe timer fired: everything in flight is presumed lost (a coded transport does not
+    /// need the exact packets back, only new symbols for their blocks, which also serve as the
+    /// probe). A single probe timeout is usually a lost tail, not congestion (RFC 9002 §6.2);
+    /// only the third in a row — persistent congestion (§7.6) — collapses the window.
+    fn on_loss_timeout(&mut self, now: Instant) -> Vec<SentPacket> {
+        self.pto_count += 1;
+        self.stats.timeouts += 1;
+        if self.pto_count >= 3 {
+            self.cc.on_timeout(now);
+        }
+        let mut lost = Vec::new();
+        for (_, packet) in std::mem::take(&mut self.sent) {
+            if packet.ack_eliciting {
+                self.in_flight -= packet.size;
+            }
+            self.stats.packets_lost += 1;
+            lost.push(packet);
+        }
+        lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcAlgorithm;
+
+    fn packet(t: u64) -> SentPacket {
+        SentPacket { time: Instant::from_micros(t), size: 1000, ack_eliciting: true, symbols: Vec::new() }
+    }
+
+    #[test]
+    fn ack_ranges_merge_and_detect_duplicates() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        for n in [0, 1, 2, 5, 7, 6, 9] {
+            assert!(p.on_received(Instant::ZERO, n, true));
+        }
+        assert!(!p.on_received(Instant::ZERO, 6, true));
+        let ack = p.ack_frame(Instant::ZERO).unwrap();
+        let ranges: Vec<(u64, u64)> = ack.ranges.iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(ranges, vec![(9, 9), (5, 7), (0, 2)]);
+    }
+
+    #[test]
+    fn packet_threshold_declares_loss_and_in_flight_balances() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        for n in 0..6 {
+            p.on_sent(Instant::from_micros(n * 10), n, packet(n * 10));
+        }
+        assert_eq!(p.in_flight, 6000);
+        // ACK 0 and 2..=5: 1 is three packets behind 5 → lost.
+        let ack = AckFrame {
+            path: 0,
+            ack_delay_us: 0,
+            ranges: vec![AckRange { start: 2, end: 5 }, AckRange { start: 0, end: 0 }],
+        };
+        let out = p.on_ack(Instant::from_micros(100_000), &ack);
+        assert_eq!(out.acked.len(), 5);
+        assert_eq!(out.lost.len(), 1);
+        assert_eq!(p.in_flight, 0);
+        assert!(p.rtt.has_sample());
+    }
+}

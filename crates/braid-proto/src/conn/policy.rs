@@ -1,0 +1,106 @@
+//! braid's redundancy and congestion-response policy.
+//!
+//! Redundancy: FMTCP's δ̂-completeness rule (Cui et al., Eq. 4), applied to what a block still
+//! lacks rather than to whole blocks: keep in flight the smallest number n of symbols such
+//! that, with the path's current loss estimate p, at least the missing degrees of freedom r
+//! arrive with probability ≥ 1 − δ̂:  P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ̂. Sent right after a
+//! block's sources this is proactive repair; when losses are detected, in-flight symbols drop
+//! and the same rule asks for new repairs at once — no round trip per loss beyond detection.
+//!
+//! Congestion: a loss counts as congestion only when the path's RTT shows a queue (latest RTT
+//! above 1.25 × min RTT + 2 ms); random loss on an empty queue is repaired, not backed off
+//! from. This is a simple delay-gated rule in the spirit of TCP Veno; the model-based
+//! controller of issue 3 replaces it.
+
+use std::time::Duration;
+
+use crate::blocks::SendBlock;
+use crate::cc::RttEstimator;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Redundancy {
+    /// δ̂: accepted probability that a block still lacks symbols after what is in flight
+    /// arrives. Default 0.01 (FMTCP used 0.05; braid pays a little more redundancy for fewer
+    /// round trips).
+    pub target_failure: f64,
+    /// Floor on the loss estimate used, so a loss-free start still sends a margin. Default 0.
+    pub min_loss: f64,
+}
+
+impl Default for Redundancy {
+    fn default() -> Self {
+        Redundancy { target_failure: 0.01, min_loss: 0.0 }
+    }
+}
+
+impl Redundancy {
+    /// Repair symbols `block` should get now, given loss estimate `p`.
+    pub fn deficit(&self, block: &SendBlock, p: f64) -> u64 {
+        if block.decoded || !block.all_sources_sent() || block.is_empty() {
+            return 0;
+        }
+        let len = block.len() as u64;
+        let missing = len.saturating_sub(block.known_dofs());
+        if missing == 0 {
+            return 0;
+        }
+        if !block.closed {
+            // Still filling: repair only what is known lost.
+            return missing.saturating_sub(block.in_flight);
+        }
+        let wanted = symbols_for(missing, p.max(self.min_loss), self.target_failure);
+        wanted.saturating_sub(block.in_flight)
+    }
+
+    pub fn loss_is_congestion(&self, rtt: &RttEstimator) -> bool {
+        rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2)
+    }
+}
+
+/// FMTCP Eq. (4) inverted: the smallest n with P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ.
+pub(crate) fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
+    let p = p.clamp(0.0, 0.9);
+    if p <= 0.0 {
+        return r;
+    }
+    let mut n = r;
+    loop {
+        if success_probability(n, r, 1.0 - p) >= 1.0 - delta || n >= 4 * r + 16 {
+            return n;
+        }
+        n += 1;
+    }
+}
+
+/// P[Binomial(n, q) ≥ r], summed in log space.
+fn success_probability(n: u64, r: u64, q: f64) -> f64 {
+    let (ln_q, ln_p) = (q.ln(), (1.0 - q).ln());
+    let mut ln_choose = 0.0; // ln C(n, 0)
+    let mut below = 0.0;
+    for j in 0..r.min(n + 1) {
+        if j > 0 {
+            ln_choose += ((n - j + 1) as f64).ln() - (j as f64).ln();
+        }
+        below += (ln_choose + j as f64 * ln_q + (n - j) as f64 * ln_p).exp();
+    }
+    1.0 - below
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_fmtcp_margins() {
+        // Worked by hand: r = 10, δ̂ = 5%. p = 1%: 10 of 10 arrive with 0.904, 10 of 11 with
+        // 0.995 → 11. p = 5%: 11 gives 0.898, 12 gives 0.981 → 12. p = 10%: 12 gives 0.889,
+        // 13 gives 0.966 → 13.
+        assert_eq!(symbols_for(10, 0.01, 0.05), 11);
+        assert_eq!(symbols_for(10, 0.05, 0.05), 12);
+        assert_eq!(symbols_for(10, 0.10, 0.05), 13);
+        assert_eq!(symbols_for(5, 0.0, 0.01), 5);
+        // Monotone in loss.
+        assert!(symbols_for(64, 0.2, 0.01) > symbols_for(64, 0.05, 0.01));
+        assert!((success_probability(3, 3, 0.5) - 0.125).abs() < 1e-12);
+    }
+}
