@@ -340,6 +340,18 @@ impl Streams {
         (data, streams)
     }
 
+    /// Whether window updates wait to be sent.
+    pub fn has_window_updates(&self) -> bool {
+        self.max_data_dirty || !self.dirty_streams.is_empty()
+    }
+
+    /// A packet carrying window updates was lost: announce every current window again.
+    pub fn resend_windows(&mut self) {
+        self.max_data_dirty = true;
+        self.dirty_streams =
+            self.recv.iter().filter(|(_, s)| !s.fin && s.reset.is_none()).map(|(id, _)| *id).collect();
+    }
+
     pub fn on_max_data(&mut self, max: u64) {
         self.peer_max_data = self.peer_max_data.max(max);
     }

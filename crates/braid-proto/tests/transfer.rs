@@ -145,6 +145,13 @@ fn transfer(data: &[u8], mut up: Link, mut down: Link, deadline: Duration) -> Ou
                 client.path_stats(),
                 received.len()
             );
+            if std::env::var("TRACE").as_deref() == Ok("blocks") {
+                eprintln!(
+                    "  client blocks {:?}\n  server {:?}",
+                    client.block_state().0,
+                    server.block_state().1
+                );
+            }
         }
         // Advance to the next event.
         let next = [client.poll_timeout(), server.poll_timeout(), up.next(), down.next()]
@@ -186,7 +193,8 @@ fn lossy_transfer_is_exact() {
         Err(_) => vec![(0.01, 3), (0.05, 4), (0.2, 5)],
     };
     for (loss, seed) in cases {
-        let d = data(1_000_000);
+        let size = std::env::var("SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+        let d = data(size);
         let out = transfer(
             &d,
             Link::new(20e6, 50, loss, seed),

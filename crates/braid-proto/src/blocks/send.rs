@@ -52,7 +52,7 @@ impl SendBlock {
 
     /// Degrees of freedom the receiver holds at least (what it reported, or what was acked).
     pub fn known_dofs(&self) -> u64 {
-        self.reported_dofs.max(self.acked).min(self.len() as u64)
+        self.acked.min(self.len() as u64)
     }
 
     fn block_len(&self) -> Option<u16> {
@@ -214,7 +214,11 @@ impl BlockSender {
         }
         for b in self.blocks.iter_mut() {
             if b.id == ack.lowest_undecoded {
-                b.reported_dofs = b.reported_dofs.max(ack.dofs);
+                // The receiver's count is authoritative: packet-level ACKs over-count when a
+                // symbol turned out not innovative (a repair over a prefix whose sources all
+                // arrived), and an over-count would leave the block waiting forever.
+                b.reported_dofs = ack.dofs;
+                b.acked = ack.dofs;
             } else if let Some(bit) = b.id.checked_sub(ack.lowest_undecoded + 1) {
                 if bit < 62 && ack.decoded_beyond & (1 << bit) != 0 {
                     b.decoded = true;

@@ -31,6 +31,9 @@ pub use policy::Redundancy;
 /// (smaller) can never amplify a spoofed request.
 const MIN_INITIAL: usize = 1200;
 
+/// A send block as seen in diagnostics: (id, sources, closed, dofs known, in flight, decoded).
+pub type BlockView = (u64, usize, bool, u64, u64, bool);
+
 /// How one end runs a connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
@@ -124,6 +127,9 @@ pub struct Connection {
     /// A CLOSE frame to send once.
     close_pending: Option<(u64, String)>,
     handshake_due: Option<Instant>,
+    handshake_copies: u32,
+    /// The packet being built carries window updates.
+    window_update_written: bool,
     last_heard: Instant,
     idle_timeout: Duration,
     pub stats: ConnectionStats,
@@ -158,6 +164,8 @@ impl Connection {
             events: VecDeque::new(),
             close_pending: None,
             handshake_due: None,
+            handshake_copies: 0,
+            window_update_written: false,
             last_heard: now,
             stats: ConnectionStats::default(),
         }
@@ -183,6 +191,18 @@ impl Connection {
     /// Smoothed RTT, congestion window and loss estimate of each path.
     pub fn path_state(&self) -> Vec<(Duration, u64, f64)> {
         self.paths.iter().map(|p| (p.rtt.smoothed(), p.cc.window(), p.loss.rate())).collect()
+    }
+
+    /// Diagnostics: each open send block as (id, sources, closed, dofs known, in flight,
+    /// decoded), and the receiver's block ACK.
+    pub fn block_state(&self) -> (Vec<BlockView>, Option<crate::wire::BlockAckFrame>) {
+        let Some(s) = &self.session else { return (Vec::new(), None) };
+        let blocks = s
+            .sender
+            .blocks()
+            .map(|b| (b.id, b.len(), b.closed, b.known_dofs(), b.in_flight, b.decoded))
+            .collect();
+        (blocks, Some(s.receiver.block_ack()))
     }
 
     /// Whether every byte written has been delivered (decoded) at the peer.
@@ -376,6 +396,9 @@ impl Connection {
                 session.sender.on_symbol_lost(s.block);
             }
         }
+        if lost.iter().any(|p| p.window_update) {
+            session.streams.resend_windows();
+        }
         let path = &mut self.paths[path];
         if let Some(newest) = lost.iter().map(|p| p.time).max() {
             if self.config.redundancy.loss_is_congestion(&path.rtt) {
@@ -451,7 +474,10 @@ impl Connection {
             return None;
         }
         if self.handshake_due.is_some_and(|t| t <= now) {
-            self.handshake_due = None;
+            // Each handshake flight goes out twice, 2 ms apart: on a lossy path a lost Initial
+            // otherwise costs a whole probe timeout (1 s before any RTT is known).
+            self.handshake_copies += 1;
+            self.handshake_due = (self.handshake_copies % 2 == 1).then(|| now + Duration::from_millis(2));
             let ty = if self.side == Side::Client { PacketType::Initial } else { PacketType::Accept };
             self.begin_packet(0, ty, buf);
             Frame::Handshake(self.config.params.clone()).write(&mut Writer::new(buf)).expect("valid");
@@ -470,7 +496,8 @@ impl Connection {
         let ack_due = self
             .paths
             .iter()
-            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)));
+            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
+            .or(self.session.as_ref().is_some_and(|s| s.streams.has_window_updates()).then_some(0));
         if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
             self.begin_packet(path, PacketType::Data, buf);
             self.write_control(now, buf, 2);
@@ -500,7 +527,9 @@ impl Connection {
         let p = &mut self.paths[path];
         let number = p.next_number;
         p.next_number += 1;
-        let packet = SentPacket { time: now, size: buf.len() as u64, ack_eliciting, symbols };
+        let window_update = std::mem::take(&mut self.window_update_written);
+        let ack_eliciting = ack_eliciting || window_update;
+        let packet = SentPacket { time: now, size: buf.len() as u64, ack_eliciting, symbols, window_update };
         p.on_sent(now, number, packet);
         Transmit { path: path as u8, size: buf.len() }
     }
@@ -520,6 +549,7 @@ impl Connection {
                 Frame::BlockAck(s.receiver.block_ack()).write(&mut w).expect("valid");
             }
             let (data, streams) = s.streams.poll_window_updates();
+            self.window_update_written |= data.is_some() || !streams.is_empty();
             if let Some(max) = data {
                 Frame::MaxData(max).write(&mut w).expect("valid");
             }

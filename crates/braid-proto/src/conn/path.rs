@@ -25,6 +25,8 @@ pub(crate) struct SentPacket {
     pub size: u64,
     pub ack_eliciting: bool,
     pub symbols: Vec<OutgoingSymbol>,
+    /// It carried flow-control window updates (resent if the packet is lost).
+    pub window_update: bool,
 }
 
 /// The outcome of processing an ACK frame, for the connection to act on.
@@ -306,7 +308,13 @@ mod tests {
     use crate::cc::CcAlgorithm;
 
     fn packet(t: u64) -> SentPacket {
-        SentPacket { time: Instant::from_micros(t), size: 1000, ack_eliciting: true, symbols: Vec::new() }
+        SentPacket {
+            time: Instant::from_micros(t),
+            size: 1000,
+            ack_eliciting: true,
+            symbols: Vec::new(),
+            window_update: false,
+        }
     }
 
     #[test]
