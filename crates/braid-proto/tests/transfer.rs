@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
+use braid_proto::conn::Mode;
 use braid_proto::streams::StreamEvent;
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
 
@@ -80,9 +81,10 @@ struct Outcome {
 }
 
 /// Sends `data` on one stream from client to server through the two links.
-fn transfer(data: &[u8], mut up: Link, mut down: Link, deadline: Duration) -> Outcome {
-    let mut client = Connection::client(ConnectionConfig::default(), Instant::ZERO, 7);
-    let mut server = Connection::server(ConnectionConfig::default(), Instant::ZERO);
+fn transfer(data: &[u8], mut up: Link, mut down: Link, deadline: Duration, mode: Mode) -> Outcome {
+    let config = ConnectionConfig { mode, ..ConnectionConfig::default() };
+    let mut client = Connection::client(config.clone(), Instant::ZERO, 7);
+    let mut server = Connection::server(config, Instant::ZERO);
     let mut now = Instant::ZERO;
     let end = Instant::ZERO + deadline;
     let mut buf = Vec::new();
@@ -175,34 +177,59 @@ fn data(len: usize) -> Vec<u8> {
     (0..len).map(|i| ((i * 2654435761usize) >> 7) as u8).collect()
 }
 
-#[test]
-fn lossless_transfer_is_exact() {
-    let d = data(2_000_000);
-    let out = transfer(&d, Link::new(20e6, 50, 0.0, 1), Link::new(20e6, 50, 0.0, 2), Duration::from_secs(30));
-    assert_eq!(out.received.len(), d.len());
-    assert!(out.received == d, "content differs");
-    let secs = out.finished_at.unwrap().as_micros() as f64 / 1e6;
-    let goodput = d.len() as f64 * 8.0 / secs / 1e6;
-    println!("lossless: {secs:.2} s, {goodput:.1} Mbit/s");
+fn modes() -> Vec<Mode> {
+    match std::env::var("MODE") {
+        Ok(m) => vec![m.parse().unwrap()],
+        Err(_) => Mode::ALL.to_vec(),
+    }
 }
 
+#[test]
+fn lossless_transfer_is_exact() {
+    for mode in modes() {
+        let d = data(2_000_000);
+        let out = transfer(
+            &d,
+            Link::new(20e6, 50, 0.0, 1),
+            Link::new(20e6, 50, 0.0, 2),
+            Duration::from_secs(30),
+            mode,
+        );
+        assert_eq!(out.received.len(), d.len(), "{mode:?}");
+        assert!(out.received == d, "{mode:?}: content differs");
+        let secs = out.finished_at.unwrap().as_micros() as f64 / 1e6;
+        let goodput = d.len() as f64 * 8.0 / secs / 1e6;
+        println!("{}: lossless: {secs:.2} s, {goodput:.1} Mbit/s", mode.name());
+    }
+}
+
+/// Every mode delivers every byte, in order, under loss (seed printed on failure).
 #[test]
 fn lossy_transfer_is_exact() {
     let cases: Vec<(f64, u64)> = match std::env::var("LOSS") {
         Ok(l) => vec![(l.parse().unwrap(), 3)],
         Err(_) => vec![(0.01, 3), (0.05, 4), (0.2, 5)],
     };
-    for (loss, seed) in cases {
-        let size = std::env::var("SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-        let d = data(size);
-        let out = transfer(
-            &d,
-            Link::new(20e6, 50, loss, seed),
-            Link::new(20e6, 50, loss, seed + 100),
-            Duration::from_secs(60),
-        );
-        assert!(out.received == d, "loss {loss} seed {seed}: {} of {} bytes", out.received.len(), d.len());
-        let secs = out.finished_at.unwrap().as_micros() as f64 / 1e6;
-        println!("loss {loss}: {secs:.2} s, {:.1} Mbit/s", d.len() as f64 * 8.0 / secs / 1e6);
+    for mode in modes() {
+        for &(loss, seed) in &cases {
+            let size = std::env::var("SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+            let d = data(size);
+            let out = transfer(
+                &d,
+                Link::new(20e6, 50, loss, seed),
+                Link::new(20e6, 50, loss, seed + 100),
+                Duration::from_secs(120),
+                mode,
+            );
+            let name = mode.name();
+            assert!(
+                out.received == d,
+                "{name}, loss {loss}, seed {seed}: {} of {} bytes",
+                out.received.len(),
+                d.len()
+            );
+            let secs = out.finished_at.unwrap().as_micros() as f64 / 1e6;
+            println!("{name}: loss {loss}: {secs:.2} s, {:.1} Mbit/s", d.len() as f64 * 8.0 / secs / 1e6);
+        }
     }
 }

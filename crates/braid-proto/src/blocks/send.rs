@@ -11,7 +11,14 @@ use crate::wire::{BlockAckFrame, Frame, SymbolFrame, Writer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutgoingSymbol {
     pub block: u64,
-    pub repair: bool,
+    /// The source symbol's index, or `None` for a repair symbol.
+    pub source: Option<u16>,
+}
+
+impl OutgoingSymbol {
+    pub fn is_repair(&self) -> bool {
+        self.source.is_none()
+    }
 }
 
 /// One block the sender holds until the receiver decodes it.
@@ -67,12 +74,21 @@ pub struct BlockSender {
     blocks: VecDeque<SendBlock>,
     next_block: u64,
     scratch: Vec<u8>,
+    /// Lost source symbols to send again, for the modes that retransmit.
+    retransmit: VecDeque<(u64, u16)>,
 }
 
 impl BlockSender {
     pub fn new(config: CodecConfig, window: usize) -> BlockSender {
         let scratch = vec![0; config.symbol_size];
-        BlockSender { config, window, blocks: VecDeque::new(), next_block: 0, scratch }
+        BlockSender {
+            config,
+            window,
+            blocks: VecDeque::new(),
+            next_block: 0,
+            scratch,
+            retransmit: VecDeque::new(),
+        }
     }
 
     pub fn symbol_size(&self) -> usize {
@@ -146,7 +162,7 @@ impl BlockSender {
         block.in_flight += 1;
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
-        Some(OutgoingSymbol { block: block.id, repair: false })
+        Some(OutgoingSymbol { block: block.id, source: Some(index as u16) })
     }
 
     /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and
@@ -162,7 +178,7 @@ impl BlockSender {
         let len = b.block_len();
         write_symbol(w, block, SymbolId::Source { index }, len, payload);
         b.in_flight += 1;
-        Some(OutgoingSymbol { block, repair: false })
+        Some(OutgoingSymbol { block, source: Some(index) })
     }
 
     /// Writes a new repair symbol of `block`, never one sent before. `None` if the block is
@@ -187,7 +203,7 @@ impl BlockSender {
         write_symbol(w, block, id, len, &self.scratch);
         b.in_flight += 1;
         b.repairs_sent += 1;
-        Ok(Some(OutgoingSymbol { block, repair: true }))
+        Ok(Some(OutgoingSymbol { block, source: None }))
     }
 
     /// A packet carrying a symbol of `block` was acknowledged.
@@ -198,12 +214,30 @@ impl BlockSender {
         }
     }
 
-    /// A packet carrying a symbol of `block` was declared lost.
-    pub fn on_symbol_lost(&mut self, block: u64) {
-        if let Some(b) = self.block_mut(block) {
+    /// A packet carrying `symbol` was declared lost; `retransmit`: queue a lost source symbol
+    /// to be sent again (the modes without coding).
+    pub fn on_symbol_lost(&mut self, symbol: OutgoingSymbol, retransmit: bool) {
+        if let Some(b) = self.block_mut(symbol.block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.lost += 1;
+            if let (true, Some(index), false) = (retransmit, symbol.source, b.decoded) {
+                self.retransmit.push_back((symbol.block, index));
+            }
         }
+    }
+
+    /// Sends the oldest queued retransmission of a block still open; `None` if none is queued.
+    pub fn write_retransmission(&mut self, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        while let Some((block, index)) = self.retransmit.pop_front() {
+            if self.block_mut(block).is_some_and(|b| !b.decoded) {
+                return self.write_source_again(block, index, w);
+            }
+        }
+        None
+    }
+
+    pub fn has_retransmission(&self) -> bool {
+        !self.retransmit.is_empty()
     }
 
     /// The receiver's decoder state: release every block below its lowest undecoded one, mark
@@ -280,7 +314,7 @@ mod tests {
             let mut out = Vec::new();
             let Some(sent) = tx.write_next_source(&mut Writer::new(&mut out)) else { break };
             if n == 3 || n == 10 {
-                tx.on_symbol_lost(sent.block);
+                tx.on_symbol_lost(sent, false);
             } else {
                 carry(&out, &mut rx);
                 tx.on_symbol_acked(sent.block);
@@ -298,7 +332,7 @@ mod tests {
         for block in [0, 1] {
             let mut out = Vec::new();
             let sent = tx.write_repair(block, &mut Writer::new(&mut out)).unwrap().unwrap();
-            assert!(sent.repair);
+            assert!(sent.is_repair());
             assert_eq!(carry(&out, &mut rx), [Received::Innovative]);
         }
         rx.deliver(|s| delivered.push(s.to_vec()));

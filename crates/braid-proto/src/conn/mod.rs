@@ -25,7 +25,7 @@ use crate::Instant;
 
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
-pub use policy::Redundancy;
+pub use policy::{Mode, Redundancy};
 
 /// Client datagrams carrying the handshake are padded to this size, so the server's answer
 /// (smaller) can never amplify a spoofed request.
@@ -43,7 +43,9 @@ pub struct ConnectionConfig {
     pub max_datagram: usize,
     /// Congestion controller per path. Default CUBIC.
     pub cc: CcAlgorithm,
-    /// How much redundancy to send. Default: braid's adaptive policy.
+    /// The scheme. Default `braid`.
+    pub mode: Mode,
+    /// How much redundancy to send (the `braid` mode). Default: braid's adaptive policy.
     pub redundancy: Redundancy,
     /// Number of paths. Default 1.
     pub paths: u8,
@@ -55,6 +57,7 @@ impl Default for ConnectionConfig {
             params: TransportParams::default(),
             max_datagram: 1280,
             cc: CcAlgorithm::Cubic,
+            mode: Mode::Braid,
             redundancy: Redundancy::default(),
             paths: 1,
         }
@@ -391,9 +394,10 @@ impl Connection {
                 session.sender.on_symbol_acked(s.block);
             }
         }
+        let retransmit = self.config.mode.retransmits();
         for p in &lost {
             for s in &p.symbols {
-                session.sender.on_symbol_lost(s.block);
+                session.sender.on_symbol_lost(*s, retransmit);
             }
         }
         if lost.iter().any(|p| p.window_update) {
@@ -401,7 +405,7 @@ impl Connection {
         }
         let path = &mut self.paths[path];
         if let Some(newest) = lost.iter().map(|p| p.time).max() {
-            if self.config.redundancy.loss_is_congestion(&path.rtt) {
+            if self.config.mode.loss_is_congestion(&self.config.redundancy, &path.rtt) {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
         }
@@ -456,8 +460,12 @@ impl Connection {
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
     fn has_symbol(&self, path: usize) -> bool {
         let loss = self.paths[path].loss.rate();
+        let coded = self.config.mode == Mode::Braid;
         self.session.as_ref().is_some_and(|s| {
-            s.sender.blocks().any(|b| !b.all_sources_sent() || self.config.redundancy.deficit(b, loss) > 0)
+            s.sender.has_retransmission()
+                || s.sender
+                    .blocks()
+                    .any(|b| !b.all_sources_sent() || (coded && self.config.redundancy.deficit(b, loss) > 0))
         })
     }
 
@@ -594,7 +602,13 @@ impl Connection {
         let redundancy = self.config.redundancy;
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
-        let short = s.sender.blocks().find(|b| redundancy.deficit(b, loss) > 0).map(|b| b.id);
+        if let Some(sent) = s.sender.write_retransmission(&mut w) {
+            return Some(sent);
+        }
+        let short = match self.config.mode {
+            Mode::Braid => s.sender.blocks().find(|b| redundancy.deficit(b, loss) > 0).map(|b| b.id),
+            Mode::Tcp => None,
+        };
         if let Some(block) = short {
             if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
                 self.stats.repair_symbols_sent += 1;

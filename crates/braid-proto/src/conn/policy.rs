@@ -17,6 +17,50 @@ use std::time::Duration;
 use crate::blocks::SendBlock;
 use crate::cc::RttEstimator;
 
+/// A scheme: how a connection codes, repairs and reacts to loss. More modes (the seed papers')
+/// follow in issue 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// braid's default: coded blocks, adaptive redundancy, delay-gated loss response.
+    Braid,
+    /// The simulator's model of conventional TCP: no coding, every lost packet's data is sent
+    /// again (fast retransmit after three later packets are acknowledged, RFC 9002's packet
+    /// threshold, or on the probe timer), every loss is congestion. A model, not Linux TCP.
+    Tcp,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 2] = [Mode::Braid, Mode::Tcp];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Braid => "braid",
+            Mode::Tcp => "tcp",
+        }
+    }
+
+    pub(crate) fn retransmits(self) -> bool {
+        self == Mode::Tcp
+    }
+
+    pub(crate) fn loss_is_congestion(self, redundancy: &Redundancy, rtt: &RttEstimator) -> bool {
+        match self {
+            Mode::Braid => redundancy.loss_is_congestion(rtt),
+            Mode::Tcp => true,
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mode::ALL.into_iter().find(|m| m.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            let names: Vec<_> = Mode::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown mode `{s}` (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Redundancy {
     /// δ̂: accepted probability that a block still lacks symbols after what is in flight
