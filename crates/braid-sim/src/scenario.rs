@@ -1,0 +1,221 @@
+//! Scenarios: a network, a workload size and a seed, written as a TOML file and turned into a
+//! [`Network`] by a factory closure that builds the endpoints.
+//!
+//! ```toml
+//! name = "ctcp-table4"
+//! source = "CTCP (Kim et al.), Table IV"
+//! seed = 1
+//! mode = "ctcp"              # opaque to the simulator; handed to the factory
+//! flows = 1                  # connections (client/server pairs)
+//! transfer = "11492499B"     # bytes per flow; and/or
+//! duration = "120s"          # run length (the limit of the run)
+//! stagger = "0s"             # flow i starts at i × stagger (handed to the factory)
+//!
+//! [[path]]
+//! name = "wifi"
+//! shared = false             # true: one link pair shared by all flows (a dumbbell bottleneck)
+//! rate = "20Mbit/s"
+//! rtt = "100ms"              # or delay = "50ms" (one way)
+//! queue = "1bdp"             # or "300packets", "64KB"; default one BDP
+//! loss = [0, 0.01, 0.02]     # an array on a sweepable key makes one run per value
+//! jitter = "0ms"
+//! reorder = false            # may jitter reorder packets
+//! duplication = 0
+//! outages = [["30s", "40s"]]
+//!
+//! [[path.change]]            # at 50 s, set new values
+//! at = "50s"
+//! loss = 0.35
+//!
+//! [path.reverse]             # per-direction overrides ([path.forward] likewise)
+//! loss = 0
+//! ```
+//!
+//! Keys given on a path apply to both directions unless `[path.forward]` or `[path.reverse]` sets
+//! them (a direction's `change` or `outages` list replaces the path's). Loss is a probability
+//! (Bernoulli), `"none"`, or a table `{ model = "gilbert-elliott", p_good_to_bad = 0.01,
+//! p_bad_to_good = 0.3, loss_good = 0, loss_bad = 1 }`.
+//!
+//! Sweeps: `seed`, `mode`, `flows`, `duration`, `transfer`, `stagger` and the link keys `rate`,
+//! `delay`, `rtt`, `queue`, `loss`, `jitter`, `reorder` and `duplication` may be given as an array;
+//! a file expands to the cartesian product of its arrays, in file order, each run labelled with
+//! its values (`loss=0.01 rtt=200ms`). Errors point at `file:line:column`.
+
+mod parse;
+mod write;
+
+use std::path::Path;
+use std::time::Duration;
+
+use braid_proto::Instant;
+
+use crate::link::LinkConfig;
+use crate::net::{Endpoint, EndpointId, LinkId, NetError, Network};
+use crate::rng::derive_seed;
+
+/// One concrete run: every sweep resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    /// The sweep point (`loss=0.01 rtt=200ms`), empty when the file has no sweep.
+    pub label: String,
+    pub description: String,
+    /// The paper and table or figure this reproduces.
+    pub source: String,
+    pub seed: u64,
+    /// Opaque to the simulator: the factory decides what it means.
+    pub mode: String,
+    /// Connections (client/server pairs). Default 1.
+    pub flows: usize,
+    /// Run length. At least one of `duration` and `transfer` is set.
+    pub duration: Option<Duration>,
+    /// Bytes each flow transfers.
+    pub transfer: Option<u64>,
+    /// Flow i starts at i × stagger. Default 0.
+    pub stagger: Duration,
+    pub paths: Vec<PathSpec>,
+}
+
+/// One path of every flow: a link pair per flow, or one pair shared by all flows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathSpec {
+    pub name: String,
+    pub shared: bool,
+    pub forward: LinkConfig,
+    pub reverse: LinkConfig,
+}
+
+/// A scenario file that cannot be read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{column}: {message}")]
+    Invalid { file: String, line: usize, column: usize, message: String },
+}
+
+/// What the factory is told about the flow it builds endpoints for.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowContext<'a> {
+    pub scenario: &'a Scenario,
+    /// 0-based flow index.
+    pub flow: usize,
+    pub mode: &'a str,
+    /// Paths joining this flow's endpoints (path i is index i on both sides).
+    pub paths: usize,
+    /// A seed for this flow's endpoints, derived from the scenario's.
+    pub seed: u64,
+    /// When this flow should start sending (flow × stagger).
+    pub start: Instant,
+    /// Bytes to transfer, if the scenario says.
+    pub transfer: Option<u64>,
+}
+
+/// A scenario built into a network.
+pub struct ScenarioNetwork<E> {
+    pub network: Network<E>,
+    /// (client, server) of each flow.
+    pub flows: Vec<(EndpointId, EndpointId)>,
+    /// When the run should stop at the latest: `duration`, or one hour if only `transfer` is set.
+    pub limit: Instant,
+}
+
+/// The run limit when a scenario gives only a transfer size.
+pub const DEFAULT_LIMIT: Duration = Duration::from_secs(3600);
+
+/// At most this many runs from one file.
+pub const MAX_SWEEP_RUNS: usize = 10_000;
+
+impl Scenario {
+    /// Read a scenario file and expand its sweeps.
+    pub fn load(path: impl AsRef<Path>) -> Result<Vec<Scenario>, ScenarioError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Io { file: file.clone(), source })?;
+        Scenario::parse(&text, &file)
+    }
+
+    /// Parse scenario text; `file` names it in errors, and its stem is the default name.
+    pub fn parse(text: &str, file: &str) -> Result<Vec<Scenario>, ScenarioError> {
+        parse::parse(text, file)
+    }
+
+    /// This scenario as a TOML file without sweeps; [`parse`](Self::parse) gives it back exactly.
+    pub fn to_toml(&self) -> String {
+        write::to_toml(self)
+    }
+
+    /// `name`, plus ` [label]` for a sweep point.
+    pub fn title(&self) -> String {
+        if self.label.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} [{}]", self.name, self.label)
+        }
+    }
+
+    /// When a run of this scenario stops at the latest.
+    pub fn limit(&self) -> Instant {
+        Instant::ZERO + self.duration.unwrap_or(DEFAULT_LIMIT)
+    }
+
+    /// Build the network: shared paths get one link pair, the others one pair per flow; `factory`
+    /// makes each flow's (client, server). Links are named `<path>.fwd` / `<path>.rev`, prefixed by
+    /// `f<flow>.` for per-flow links when there are several flows.
+    pub fn build<E: Endpoint>(
+        &self,
+        mut factory: impl FnMut(&FlowContext<'_>) -> (E, E),
+    ) -> Result<ScenarioNetwork<E>, NetError> {
+        let mut network = Network::new(self.seed);
+        let mut shared: Vec<Option<(LinkId, LinkId)>> = Vec::with_capacity(self.paths.len());
+        for path in &self.paths {
+            shared.push(if path.shared {
+                Some((
+                    network.add_link(format!("{}.fwd", path.name), path.forward.clone())?,
+                    network.add_link(format!("{}.rev", path.name), path.reverse.clone())?,
+                ))
+            } else {
+                None
+            });
+        }
+        let mut flows = Vec::with_capacity(self.flows);
+        for flow in 0..self.flows {
+            let context = FlowContext {
+                scenario: self,
+                flow,
+                mode: &self.mode,
+                paths: self.paths.len(),
+                seed: derive_seed(self.seed, (1 << 32) + flow as u64),
+                start: Instant::ZERO + self.stagger * flow as u32,
+                transfer: self.transfer,
+            };
+            let (client, server) = factory(&context);
+            let client = network.add_endpoint(client);
+            let server = network.add_endpoint(server);
+            for (path, shared) in self.paths.iter().zip(&shared) {
+                let (forward, reverse) = match *shared {
+                    Some(pair) => pair,
+                    None => {
+                        let prefix =
+                            if self.flows > 1 { format!("f{flow}.{}", path.name) } else { path.name.clone() };
+                        (
+                            network.add_link(format!("{prefix}.fwd"), path.forward.clone())?,
+                            network.add_link(format!("{prefix}.rev"), path.reverse.clone())?,
+                        )
+                    }
+                };
+                network.add_path(client, server, &[forward], &[reverse])?;
+            }
+            flows.push((client, server));
+        }
+        Ok(ScenarioNetwork { network, flows, limit: self.limit() })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! The example scenarios in `scenarios/` parse, mean what their comments say, round-trip through
+//! TOML, and behave as intended when driven through the network.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use braid_proto::Instant;
+use braid_sim::{Endpoint, LinkChange, LossModel, Network, Outage, QueueLimit, Scenario};
+
+fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+fn load(name: &str) -> Vec<Scenario> {
+    let path = scenarios_dir().join(name);
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn every_file_parses_and_round_trips() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("scenarios/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for file in files {
+        let runs = Scenario::load(&file).unwrap_or_else(|e| panic!("{e}"));
+        for run in runs {
+            let back = Scenario::parse(&run.to_toml(), "roundtrip.toml").unwrap();
+            assert_eq!(back, vec![run.clone()], "{}: {}", file.display(), run.title());
+        }
+    }
+}
+
+#[test]
+fn ctcp_table4() {
+    let runs = load("ctcp-table4.toml");
+    assert_eq!(runs.len(), 5 * 8, "5 seeds × 8 loss rates");
+    let losses: Vec<f64> =
+        runs.iter().filter(|r| r.seed == 1).map(|r| r.paths[0].forward.loss.mean_loss()).collect();
+    assert_eq!(losses, [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.10, 0.20]);
+    let r = &runs[9];
+    assert_eq!(r.transfer, Some(11_492_499));
+    let wifi = &r.paths[0];
+    assert_eq!(wifi.forward.rate_bps, 20_000_000);
+    assert_eq!(wifi.forward.delay, Duration::from_millis(50));
+    assert_eq!(wifi.reverse.delay, Duration::from_millis(50));
+    assert_eq!(wifi.forward.queue_limit_bytes(), Some(250_000));
+    assert_eq!(wifi.reverse.loss, LossModel::None);
+}
+
+#[test]
+fn fmtcp_table2_cases() {
+    let by_loss = load("fmtcp-table2-loss.toml");
+    let by_delay = load("fmtcp-table2-delay.toml");
+    let cases: Vec<(u128, f64)> = by_loss
+        .iter()
+        .chain(&by_delay)
+        .map(|r| {
+            assert_eq!(r.paths[0].forward.loss, LossModel::Bernoulli { p: 0.001 });
+            assert_eq!(r.paths[0].forward.delay, Duration::from_millis(50));
+            let s2 = &r.paths[1].forward;
+            (s2.delay.as_millis() * 2, s2.loss.mean_loss())
+        })
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            (100, 0.02),
+            (100, 0.05),
+            (100, 0.20),
+            (100, 0.50),
+            (100, 0.01),
+            (200, 0.01),
+            (300, 0.01),
+            (500, 0.01)
+        ]
+    );
+}
+
+#[test]
+fn dfec_table3() {
+    let runs = load("dfec-table3.toml");
+    assert_eq!(runs.len(), 15);
+    for r in &runs {
+        let (b1, b2) = (&r.paths[0], &r.paths[1]);
+        assert_eq!((b1.forward.rate_bps, b2.forward.rate_bps), (20_000_000, 10_000_000));
+        assert_eq!(b1.forward.delay, Duration::from_micros(12_500));
+        assert!([25, 100, 400].contains(&(b2.forward.delay.as_micros() * 2 / 1000)));
+        assert_eq!(b2.forward.loss, LossModel::None);
+    }
+}
+
+#[test]
+fn sato_dumbbell_is_shared() {
+    let runs = load("sato-dumbbell.toml");
+    assert_eq!(runs.len(), 10);
+    let r = &runs[0];
+    assert_eq!(r.flows, 16);
+    assert!(r.paths[0].shared);
+    assert_eq!(r.paths[0].forward.queue, QueueLimit::Packets(300));
+}
+
+/// Sends one datagram on every path every 5 ms stamped with its send time; the receiver counts
+/// arrivals per path and per 10 s of send time.
+struct Probe {
+    sender: bool,
+    paths: usize,
+    next: Instant,
+    outbox: Vec<(usize, Vec<u8>)>,
+    received: Vec<Vec<u64>>,
+}
+
+impl Probe {
+    fn new(sender: bool, paths: usize) -> Probe {
+        Probe { sender, paths, next: Instant::ZERO, outbox: Vec::new(), received: vec![Vec::new(); paths] }
+    }
+}
+
+impl Endpoint for Probe {
+    fn handle_datagram(&mut self, _: Instant, path: usize, datagram: &[u8]) {
+        if !self.sender {
+            let sent = u64::from_be_bytes(datagram[..8].try_into().unwrap());
+            let bucket = (sent / 10_000_000) as usize;
+            let counts = &mut self.received[path];
+            if counts.len() <= bucket {
+                counts.resize(bucket + 1, 0);
+            }
+            counts[bucket] += 1;
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.sender && now >= self.next {
+            for path in 0..self.paths {
+                let mut d = vec![0u8; 500];
+                d[..8].copy_from_slice(&now.as_micros().to_be_bytes());
+                self.outbox.push((path, d));
+            }
+            self.next = now + Duration::from_millis(5);
+        }
+    }
+    fn poll_transmit(&mut self, _: Instant) -> Option<(usize, Vec<u8>)> {
+        self.outbox.pop()
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.sender.then_some(self.next)
+    }
+}
+
+fn probe(scenario: &Scenario) -> (Network<Probe>, Vec<Vec<u64>>) {
+    let built = scenario.build(|cx| (Probe::new(true, cx.paths), Probe::new(false, cx.paths))).unwrap();
+    let mut net = built.network;
+    net.run_until(built.limit);
+    let received = net.endpoint(built.flows[0].1).received.clone();
+    (net, received)
+}
+
+#[test]
+fn fmtcp_loss_surge_hits_subflow_2_between_50_and_200_s() {
+    let scenario = load("fmtcp-loss-surge.toml").remove(0);
+    assert_eq!(
+        scenario.paths[1].forward.changes,
+        vec![
+            LinkChange {
+                at: Instant::from_micros(50_000_000),
+                loss: Some(LossModel::bernoulli(0.35)),
+                ..Default::default()
+            },
+            LinkChange {
+                at: Instant::from_micros(200_000_000),
+                loss: Some(LossModel::bernoulli(0.01)),
+                ..Default::default()
+            },
+        ]
+    );
+    let (_, received) = probe(&scenario);
+    // 2000 probes per 10 s bucket; the 35 % surge covers buckets 5..20 of subflow 2 only.
+    for (path, counts) in received.iter().enumerate() {
+        for (bucket, &n) in counts.iter().enumerate().take(24) {
+            let loss = 1.0 - n as f64 / 2000.0;
+            let expected: f64 = if path == 1 && (5..20).contains(&bucket) { 0.35 } else { 0.01 };
+            // 5 σ of a binomial over 2000 probes.
+            let sigma = (expected * (1.0 - expected) / 2000.0).sqrt();
+            assert!(
+                (loss - expected).abs() < 5.0 * sigma + 0.001,
+                "seed {}: path {path} bucket {bucket}: loss {loss}",
+                scenario.seed
+            );
+        }
+    }
+}
+
+#[test]
+fn path_dies_for_good_at_5_s() {
+    let mut scenario = load("path-dies.toml").remove(0);
+    assert_eq!(
+        scenario.paths[0].forward.outages,
+        vec![Outage { start: Instant::from_micros(5_000_000), end: Instant::from_micros(3_600_000_000) }]
+    );
+    scenario.duration = Some(Duration::from_millis(20_100));
+    let (net, received) = probe(&scenario);
+    let wifi_after: u64 = received[0].iter().skip(1).sum();
+    let wifi_before = received[0][0];
+    // Probes sent in [0, 5 s) arrive unless randomly lost (0.5 %) or on the link at 5 s.
+    assert!(wifi_before > 950 && wifi_before <= 1000, "{wifi_before}");
+    assert_eq!(wifi_after, 0);
+    assert_eq!(received[1].iter().take(2).sum::<u64>(), 4000, "LTE carries every probe of the first 20 s");
+    let wifi_fwd = net.links().find(|(_, name, _)| *name == "wifi.fwd").unwrap().2.stats();
+    assert_eq!(wifi_fwd.lost_outage + wifi_fwd.lost + wifi_fwd.delivered, wifi_fwd.sent);
+    assert!(wifi_fwd.lost_outage >= 3000);
+}
