@@ -39,6 +39,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod flow;
 pub mod link;
 pub mod loss;
 pub mod metrics;
@@ -47,6 +48,7 @@ pub mod rng;
 pub mod scenario;
 mod units;
 
+pub use flow::BulkFlow;
 pub use link::{Fate, Link, LinkChange, LinkConfig, LinkConfigError, LinkStats, Outage, QueueLimit};
 pub use loss::LossModel;
 pub use metrics::{BlockStats, Metrics, MetricsHandle, Summary};

@@ -1,0 +1,169 @@
+//! braid connections as simulator endpoints, carrying one bulk transfer from client to server.
+//!
+//! The data is a deterministic byte pattern, so the receiver checks every byte, in order, as it
+//! reads, without keeping a copy: a run that completes has delivered the whole transfer intact.
+
+use braid_proto::conn::Mode;
+use braid_proto::streams::StreamEvent;
+use braid_proto::{Connection, ConnectionConfig, Event, Instant};
+
+use crate::net::Endpoint;
+
+/// Byte `i` of every transfer.
+pub fn pattern(i: u64) -> u8 {
+    (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+}
+
+enum Role {
+    Sender { total: u64, written: u64, stream: Option<u64>, chunk: Vec<u8> },
+    Receiver { received: u64, corrupt_at: Option<u64>, done_at: Option<Instant>, read_buf: Vec<u8> },
+}
+
+/// One end of a bulk transfer over a braid connection.
+pub struct BulkFlow {
+    conn: Connection,
+    role: Role,
+    start: Instant,
+    buf: Vec<u8>,
+}
+
+/// Bytes the sender keeps queued in its stream ahead of the pipe.
+const SEND_AHEAD: usize = 1 << 20;
+
+impl BulkFlow {
+    /// The sending end: connects at `start`, then writes `bytes` on one stream and finishes it.
+    pub fn sender(config: ConnectionConfig, seed: u64, bytes: u64, start: Instant) -> BulkFlow {
+        BulkFlow {
+            conn: Connection::client(config, start, seed),
+            role: Role::Sender { total: bytes, written: 0, stream: None, chunk: Vec::new() },
+            start,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The receiving end: accepts the connection and reads and checks everything.
+    pub fn receiver(config: ConnectionConfig) -> BulkFlow {
+        BulkFlow {
+            conn: Connection::server(config, Instant::ZERO),
+            role: Role::Receiver { received: 0, corrupt_at: None, done_at: None, read_buf: vec![0; 1 << 16] },
+            start: Instant::ZERO,
+            buf: Vec::new(),
+        }
+    }
+
+    /// A client/server pair for `mode`.
+    pub fn pair(mode: Mode, paths: usize, seed: u64, bytes: u64, start: Instant) -> (BulkFlow, BulkFlow) {
+        let config = ConnectionConfig { mode, paths: paths as u8, ..ConnectionConfig::default() };
+        (BulkFlow::sender(config.clone(), seed, bytes, start), BulkFlow::receiver(config))
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Bytes received in order and intact (receiver).
+    pub fn received(&self) -> u64 {
+        match self.role {
+            Role::Receiver { received, .. } => received,
+            Role::Sender { .. } => 0,
+        }
+    }
+
+    /// When the whole stream, FIN included, had been read (receiver).
+    pub fn done_at(&self) -> Option<Instant> {
+        match self.role {
+            Role::Receiver { done_at, .. } => done_at,
+            Role::Sender { .. } => None,
+        }
+    }
+
+    /// The first offset whose byte differed from the pattern, if any (receiver).
+    pub fn corrupt_at(&self) -> Option<u64> {
+        match self.role {
+            Role::Receiver { corrupt_at, .. } => corrupt_at,
+            Role::Sender { .. } => None,
+        }
+    }
+
+    /// The application's side: write what flow control and the send-ahead bound allow; read
+    /// and check everything readable.
+    fn drive(&mut self, now: Instant) {
+        match &mut self.role {
+            Role::Sender { total, written, stream, chunk } => {
+                if !self.conn.is_established() || written == total {
+                    return;
+                }
+                let Some(streams) = self.conn.streams() else { return };
+                let id = match stream {
+                    Some(id) => *id,
+                    None => match streams.open() {
+                        Ok(id) => *stream.insert(id),
+                        Err(_) => return,
+                    },
+                };
+                while *written < *total && streams.send_buffered(id) < SEND_AHEAD {
+                    let n = (*total - *written).min(64 * 1024);
+                    chunk.clear();
+                    chunk.extend((*written..*written + n).map(pattern));
+                    if streams.write(id, chunk).is_err() {
+                        return;
+                    }
+                    *written += n;
+                    if written == total {
+                        let _ = streams.finish(id);
+                    }
+                }
+            }
+            Role::Receiver { received, corrupt_at, done_at, read_buf } => {
+                while let Some(event) = self.conn.poll_event() {
+                    let Event::Stream(StreamEvent::Readable(id)) = event else { continue };
+                    let Some(streams) = self.conn.streams() else { return };
+                    while let Ok((n, fin)) = streams.read(id, read_buf) {
+                        for (k, &b) in read_buf[..n].iter().enumerate() {
+                            if corrupt_at.is_none() && b != pattern(*received + k as u64) {
+                                *corrupt_at = Some(*received + k as u64);
+                            }
+                        }
+                        *received += n as u64;
+                        if fin && done_at.is_none() {
+                            *done_at = Some(now);
+                        }
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if matches!(self.role, Role::Sender { .. }) {
+            while self.conn.poll_event().is_some() {}
+        }
+    }
+}
+
+impl Endpoint for BulkFlow {
+    fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
+        self.conn.handle_datagram(now, path as u8, datagram);
+        self.drive(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if now >= self.start {
+            self.conn.handle_timeout(now);
+            self.drive(now);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
+        if now < self.start {
+            return None;
+        }
+        self.drive(now);
+        let t = self.conn.poll_transmit(now, &mut self.buf)?;
+        Some((usize::from(t.path), self.buf[..t.size].to_vec()))
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.poll_timeout().map(|t| t.max(self.start))
+    }
+}

@@ -1,0 +1,75 @@
+//! Every mode delivers every byte, in order, intact, through the simulator's impairments: loss
+//! from 0 to 30 %, Gilbert–Elliott bursts, reordering, duplication and a 2-second outage. The
+//! seed is in every failure message.
+
+use std::time::Duration;
+
+use braid_proto::conn::Mode;
+use braid_proto::Instant;
+use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig};
+
+const BYTES: u64 = 400_000;
+
+fn run(
+    mode: Mode,
+    forward: LinkConfig,
+    reverse: LinkConfig,
+    seed: u64,
+    limit_s: u64,
+) -> (Option<Instant>, u64) {
+    let (client, server) = BulkFlow::pair(mode, 1, seed, BYTES, Instant::ZERO);
+    let (mut net, _, rx) =
+        Network::pair(seed, client, server, &[PathConfig { forward, reverse }]).expect("valid network");
+    net.run_until_condition(Instant::ZERO + Duration::from_secs(limit_s), |n| {
+        n.endpoint(rx).done_at().is_some()
+    });
+    let r = net.endpoint(rx);
+    assert_eq!(r.corrupt_at(), None, "{mode:?} seed {seed}: corrupted byte");
+    (r.done_at(), r.received())
+}
+
+fn link() -> LinkConfig {
+    LinkConfig::new(20_000_000, Duration::from_millis(25))
+}
+
+fn check(name: &str, forward: LinkConfig, reverse: LinkConfig, seeds: std::ops::Range<u64>) {
+    for mode in Mode::ALL {
+        for seed in seeds.clone() {
+            let (done, received) = run(mode, forward.clone(), reverse.clone(), seed, 300);
+            assert!(done.is_some(), "{name}, {mode:?}, seed {seed}: {received} of {BYTES} bytes after 300 s");
+            assert_eq!(received, BYTES, "{name}, {mode:?}, seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn random_loss_up_to_30_percent() {
+    for p in [0.0, 0.01, 0.05, 0.1, 0.3] {
+        let lossy = link().with_loss(LossModel::bernoulli(p));
+        check(&format!("loss {p}"), lossy.clone(), lossy, 1..3);
+    }
+}
+
+#[test]
+fn gilbert_elliott_bursts() {
+    // Mean loss ≈ 5 %, mean burst 4 packets.
+    let bursty = link().with_loss(LossModel::GilbertElliott {
+        p_good_to_bad: 0.0132,
+        p_bad_to_good: 0.25,
+        loss_good: 0.0,
+        loss_bad: 1.0,
+    });
+    check("gilbert-elliott", bursty.clone(), bursty, 1..4);
+}
+
+#[test]
+fn reordering_and_duplication() {
+    let messy = link().with_jitter(Duration::from_millis(10), true).with_duplication(0.05);
+    check("reorder+duplicate", messy.clone(), messy, 1..4);
+}
+
+#[test]
+fn two_second_outage() {
+    let down = link().with_outage(Instant::from_micros(200_000), Instant::from_micros(2_200_000));
+    check("outage", down.clone(), down, 1..3);
+}
