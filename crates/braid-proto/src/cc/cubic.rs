@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::hystart::HyStart;
 use super::{initial_window, minimum_window, secs, Ack, Congestion, CongestionController, RttEstimator};
 use crate::Instant;
 
@@ -24,6 +25,7 @@ pub struct Cubic {
     /// Reno-friendly estimate (W_est), in MSS.
     w_est: f64,
     recovery_start: Option<Instant>,
+    hystart: HyStart,
     /// Sub-MSS growth carried between ACKs, in bytes.
     carry: f64,
 }
@@ -39,6 +41,7 @@ impl Cubic {
             k: 0.0,
             w_est: 0.0,
             recovery_start: None,
+            hystart: HyStart::default(),
             carry: 0.0,
         }
     }
@@ -75,6 +78,9 @@ impl CongestionController for Cubic {
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
         if self.in_recovery(ack.largest_sent) {
             return;
+        }
+        if self.window < self.ssthresh && self.hystart.on_rtt(ack.now, ack.largest_sent, rtt.latest()) {
+            self.ssthresh = self.window;
         }
         if self.window < self.ssthresh {
             self.window += ack.bytes;

@@ -7,6 +7,7 @@
 //! losses its code absorbs. The controller only answers "how much, how fast".
 
 mod cubic;
+mod hystart;
 mod newreno;
 mod rtt;
 

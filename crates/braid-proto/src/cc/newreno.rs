@@ -1,5 +1,6 @@
 //! NewReno (RFC 5681 slow start and congestion avoidance, RFC 6582 recovery), byte-counted.
 
+use super::hystart::HyStart;
 use super::{initial_window, minimum_window, Ack, Congestion, CongestionController, RttEstimator};
 use crate::Instant;
 
@@ -12,6 +13,7 @@ pub struct NewReno {
     acked_in_avoidance: u64,
     /// Losses of packets sent before this instant belong to the current recovery period.
     recovery_start: Option<Instant>,
+    hystart: HyStart,
 }
 
 impl NewReno {
@@ -22,6 +24,7 @@ impl NewReno {
             ssthresh: u64::MAX,
             acked_in_avoidance: 0,
             recovery_start: None,
+            hystart: HyStart::default(),
         }
     }
 
@@ -46,9 +49,12 @@ impl CongestionController for NewReno {
         self.window
     }
 
-    fn on_ack(&mut self, ack: &Ack, _rtt: &RttEstimator) {
+    fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
         if self.in_recovery(ack.largest_sent) {
             return;
+        }
+        if self.window < self.ssthresh && self.hystart.on_rtt(ack.now, ack.largest_sent, rtt.latest()) {
+            self.ssthresh = self.window;
         }
         if self.window < self.ssthresh {
             // Slow start: one MSS per MSS acknowledged (RFC 5681 §3.1, byte counting).

@@ -405,9 +405,11 @@ impl Connection {
         }
         let path = &mut self.paths[path];
         if let Some(newest) = lost.iter().map(|p| p.time).max() {
-            if self.config.mode.loss_is_congestion(&self.config.redundancy, &path.rtt) {
+            let congestion = self.config.mode.loss_is_congestion(&self.config.redundancy, &path.rtt);
+            if congestion {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
+            path.record_losses(lost.len(), congestion);
         }
     }
 

@@ -240,10 +240,20 @@ impl Path {
             if packet.ack_eliciting {
                 self.in_flight -= packet.size;
             }
-            self.loss.sample(true);
-            self.loss_long.sample(true);
             self.stats.packets_lost += 1;
             lost.push(packet);
+        }
+    }
+
+    /// Folds `count` newly detected losses into the loss-rate estimates. Losses the connection
+    /// judged to be congestion (a full queue) are left out: the estimate drives proactive
+    /// repair, which should track the path's random loss, not the sender's own overshoot.
+    pub fn record_losses(&mut self, count: usize, congestion: bool) {
+        if !congestion {
+            for _ in 0..count {
+                self.loss.sample(true);
+                self.loss_long.sample(true);
+            }
         }
     }
 

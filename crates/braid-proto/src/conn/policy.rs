@@ -64,8 +64,10 @@ impl std::str::FromStr for Mode {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Redundancy {
     /// δ̂: accepted probability that a block still lacks symbols after what is in flight
-    /// arrives. Default 0.01 (FMTCP used 0.05; braid pays a little more redundancy for fewer
-    /// round trips).
+    /// arrives. Default 0.5: proactive repair carries the *expected* loss and the reactive
+    /// rule the rest, which measured best for bulk goodput in the CTCP Table IV scenario
+    /// (δ̂ = 0.01 / 0.1 / 0.3 / 0.5 gave 0.77 / 0.80 / 0.83 / 0.84 of the ideal at 5% loss,
+    /// `braid-sim`, 2 seeds). FMTCP used 0.05; latency-sensitive traffic wants a small δ̂.
     pub target_failure: f64,
     /// Floor on the loss estimate used, so a loss-free start still sends a margin. Default 0.
     pub min_loss: f64,
@@ -73,7 +75,7 @@ pub struct Redundancy {
 
 impl Default for Redundancy {
     fn default() -> Self {
-        Redundancy { target_failure: 0.01, min_loss: 0.0 }
+        Redundancy { target_failure: 0.5, min_loss: 0.0 }
     }
 }
 
@@ -101,11 +103,20 @@ impl Redundancy {
     }
 }
 
-/// FMTCP Eq. (4) inverted: the smallest n with P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ.
+/// FMTCP Eq. (4) inverted: the smallest n with P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ. Exact
+/// for small r; for larger r (called per block per packet, so it must be cheap) the normal
+/// approximation n(1 − p) − z·√(n p (1 − p)) ≥ r, solved for √n.
 pub(crate) fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
     let p = p.clamp(0.0, 0.9);
     if p <= 0.0 {
         return r;
+    }
+    if r > 16 {
+        let q = 1.0 - p;
+        let z = normal_quantile(1.0 - delta.clamp(1e-9, 1.0 - 1e-9));
+        let b = z * (p * q).sqrt();
+        let s = (b + (b * b + 4.0 * q * r as f64).sqrt()) / (2.0 * q);
+        return ((s * s).ceil() as u64).max(r);
     }
     let mut n = r;
     loop {
@@ -113,6 +124,20 @@ pub(crate) fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
             return n;
         }
         n += 1;
+    }
+}
+
+/// Φ⁻¹(x), Abramowitz & Stegun 26.2.23 (absolute error < 4.5e-4).
+fn normal_quantile(x: f64) -> f64 {
+    let tail = |v: f64| {
+        let t = (-2.0 * v.ln()).sqrt();
+        t - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+            / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t.powi(3))
+    };
+    if x >= 0.5 {
+        tail(1.0 - x)
+    } else {
+        -tail(x)
     }
 }
 
@@ -146,5 +171,18 @@ mod tests {
         // Monotone in loss.
         assert!(symbols_for(64, 0.2, 0.01) > symbols_for(64, 0.05, 0.01));
         assert!((success_probability(3, 3, 0.5) - 0.125).abs() < 1e-12);
+        // The normal approximation for large r stays within a symbol or two of the exact rule.
+        for (r, p, d) in [(64u64, 0.05, 0.05), (64, 0.2, 0.01), (40, 0.1, 0.5)] {
+            let exact = {
+                let mut n = r;
+                while success_probability(n, r, 1.0 - p) < 1.0 - d {
+                    n += 1;
+                }
+                n
+            };
+            let approx = symbols_for(r, p, d);
+            assert!(approx.abs_diff(exact) <= 2, "r {r} p {p} δ {d}: exact {exact}, approx {approx}");
+        }
+        assert!((normal_quantile(0.975) - 1.96).abs() < 1e-3);
     }
 }

@@ -19,6 +19,7 @@ struct Row {
     ratio: f64,
     overhead: f64,
     intact: bool,
+    datagrams: u64,
 }
 
 fn usage() -> ExitCode {
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         return usage();
     }
     let mut rows = Vec::new();
+    let started = std::time::Instant::now();
     for file in &files {
         let scenarios = match Scenario::load(file) {
             Ok(s) => s,
@@ -76,6 +78,14 @@ fn main() -> ExitCode {
         }
     }
     print(&rows);
+    let datagrams: u64 = rows.iter().map(|r| r.datagrams).sum();
+    let wall = started.elapsed().as_secs_f64();
+    println!();
+    println!(
+        "{} runs, {datagrams} datagrams simulated in {wall:.1} s of wall time ({:.2} M datagrams/s)",
+        rows.len(),
+        datagrams as f64 / wall / 1e6
+    );
     if rows.iter().all(|r| r.intact) {
         ExitCode::SUCCESS
     } else {
@@ -120,6 +130,7 @@ fn run(scenario: &Scenario, mode: Mode) -> Result<Row, String> {
         ratio: goodput / ideal,
         overhead: repair as f64 / (source + repair).max(1) as f64,
         intact,
+        datagrams: net.stats().datagrams_sent,
     })
 }
 
