@@ -209,9 +209,11 @@ impl Streams {
             return Err(StreamError::Reset { id, code });
         }
         let n = out.len().min(s.buf.len());
-        for (o, b) in out.iter_mut().zip(s.buf.drain(..n)) {
-            *o = b;
-        }
+        let (front, back) = s.buf.as_slices();
+        let from_front = n.min(front.len());
+        out[..from_front].copy_from_slice(&front[..from_front]);
+        out[from_front..n].copy_from_slice(&back[..n - from_front]);
+        s.buf.drain(..n);
         s.read += n as u64;
         self.read_data += n as u64;
         // Window updates once half a window has been consumed (RFC 9000 §4.2's usual policy).
@@ -263,8 +265,11 @@ impl Streams {
                 self.ready.push_back(id);
                 continue;
             }
-            let data: Vec<u8> = s.buf.drain(..len).collect();
-            PipeFrame::Stream { id, offset: s.offset, fin, data: &data }.write(w);
+            if s.buf.as_slices().0.len() < len {
+                s.buf.make_contiguous();
+            }
+            PipeFrame::Stream { id, offset: s.offset, fin, data: &s.buf.as_slices().0[..len] }.write(w);
+            s.buf.drain(..len);
             s.offset += len as u64;
             s.fin_sent |= fin;
             self.sent_data += len as u64;

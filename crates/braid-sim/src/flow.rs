@@ -9,13 +9,30 @@ use braid_proto::{Connection, ConnectionConfig, Event, Instant};
 
 use crate::net::Endpoint;
 
+/// The transfer pattern repeats every `PERIOD` bytes (a prime, so it never lines up with
+/// symbol or block sizes).
+const PERIOD: usize = 65_521;
+
+fn pattern_table() -> &'static [u8] {
+    static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..2 * PERIOD as u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8).collect()
+    })
+}
+
 /// Byte `i` of every transfer.
 pub fn pattern(i: u64) -> u8 {
-    (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+    pattern_table()[(i % PERIOD as u64) as usize]
+}
+
+/// Bytes `offset .. offset + len` of the pattern (`len` ≤ `PERIOD`).
+fn pattern_slice(offset: u64, len: usize) -> &'static [u8] {
+    let start = (offset % PERIOD as u64) as usize;
+    &pattern_table()[start..start + len]
 }
 
 enum Role {
-    Sender { total: u64, written: u64, stream: Option<u64>, chunk: Vec<u8> },
+    Sender { total: u64, written: u64, stream: Option<u64> },
     Receiver { received: u64, corrupt_at: Option<u64>, done_at: Option<Instant>, read_buf: Vec<u8> },
 }
 
@@ -35,7 +52,7 @@ impl BulkFlow {
     pub fn sender(config: ConnectionConfig, seed: u64, bytes: u64, start: Instant) -> BulkFlow {
         BulkFlow {
             conn: Connection::client(config, start, seed),
-            role: Role::Sender { total: bytes, written: 0, stream: None, chunk: Vec::new() },
+            role: Role::Sender { total: bytes, written: 0, stream: None },
             start,
             buf: Vec::new(),
         }
@@ -45,7 +62,7 @@ impl BulkFlow {
     pub fn receiver(config: ConnectionConfig) -> BulkFlow {
         BulkFlow {
             conn: Connection::server(config, Instant::ZERO),
-            role: Role::Receiver { received: 0, corrupt_at: None, done_at: None, read_buf: vec![0; 1 << 16] },
+            role: Role::Receiver { received: 0, corrupt_at: None, done_at: None, read_buf: vec![0; PERIOD] },
             start: Instant::ZERO,
             buf: Vec::new(),
         }
@@ -89,7 +106,7 @@ impl BulkFlow {
     /// and check everything readable.
     fn drive(&mut self, now: Instant) {
         match &mut self.role {
-            Role::Sender { total, written, stream, chunk } => {
+            Role::Sender { total, written, stream } => {
                 if !self.conn.is_established() || written == total {
                     return;
                 }
@@ -102,10 +119,8 @@ impl BulkFlow {
                     },
                 };
                 while *written < *total && streams.send_buffered(id) < SEND_AHEAD {
-                    let n = (*total - *written).min(64 * 1024);
-                    chunk.clear();
-                    chunk.extend((*written..*written + n).map(pattern));
-                    if streams.write(id, chunk).is_err() {
+                    let n = (*total - *written).min(PERIOD as u64);
+                    if streams.write(id, pattern_slice(*written, n as usize)).is_err() {
                         return;
                     }
                     *written += n;
@@ -119,10 +134,9 @@ impl BulkFlow {
                     let Event::Stream(StreamEvent::Readable(id)) = event else { continue };
                     let Some(streams) = self.conn.streams() else { return };
                     while let Ok((n, fin)) = streams.read(id, read_buf) {
-                        for (k, &b) in read_buf[..n].iter().enumerate() {
-                            if corrupt_at.is_none() && b != pattern(*received + k as u64) {
-                                *corrupt_at = Some(*received + k as u64);
-                            }
+                        if corrupt_at.is_none() && read_buf[..n] != *pattern_slice(*received, n) {
+                            let k = (0..n).find(|&k| read_buf[k] != pattern(*received + k as u64));
+                            *corrupt_at = k.map(|k| *received + k as u64);
                         }
                         *received += n as u64;
                         if fin && done_at.is_none() {

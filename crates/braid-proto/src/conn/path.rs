@@ -138,7 +138,11 @@ impl Path {
         });
         let gap = Duration::from_secs_f64(packet.size as f64 / rate.max(1) as f64);
         self.next_send = self.next_send.max(now - Duration::from_millis(1)) + gap;
-        self.sent.insert(number, packet);
+        // Packets that elicit no ACK (ACK-only) are never acknowledged on their own; keeping
+        // them would grow `sent` without bound.
+        if packet.ack_eliciting {
+            self.sent.insert(number, packet);
+        }
     }
 
     /// Records a received packet number; returns false for a duplicate.
