@@ -147,7 +147,13 @@ mod tests {
         let mut cc = Cubic::new(mss);
         // Slow start to 100 MSS, then a loss.
         cc.on_ack(
-            &Ack { now: Instant::ZERO, bytes: 90_000, largest_sent: Instant::ZERO, in_flight: 0 },
+            &Ack {
+                now: Instant::ZERO,
+                bytes: 90_000,
+                largest_sent: Instant::ZERO,
+                in_flight: 0,
+                delivery_rate: None,
+            },
             &rtt,
         );
         assert_eq!(cc.window(), 100_000);
@@ -160,7 +166,10 @@ mod tests {
             now += Duration::from_millis(100);
             let w = cc.window();
             for _ in 0..(w / mss) {
-                cc.on_ack(&Ack { now, bytes: mss, largest_sent: now, in_flight: 0 }, &rtt);
+                cc.on_ack(
+                    &Ack { now, bytes: mss, largest_sent: now, in_flight: 0, delivery_rate: None },
+                    &rtt,
+                );
             }
             if round == 41 {
                 at_k = cc.window();

@@ -6,6 +6,7 @@
 //! report repaired losses too with their own factor r (§3.3), braid reports none of the random
 //! losses its code absorbs. The controller only answers "how much, how fast".
 
+mod bbr;
 mod cubic;
 mod hystart;
 mod newreno;
@@ -15,6 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use rtt::RttEstimator;
@@ -31,6 +33,8 @@ pub struct Ack {
     pub largest_sent: Instant,
     /// Bytes in flight after removing the acknowledged ones.
     pub in_flight: u64,
+    /// Delivery-rate sample from this ACK, in bytes per second (for model-based controllers).
+    pub delivery_rate: Option<f64>,
 }
 
 /// A congestion signal the mode decided to act on.
@@ -72,15 +76,18 @@ pub trait CongestionController: Send + fmt::Debug {
 pub enum CcAlgorithm {
     NewReno,
     Cubic,
+    /// Model-based (BBR-like), see `bbr.rs`.
+    Bbr,
 }
 
 impl CcAlgorithm {
-    pub const ALL: [CcAlgorithm; 2] = [CcAlgorithm::NewReno, CcAlgorithm::Cubic];
+    pub const ALL: [CcAlgorithm; 3] = [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr];
 
     pub fn name(self) -> &'static str {
         match self {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
+            CcAlgorithm::Bbr => "bbr",
         }
     }
 
@@ -89,6 +96,7 @@ impl CcAlgorithm {
         match self {
             CcAlgorithm::NewReno => Box::new(NewReno::new(mss)),
             CcAlgorithm::Cubic => Box::new(Cubic::new(mss)),
+            CcAlgorithm::Bbr => Box::new(Bbr::new(mss)),
         }
     }
 }
@@ -126,7 +134,7 @@ mod tests {
     #[test]
     fn parses_names_and_explains_mistakes() {
         assert_eq!("CUBIC".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
-        assert!("vegas".parse::<CcAlgorithm>().unwrap_err().contains("newreno, cubic"));
+        assert!("vegas".parse::<CcAlgorithm>().unwrap_err().contains("newreno, cubic, bbr"));
         assert_eq!(initial_window(1200), 12_000);
         assert_eq!(initial_window(9000), 18_000);
     }

@@ -93,7 +93,13 @@ mod tests {
     use super::*;
 
     fn ack(now: u64, bytes: u64, sent: u64) -> Ack {
-        Ack { now: Instant::from_micros(now), bytes, largest_sent: Instant::from_micros(sent), in_flight: 0 }
+        Ack {
+            now: Instant::from_micros(now),
+            bytes,
+            largest_sent: Instant::from_micros(sent),
+            in_flight: 0,
+            delivery_rate: None,
+        }
     }
 
     #[test]

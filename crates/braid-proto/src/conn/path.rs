@@ -27,6 +27,10 @@ pub(crate) struct SentPacket {
     pub symbols: Vec<OutgoingSymbol>,
     /// It carried flow-control window updates (resent if the packet is lost).
     pub window_update: bool,
+    /// The path's delivered-bytes counter and its time when this packet was sent (for
+    /// delivery-rate samples).
+    pub delivered: u64,
+    pub delivered_time: Instant,
 }
 
 /// The outcome of processing an ACK frame, for the connection to act on.
@@ -82,6 +86,9 @@ pub(crate) struct Path {
     pub last_activity: Instant,
     /// When the last packet arrived on this path (drives the ACK delay).
     pub last_received: Instant,
+    /// Bytes known to have crossed the path: acknowledged, plus lost to random loss.
+    delivered: u64,
+    delivered_time: Instant,
     pub stats: PathStats,
 }
 
@@ -115,6 +122,8 @@ impl Path {
             next_send: now,
             last_activity: now,
             last_received: now,
+            delivered: 0,
+            delivered_time: now,
             stats: PathStats::default(),
         }
     }
@@ -124,7 +133,9 @@ impl Path {
         self.cc.window().saturating_sub(self.in_flight)
     }
 
-    pub fn on_sent(&mut self, now: Instant, number: u64, packet: SentPacket) {
+    pub fn on_sent(&mut self, now: Instant, number: u64, mut packet: SentPacket) {
+        packet.delivered = self.delivered;
+        packet.delivered_time = self.delivered_time;
         if packet.ack_eliciting {
             self.in_flight += packet.size;
             self.cc.on_sent(now, packet.size, self.in_flight);
@@ -190,6 +201,7 @@ impl Path {
         let Some(largest) = ack.ranges.first().map(|r| r.end) else { return outcome };
         let mut newly_acked_bytes = 0;
         let mut largest_sent = None;
+        let mut rate_base: Option<(u64, Instant)> = None;
         for range in &ack.ranges {
             let numbers: Vec<u64> = self.sent.range(range.start..=range.end).map(|(n, _)| *n).collect();
             for n in numbers {
@@ -203,6 +215,9 @@ impl Path {
                     let delay = Duration::from_micros(ack.ack_delay_us.min(25_000_000));
                     self.rtt.update(now - packet.time, delay);
                 }
+                if largest_sent.is_none_or(|t| packet.time > t) {
+                    rate_base = Some((packet.delivered, packet.delivered_time));
+                }
                 largest_sent = largest_sent.max(Some(packet.time));
                 self.loss.sample(false);
                 self.loss_long.sample(false);
@@ -213,6 +228,13 @@ impl Path {
         if outcome.acked.is_empty() {
             return outcome;
         }
+        self.delivered += newly_acked_bytes;
+        self.delivered_time = now;
+        // Delivery rate over the newest acknowledged packet's lifetime (BBR's rate sample).
+        let delivery_rate = rate_base.and_then(|(delivered, at)| {
+            let interval = (now - at).as_secs_f64();
+            (interval > 0.0).then(|| (self.delivered - delivered) as f64 / interval)
+        });
         self.largest_acked = self.largest_acked.max(Some(largest));
         self.pto_count = 0;
         self.last_activity = now;
@@ -222,6 +244,7 @@ impl Path {
                 bytes: newly_acked_bytes,
                 largest_sent: largest_sent.unwrap_or(now),
                 in_flight: self.in_flight,
+                delivery_rate,
             },
             &self.rtt,
         );
@@ -252,8 +275,12 @@ impl Path {
     /// Folds `count` newly detected losses into the loss-rate estimates. Losses the connection
     /// judged to be congestion (a full queue) are left out: the estimate drives proactive
     /// repair, which should track the path's random loss, not the sender's own overshoot.
-    pub fn record_losses(&mut self, count: usize, congestion: bool) {
+    pub fn record_losses(&mut self, now: Instant, count: usize, bytes: u64, congestion: bool) {
         if !congestion {
+            // Random loss happened after the packets crossed the bottleneck (or as if it did):
+            // count them as delivered for the bandwidth estimate (see cc/bbr.rs).
+            self.delivered += bytes;
+            self.delivered_time = now;
             for _ in 0..count {
                 self.loss.sample(true);
                 self.loss_long.sample(true);
@@ -283,15 +310,16 @@ impl Path {
 
     /// The loss timer fired: declare time-threshold losses if that is what it was for, else
     /// treat it as a probe timeout.
-    pub fn on_timer(&mut self, now: Instant) -> Vec<SentPacket> {
+    /// Returns the lost packets and whether they are a probe timeout's presumption.
+    pub fn on_timer(&mut self, now: Instant) -> (Vec<SentPacket>, bool) {
         let mut lost = Vec::new();
         if self.largest_acked.is_some_and(|l| self.sent.range(..l).next().is_some()) {
             self.detect_lost(now, &mut lost);
             if !lost.is_empty() {
-                return lost;
+                return (lost, false);
             }
         }
-        self.on_loss_timeout(now)
+        (self.on_loss_timeout(now), true)
     }
 
     /// The probe timer fired: everything in flight is presumed lost (a coded transport does not
