@@ -88,7 +88,7 @@ impl Bbr {
 
     fn bdp(&self) -> Option<f64> {
         let (rtt, _) = self.min_rtt?;
-        (self.bandwidth > 0.0).then(|| self.bandwidth * rtt.as_secs_f64())
+        (self.bandwidth > 0.0).then_some(self.bandwidth * rtt.as_secs_f64())
     }
 }
 

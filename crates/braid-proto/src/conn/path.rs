@@ -356,6 +356,8 @@ mod tests {
             ack_eliciting: true,
             symbols: Vec::new(),
             window_update: false,
+            delivered: 0,
+            delivered_time: Instant::ZERO,
         }
     }
 
