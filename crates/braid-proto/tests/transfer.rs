@@ -81,8 +81,17 @@ struct Outcome {
 }
 
 /// Sends `data` on one stream from client to server through the two links.
-fn transfer(data: &[u8], mut up: Link, mut down: Link, deadline: Duration, mode: Mode) -> Outcome {
-    let config = ConnectionConfig { mode, ..ConnectionConfig::default() };
+fn transfer(data: &[u8], up: Link, down: Link, deadline: Duration, mode: Mode) -> Outcome {
+    transfer_with(data, up, down, deadline, ConnectionConfig { mode, ..ConnectionConfig::default() })
+}
+
+fn transfer_with(
+    data: &[u8],
+    mut up: Link,
+    mut down: Link,
+    deadline: Duration,
+    config: ConnectionConfig,
+) -> Outcome {
     let mut client = Connection::client(config.clone(), Instant::ZERO, 7);
     let mut server = Connection::server(config, Instant::ZERO);
     let mut now = Instant::ZERO;
@@ -230,6 +239,33 @@ fn lossy_transfer_is_exact() {
             );
             let secs = out.finished_at.unwrap().as_micros() as f64 / 1e6;
             println!("{name}: loss {loss}: {secs:.2} s, {:.1} Mbit/s", d.len() as f64 * 8.0 / secs / 1e6);
+        }
+    }
+}
+
+/// The code family is the client's choice (PROTOCOL.md §9.2): every family must work, RaptorQ
+/// (blocks sealed by their first repair) and XOR (no new symbol for a loss: retransmission)
+/// included, in both modes.
+#[test]
+fn every_code_family_delivers() {
+    use braid_fec::CodeFamily;
+    use braid_proto::wire::TransportParams;
+    for code in CodeFamily::ALL {
+        for mode in Mode::ALL {
+            let config = ConnectionConfig {
+                mode,
+                params: TransportParams { code, ..TransportParams::default() },
+                ..ConnectionConfig::default()
+            };
+            let d = data(600_000);
+            let out = transfer_with(
+                &d,
+                Link::new(20e6, 50, 0.05, 11),
+                Link::new(20e6, 50, 0.05, 12),
+                Duration::from_secs(120),
+                config,
+            );
+            assert!(out.received == d, "{code} / {mode:?}: {} of {} bytes", out.received.len(), d.len());
         }
     }
 }

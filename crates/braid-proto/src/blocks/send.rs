@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use braid_fec::{BlockEncoder, CodecConfig, CodecError, Encoder, SymbolHeader, SymbolId};
+use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, SymbolHeader, SymbolId};
 
 use crate::wire::{BlockAckFrame, Frame, SymbolFrame, Writer};
 
@@ -197,6 +197,11 @@ impl BlockSender {
         };
         if b.decoded {
             return Ok(None);
+        }
+        if !b.closed && b.encoder.family() == CodeFamily::RaptorQ {
+            // A RaptorQ block is sealed by its first repair (RFC 6330 encodes a whole source
+            // block): close it so later data opens a new block.
+            b.closed = true;
         }
         let len = b.block_len();
         let Some(id) = b.encoder.next_repair(&mut self.scratch)? else { return Ok(None) };

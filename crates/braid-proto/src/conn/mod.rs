@@ -12,7 +12,7 @@ mod policy;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use braid_fec::CodecConfig;
+use braid_fec::{CodeFamily, CodecConfig};
 
 use crate::blocks::{BlockReceiver, BlockSender};
 use crate::cc::{CcAlgorithm, Congestion};
@@ -407,7 +407,8 @@ impl Connection {
                 session.sender.on_symbol_acked(s.block);
             }
         }
-        let retransmit = self.config.mode.retransmits();
+        // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
+        let retransmit = self.config.mode.retransmits() || self.config.params.code == CodeFamily::Xor;
         for p in &lost {
             for s in &p.symbols {
                 session.sender.on_symbol_lost(*s, retransmit);
@@ -524,8 +525,12 @@ impl Connection {
         if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
             self.begin_packet(path, PacketType::Data, buf);
             self.write_control(now, buf, 2);
-            let symbol = self.write_symbol(path, buf).expect("has_symbol checked");
-            return Some(self.end_packet(now, path, buf, true, vec![symbol]));
+            // `has_symbol` is a promise the code may not keep (an XOR block has no complete group
+            // to repair): then the control frames already written go out alone.
+            return Some(match self.write_symbol(path, buf) {
+                Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
+                None => self.end_packet(now, path, buf, false, Vec::new()),
+            });
         }
         let path = ack_due?;
         self.begin_packet(path, PacketType::Data, buf);
@@ -608,7 +613,10 @@ impl Connection {
                 return;
             }
             s.partial.resize(size, 0);
-            s.sender.push_source(&s.partial).expect("room checked, size exact");
+            if s.sender.push_source(&s.partial).is_err() {
+                // Cannot happen (room was checked, the size is exact); keep the data for later.
+                return;
+            }
             s.partial.clear();
             if !more {
                 // Nothing else to send for now: close the block so it can complete.
