@@ -177,6 +177,11 @@ impl Connection {
         }
     }
 
+    /// The transport parameters in force (after the handshake: the negotiated ones).
+    pub fn params(&self) -> &TransportParams {
+        &self.config.params
+    }
+
     pub fn is_established(&self) -> bool {
         self.state == State::Established
     }
@@ -323,13 +328,16 @@ impl Connection {
             Frame::Padding | Frame::Ping => {}
             Frame::Handshake(peer) => match (self.side, ty, self.state) {
                 (Side::Server, PacketType::Initial, State::Handshake) => {
-                    // The client's code parameters are the connection's.
+                    // PROTOCOL.md §9.2: the client proposes the code; the server takes its
+                    // family and caps its sizes at the server's own configuration, which bounds
+                    // the memory a client can make the server commit.
+                    let own = &self.config.params;
                     let params = TransportParams {
                         code: peer.code,
-                        symbol_size: peer.symbol_size,
-                        max_block_len: peer.max_block_len,
-                        blocks_in_flight: peer.blocks_in_flight,
-                        ..self.config.params.clone()
+                        symbol_size: peer.symbol_size.min(own.symbol_size),
+                        max_block_len: peer.max_block_len.min(own.max_block_len),
+                        blocks_in_flight: peer.blocks_in_flight.min(own.blocks_in_flight),
+                        ..own.clone()
                     };
                     self.config.params = params.clone();
                     self.start_session(&params, &peer);
@@ -337,7 +345,24 @@ impl Connection {
                 }
                 (Side::Server, PacketType::Initial, State::Established) => self.handshake_due = Some(now),
                 (Side::Client, PacketType::Accept, State::Handshake) => {
-                    let params = self.config.params.clone();
+                    // Adopt the server's answer, which may only shrink the proposal.
+                    let own = &self.config.params;
+                    if peer.code != own.code
+                        || peer.symbol_size > own.symbol_size
+                        || peer.max_block_len > own.max_block_len
+                        || peer.blocks_in_flight > own.blocks_in_flight
+                    {
+                        return self.violation(
+                            "the server answered with code parameters beyond the proposal".into(),
+                        );
+                    }
+                    let params = TransportParams {
+                        symbol_size: peer.symbol_size,
+                        max_block_len: peer.max_block_len,
+                        blocks_in_flight: peer.blocks_in_flight,
+                        ..own.clone()
+                    };
+                    self.config.params = params.clone();
                     self.start_session(&params, &peer);
                 }
                 _ => {}
