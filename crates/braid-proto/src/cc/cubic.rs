@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::hystart::HyStart;
-use super::{initial_window, minimum_window, secs, Ack, Congestion, CongestionController, RttEstimator};
+use super::window::{AckPhase, LossWindow};
+use super::{secs, Ack, Congestion, CongestionController, RttEstimator};
 use crate::Instant;
 
 /// RFC 9438 §4.6: β_cubic.
@@ -13,9 +13,7 @@ const C: f64 = 0.4;
 
 #[derive(Debug, Clone)]
 pub struct Cubic {
-    mss: u64,
-    window: u64,
-    ssthresh: u64,
+    w: LossWindow,
     /// Window before the last reduction, in MSS (W_max).
     w_max: f64,
     /// Start of the current congestion-avoidance epoch.
@@ -24,45 +22,17 @@ pub struct Cubic {
     k: f64,
     /// Reno-friendly estimate (W_est), in MSS.
     w_est: f64,
-    recovery_start: Option<Instant>,
-    hystart: HyStart,
     /// Sub-MSS growth carried between ACKs, in bytes.
     carry: f64,
 }
 
 impl Cubic {
     pub fn new(mss: u64) -> Cubic {
-        Cubic {
-            mss,
-            window: initial_window(mss),
-            ssthresh: u64::MAX,
-            w_max: 0.0,
-            epoch_start: None,
-            k: 0.0,
-            w_est: 0.0,
-            recovery_start: None,
-            hystart: HyStart::default(),
-            carry: 0.0,
-        }
-    }
-
-    fn in_recovery(&self, sent: Instant) -> bool {
-        self.recovery_start.is_some_and(|start| sent <= start)
+        Cubic { w: LossWindow::new(mss), w_max: 0.0, epoch_start: None, k: 0.0, w_est: 0.0, carry: 0.0 }
     }
 
     fn window_mss(&self) -> f64 {
-        self.window as f64 / self.mss as f64
-    }
-
-    fn reduce(&mut self, now: Instant, factor: f64) {
-        let cwnd = self.window_mss();
-        // RFC 9438 §4.7 fast convergence: release bandwidth for new flows.
-        self.w_max = if cwnd < self.w_max { cwnd * (1.0 + factor) / 2.0 } else { cwnd };
-        self.window = ((self.window as f64 * factor).round() as u64).max(minimum_window(self.mss));
-        self.ssthresh = self.window;
-        self.epoch_start = None;
-        self.recovery_start = Some(now);
-        self.carry = 0.0;
+        self.w.window as f64 / self.w.mss as f64
     }
 }
 
@@ -72,18 +42,11 @@ impl CongestionController for Cubic {
     }
 
     fn window(&self) -> u64 {
-        self.window
+        self.w.window
     }
 
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
-        if self.in_recovery(ack.largest_sent) {
-            return;
-        }
-        if self.window < self.ssthresh && self.hystart.on_rtt(ack.now, ack.largest_sent, rtt.latest()) {
-            self.ssthresh = self.window;
-        }
-        if self.window < self.ssthresh {
-            self.window += ack.bytes;
+        if self.w.on_ack(ack, rtt) != AckPhase::Avoidance {
             return;
         }
         let cwnd = self.window_mss();
@@ -104,34 +67,37 @@ impl CongestionController for Cubic {
         // §4.3 Reno-friendly region, Eq. 4: W_est += α·(segments acked / cwnd) with
         // α_cubic = 3(1 − β)/(1 + β), so CUBIC is never slower than Reno would be.
         let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
-        self.w_est += alpha * (ack.bytes as f64 / self.mss as f64) / cwnd;
+        self.w_est += alpha * (ack.bytes as f64 / self.w.mss as f64) / cwnd;
         let goal = target.max(self.w_est).min(1.5 * cwnd);
         if goal > cwnd {
             // §4.4: grow by (target − cwnd)/cwnd MSS per MSS acknowledged.
             self.carry += (goal - cwnd) / cwnd * ack.bytes as f64;
             let whole = self.carry.floor();
-            self.window += whole as u64;
+            self.w.window += whole as u64;
             self.carry -= whole;
         }
     }
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
-        if self.in_recovery(sent) {
+        if self.w.in_recovery(sent) {
             return;
         }
         let factor = match signal {
             Congestion::Loss => BETA,
             Congestion::Repaired { factor } => factor,
         };
-        self.reduce(now, factor);
+        let cwnd = self.window_mss();
+        // RFC 9438 §4.7 fast convergence: release bandwidth for new flows.
+        self.w_max = if cwnd < self.w_max { cwnd * (1.0 + factor) / 2.0 } else { cwnd };
+        self.w.reduce(now, factor);
+        self.epoch_start = None;
+        self.carry = 0.0;
     }
 
     fn on_timeout(&mut self, now: Instant) {
-        self.ssthresh = ((self.window as f64 * BETA) as u64).max(minimum_window(self.mss));
         self.w_max = self.window_mss();
-        self.window = minimum_window(self.mss);
+        self.w.collapse(now, BETA);
         self.epoch_start = None;
-        self.recovery_start = Some(now);
     }
 }
 

@@ -11,6 +11,7 @@ mod cubic;
 mod hystart;
 mod newreno;
 mod rtt;
+mod window;
 
 use std::fmt;
 use std::str::FromStr;

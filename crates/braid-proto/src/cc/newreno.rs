@@ -1,42 +1,19 @@
 //! NewReno (RFC 5681 slow start and congestion avoidance, RFC 6582 recovery), byte-counted.
 
-use super::hystart::HyStart;
-use super::{initial_window, minimum_window, Ack, Congestion, CongestionController, RttEstimator};
+use super::window::{AckPhase, LossWindow};
+use super::{Ack, Congestion, CongestionController, RttEstimator};
 use crate::Instant;
 
 #[derive(Debug, Clone)]
 pub struct NewReno {
-    mss: u64,
-    window: u64,
-    ssthresh: u64,
+    w: LossWindow,
     /// Bytes acknowledged in congestion avoidance since the window last grew by one MSS.
     acked_in_avoidance: u64,
-    /// Losses of packets sent before this instant belong to the current recovery period.
-    recovery_start: Option<Instant>,
-    hystart: HyStart,
 }
 
 impl NewReno {
     pub fn new(mss: u64) -> NewReno {
-        NewReno {
-            mss,
-            window: initial_window(mss),
-            ssthresh: u64::MAX,
-            acked_in_avoidance: 0,
-            recovery_start: None,
-            hystart: HyStart::default(),
-        }
-    }
-
-    fn in_recovery(&self, sent: Instant) -> bool {
-        self.recovery_start.is_some_and(|start| sent <= start)
-    }
-
-    fn reduce(&mut self, now: Instant, factor: f64) {
-        self.recovery_start = Some(now);
-        self.window = ((self.window as f64 * factor).round() as u64).max(minimum_window(self.mss));
-        self.ssthresh = self.window;
-        self.acked_in_avoidance = 0;
+        NewReno { w: LossWindow::new(mss), acked_in_avoidance: 0 }
     }
 }
 
@@ -46,48 +23,37 @@ impl CongestionController for NewReno {
     }
 
     fn window(&self) -> u64 {
-        self.window
+        self.w.window
     }
 
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
-        if self.in_recovery(ack.largest_sent) {
-            return;
-        }
-        if self.window < self.ssthresh && self.hystart.on_rtt(ack.now, ack.largest_sent, rtt.latest()) {
-            self.ssthresh = self.window;
-        }
-        if self.window < self.ssthresh {
-            // Slow start: one MSS per MSS acknowledged (RFC 5681 §3.1, byte counting).
-            self.window += ack.bytes;
-        } else {
+        if self.w.on_ack(ack, rtt) == AckPhase::Avoidance {
             // Congestion avoidance: one MSS per window acknowledged.
             self.acked_in_avoidance += ack.bytes;
-            if self.acked_in_avoidance >= self.window {
-                self.acked_in_avoidance -= self.window;
-                self.window += self.mss;
+            if self.acked_in_avoidance >= self.w.window {
+                self.acked_in_avoidance -= self.w.window;
+                self.w.window += self.w.mss;
             }
         }
     }
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
-        if self.in_recovery(sent) {
+        if self.w.in_recovery(sent) {
             return;
         }
         let factor = match signal {
             Congestion::Loss => 0.5,
             Congestion::Repaired { factor } => factor,
         };
-        self.reduce(now, factor);
+        self.w.reduce(now, factor);
+        self.acked_in_avoidance = 0;
     }
 
     fn on_timeout(&mut self, now: Instant) {
-        self.ssthresh = (self.window / 2).max(minimum_window(self.mss));
-        self.window = minimum_window(self.mss);
-        self.recovery_start = Some(now);
+        self.w.collapse(now, 0.5);
         self.acked_in_avoidance = 0;
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
