@@ -16,7 +16,10 @@ const PERIOD: usize = 65_521;
 fn pattern_table() -> &'static [u8] {
     static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        (0..2 * PERIOD as u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8).collect()
+        // Two periods, so any window of up to `PERIOD` bytes is one contiguous slice.
+        (0..2 * PERIOD as u64)
+            .map(|i| ((i % PERIOD as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
+            .collect()
     })
 }
 
@@ -179,5 +182,23 @@ impl Endpoint for BulkFlow {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.conn.poll_timeout().map(|t| t.max(self.start))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_slices_agree_with_the_bytewise_pattern() {
+        for offset in [0u64, 1, 65_520, 65_521, 100_000, 1 << 33] {
+            for len in [0usize, 1, 1200, PERIOD] {
+                let slice = pattern_slice(offset, len);
+                assert!(
+                    slice.iter().enumerate().all(|(k, &b)| b == pattern(offset + k as u64)),
+                    "{offset}+{len}"
+                );
+            }
+        }
     }
 }

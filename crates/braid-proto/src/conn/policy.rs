@@ -119,13 +119,30 @@ pub(crate) fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
         let s = (b + (b * b + 4.0 * q * r as f64).sqrt()) / (2.0 * q);
         return ((s * s).ceil() as u64).max(r);
     }
+    // The exact sum costs a few hundred exp/ln calls and is asked for every open block on every
+    // packet, so answers are memoized per (r, p to 1/4096, δ).
+    thread_local! {
+        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u32, u64), u64>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let p_bucket = (p * 4096.0).round() as u32;
+    let key = (r, p_bucket, delta.to_bits());
+    if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
+        return n;
+    }
+    let p = f64::from(p_bucket) / 4096.0;
     let mut n = r;
-    loop {
-        if success_probability(n, r, 1.0 - p) >= 1.0 - delta || n >= 4 * r + 16 {
-            return n;
-        }
+    while success_probability(n, r, 1.0 - p) < 1.0 - delta && n < 4 * r + 16 {
         n += 1;
     }
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() > 100_000 {
+            m.clear();
+        }
+        m.insert(key, n);
+    });
+    n
 }
 
 /// Φ⁻¹(x), Abramowitz & Stegun 26.2.23 (absolute error < 4.5e-4).
