@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
+use braid_proto::ConnectionConfig;
 use braid_proto::Instant;
 use braid_sim::{BulkFlow, Scenario};
 
@@ -23,13 +25,14 @@ struct Row {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: braid-sim [--modes braid,tcp] SCENARIO.toml...");
+    eprintln!("usage: braid-sim [--modes braid,tcp] [--cc cubic|newreno|bbr] SCENARIO.toml...");
     eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table");
     ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
     let mut modes = vec![Mode::Braid, Mode::Tcp];
+    let mut cc = None;
     let mut files = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -40,6 +43,16 @@ fn main() -> ExitCode {
                     Ok(m) => modes = m,
                     Err(e) => {
                         eprintln!("--modes: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            "--cc" => {
+                let Some(name) = args.next() else { return usage() };
+                match name.parse::<CcAlgorithm>() {
+                    Ok(a) => cc = Some(a),
+                    Err(e) => {
+                        eprintln!("--cc: {e}");
                         return ExitCode::from(2);
                     }
                 }
@@ -67,7 +80,7 @@ fn main() -> ExitCode {
         };
         for scenario in &scenarios {
             for &mode in &modes {
-                match run(scenario, mode) {
+                match run(scenario, mode, cc) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
                         eprintln!("{}: {e}", scenario.title());
@@ -94,10 +107,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(scenario: &Scenario, mode: Mode) -> Result<Row, String> {
+fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, String> {
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
-        .build(|cx| BulkFlow::pair(mode, cx.paths, cx.seed, bytes, cx.start))
+        .build(|cx| {
+            let config = ConnectionConfig { mode, cc, paths: cx.paths as u8, ..ConnectionConfig::default() };
+            (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
+        })
         .map_err(|e| e.to_string())?;
     let (mut net, flows, limit) = (built.network, built.flows, built.limit);
     let servers: Vec<_> = flows.iter().map(|&(_, s)| s).collect();
