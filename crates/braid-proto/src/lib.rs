@@ -13,5 +13,5 @@ pub mod streams;
 pub mod time;
 pub mod wire;
 
-pub use conn::{CloseReason, Connection, ConnectionConfig, Event, Transmit};
+pub use conn::{BlockRecord, CloseReason, Connection, ConnectionConfig, Event, Transmit};
 pub use time::Instant;

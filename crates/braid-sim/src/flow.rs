@@ -5,7 +5,7 @@
 
 use braid_proto::conn::Mode;
 use braid_proto::streams::StreamEvent;
-use braid_proto::{Connection, ConnectionConfig, Event, Instant};
+use braid_proto::{BlockRecord, Connection, ConnectionConfig, Event, Instant};
 
 use crate::net::Endpoint;
 
@@ -45,6 +45,8 @@ pub struct BulkFlow {
     role: Role,
     start: Instant,
     buf: Vec<u8>,
+    /// Block milestones drained from the connection.
+    blocks: Vec<BlockRecord>,
 }
 
 /// Bytes the sender keeps queued in its stream ahead of the pipe.
@@ -58,6 +60,7 @@ impl BulkFlow {
             role: Role::Sender { total: bytes, written: 0, stream: None },
             start,
             buf: Vec::new(),
+            blocks: Vec::new(),
         }
     }
 
@@ -68,6 +71,7 @@ impl BulkFlow {
             role: Role::Receiver { received: 0, corrupt_at: None, done_at: None, read_buf: vec![0; PERIOD] },
             start: Instant::ZERO,
             buf: Vec::new(),
+            blocks: Vec::new(),
         }
     }
 
@@ -97,6 +101,11 @@ impl BulkFlow {
         }
     }
 
+    /// Block milestones this end recorded (sender: first symbol sent; receiver: delivered).
+    pub fn block_log(&self) -> &[BlockRecord] {
+        &self.blocks
+    }
+
     /// The first offset whose byte differed from the pattern, if any (receiver).
     pub fn corrupt_at(&self) -> Option<u64> {
         match self.role {
@@ -108,6 +117,7 @@ impl BulkFlow {
     /// The application's side: write what flow control and the send-ahead bound allow; read
     /// and check everything readable.
     fn drive(&mut self, now: Instant) {
+        self.blocks.extend(self.conn.drain_block_log());
         match &mut self.role {
             Role::Sender { total, written, stream } => {
                 if !self.conn.is_established() || written == total {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use braid_proto::conn::Mode;
-use braid_proto::Instant;
+use braid_proto::{BlockRecord, Instant};
 use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig};
 
 const BYTES: u64 = 400_000;
@@ -18,13 +18,34 @@ fn run(
     limit_s: u64,
 ) -> (Option<Instant>, u64) {
     let (client, server) = BulkFlow::pair(mode, 1, seed, BYTES, Instant::ZERO);
-    let (mut net, _, rx) =
+    let (mut net, tx, rx) =
         Network::pair(seed, client, server, &[PathConfig { forward, reverse }]).expect("valid network");
     net.run_until_condition(Instant::ZERO + Duration::from_secs(limit_s), |n| {
         n.endpoint(rx).done_at().is_some()
     });
     let r = net.endpoint(rx);
     assert_eq!(r.corrupt_at(), None, "{mode:?} seed {seed}: corrupted byte");
+    if r.done_at().is_some() {
+        // Every block the sender started was delivered, once, in order (the block log behind
+        // FMTCP's block delay metric).
+        let delivered: Vec<u64> = r
+            .block_log()
+            .iter()
+            .filter_map(|b| match *b {
+                BlockRecord::Delivered { block, .. } => Some(block),
+                _ => None,
+            })
+            .collect();
+        let started = net
+            .endpoint(tx)
+            .block_log()
+            .iter()
+            .filter(|b| matches!(b, BlockRecord::FirstSent { .. }))
+            .count();
+        assert!(!delivered.is_empty());
+        assert_eq!(delivered, (0..delivered.len() as u64).collect::<Vec<_>>(), "{mode:?} seed {seed}");
+        assert_eq!(delivered.len(), started, "{mode:?} seed {seed}");
+    }
     (r.done_at(), r.received())
 }
 

@@ -86,6 +86,19 @@ pub enum CloseReason {
     IdleTimeout,
 }
 
+/// A block's milestones, for FMTCP's block delivery delay (first symbol sent → block decoded)
+/// and jitter. The sender records `FirstSent`, the receiver `Delivered`; drain them with
+/// [`Connection::drain_block_log`]. At most [`BLOCK_LOG_LIMIT`] records wait; beyond that new
+/// ones are dropped until the log is drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockRecord {
+    FirstSent { block: u64, at: Instant },
+    Delivered { block: u64, at: Instant },
+}
+
+/// See [`BlockRecord`].
+pub const BLOCK_LOG_LIMIT: usize = 65_536;
+
 /// A datagram to send: its path; the bytes are in the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
@@ -137,6 +150,7 @@ pub struct Connection {
     last_heard: Instant,
     idle_timeout: Duration,
     pub stats: ConnectionStats,
+    block_log: Vec<BlockRecord>,
 }
 
 impl Connection {
@@ -174,6 +188,18 @@ impl Connection {
             window_update_written: false,
             last_heard: now,
             stats: ConnectionStats::default(),
+            block_log: Vec::new(),
+        }
+    }
+
+    /// Takes the block milestones recorded so far (see [`BlockRecord`]).
+    pub fn drain_block_log(&mut self) -> std::vec::Drain<'_, BlockRecord> {
+        self.block_log.drain(..)
+    }
+
+    fn log_block(&mut self, record: BlockRecord) {
+        if self.block_log.len() < BLOCK_LOG_LIMIT {
+            self.block_log.push(record);
         }
     }
 
@@ -382,6 +408,7 @@ impl Connection {
                     return self.violation(format!("symbol refused: {e}"));
                 }
                 session.block_ack_dirty = true;
+                let lowest_before = session.receiver.lowest_undecoded();
                 let Session { receiver, parser, streams, .. } = session;
                 let mut result: Result<(), PeerViolation> = Ok(());
                 let mut wire_error = None;
@@ -395,6 +422,11 @@ impl Connection {
                         }
                     }
                 });
+                let lowest_after =
+                    self.session.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
+                for block in lowest_before..lowest_after {
+                    self.log_block(BlockRecord::Delivered { block, at: now });
+                }
                 if let Err(e) = result {
                     self.violation(e.to_string());
                 } else if let Some(e) = wire_error {
@@ -552,7 +584,7 @@ impl Connection {
             self.write_control(now, buf, 2);
             // `has_symbol` is a promise the code may not keep (an XOR block has no complete group
             // to repair): then the control frames already written go out alone.
-            return Some(match self.write_symbol(path, buf) {
+            return Some(match self.write_symbol(now, path, buf) {
                 Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
                 None => self.end_packet(now, path, buf, false, Vec::new()),
             });
@@ -653,7 +685,12 @@ impl Connection {
 
     /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
     /// source, else nothing.
-    fn write_symbol(&mut self, path: usize, buf: &mut Vec<u8>) -> Option<crate::blocks::OutgoingSymbol> {
+    fn write_symbol(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<crate::blocks::OutgoingSymbol> {
         let loss = self.paths[path].loss.rate();
         let redundancy = self.config.redundancy;
         let s = self.session.as_mut()?;
@@ -673,6 +710,9 @@ impl Connection {
         }
         let sent = s.sender.write_next_source(&mut w)?;
         self.stats.source_symbols_sent += 1;
+        if sent.source == Some(0) {
+            self.log_block(BlockRecord::FirstSent { block: sent.block, at: now });
+        }
         Some(sent)
     }
 }

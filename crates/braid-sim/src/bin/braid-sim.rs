@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::ConnectionConfig;
-use braid_proto::Instant;
+use braid_proto::{BlockRecord, Instant};
 use braid_sim::{BulkFlow, Scenario};
 
 struct Row {
@@ -22,6 +22,9 @@ struct Row {
     overhead: f64,
     intact: bool,
     datagrams: u64,
+    /// FMTCP's block delivery delay (first symbol sent → block decoded): mean, p99, and
+    /// jitter (standard deviation), in ms.
+    block_delay: Option<(f64, f64, f64)>,
 }
 
 fn usage() -> ExitCode {
@@ -147,7 +150,43 @@ fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, 
         overhead: repair as f64 / (source + repair).max(1) as f64,
         intact,
         datagrams: net.stats().datagrams_sent,
+        block_delay: block_delays(&net, &flows),
     })
+}
+
+/// Joins the sender's first-sent and the receiver's delivered times per block.
+fn block_delays(
+    net: &braid_sim::Network<BulkFlow>,
+    flows: &[(braid_sim::EndpointId, braid_sim::EndpointId)],
+) -> Option<(f64, f64, f64)> {
+    let mut delays = Vec::new();
+    for &(client, server) in flows {
+        let sent: BTreeMap<u64, Instant> = net
+            .endpoint(client)
+            .block_log()
+            .iter()
+            .filter_map(|r| match *r {
+                BlockRecord::FirstSent { block, at } => Some((block, at)),
+                _ => None,
+            })
+            .collect();
+        for r in net.endpoint(server).block_log() {
+            if let BlockRecord::Delivered { block, at } = *r {
+                if let Some(&first) = sent.get(&block) {
+                    delays.push((at - first).as_secs_f64() * 1e3);
+                }
+            }
+        }
+    }
+    if delays.is_empty() {
+        return None;
+    }
+    delays.sort_by(f64::total_cmp);
+    let n = delays.len() as f64;
+    let mean = delays.iter().sum::<f64>() / n;
+    let p99 = delays[((n * 0.99).ceil() as usize).clamp(1, delays.len()) - 1];
+    let jitter = (delays.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n).sqrt();
+    Some((mean, p99, jitter))
 }
 
 fn mode_label(mode: Mode) -> &'static str {
@@ -158,17 +197,20 @@ fn mode_label(mode: Mode) -> &'static str {
 }
 
 fn print(rows: &[Row]) {
-    println!("| scenario | mode | completion s | goodput Mbit/s | × ideal | repair overhead | intact |");
-    println!("|---|---|---:|---:|---:|---:|:-:|");
+    println!(
+        "| scenario | mode | completion s | goodput Mbit/s | × ideal | repair overhead | block delay mean / p99 / jitter ms | intact |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|:-:|");
     for r in rows {
         println!(
-            "| {} | {} | {} | {:.2} | {:.3} | {:.1}% | {} |",
+            "| {} | {} | {} | {:.2} | {:.3} | {:.1}% | {} | {} |",
             r.label,
             mode_label(r.mode),
             r.completion.map_or("did not finish".into(), |c| format!("{c:.2}")),
             r.goodput_mbps,
             r.ratio,
             100.0 * r.overhead,
+            r.block_delay.map_or("—".into(), |(m, p, j)| format!("{m:.0} / {p:.0} / {j:.0}")),
             if r.intact { "yes" } else { "**NO**" }
         );
     }
@@ -181,8 +223,10 @@ fn print(rows: &[Row]) {
     }
     if groups.len() < rows.len() {
         println!();
-        println!("| scenario (mean over seeds) | mode | runs | mean completion s | mean goodput Mbit/s | × ideal |");
-        println!("|---|---|---:|---:|---:|---:|");
+        println!(
+            "| scenario (mean over seeds) | mode | runs | mean completion s | mean goodput Mbit/s | × ideal | block delay mean / p99 ms |"
+        );
+        println!("|---|---|---:|---:|---:|---:|---:|");
         for ((label, mode), rs) in &groups {
             let n = rs.len() as f64;
             let done: Vec<f64> = rs.iter().filter_map(|r| r.completion).collect();
@@ -192,10 +236,23 @@ fn print(rows: &[Row]) {
                 format!("{} of {} unfinished", rs.len() - done.len(), rs.len())
             };
             println!(
-                "| {label} | {mode} | {} | {completion} | {:.2} | {:.3} |",
+                "| {label} | {mode} | {} | {completion} | {:.2} | {:.3} | {} |",
                 rs.len(),
                 rs.iter().map(|r| r.goodput_mbps).sum::<f64>() / n,
-                rs.iter().map(|r| r.ratio).sum::<f64>() / n
+                rs.iter().map(|r| r.ratio).sum::<f64>() / n,
+                {
+                    let d: Vec<(f64, f64, f64)> = rs.iter().filter_map(|r| r.block_delay).collect();
+                    if d.is_empty() {
+                        "—".to_string()
+                    } else {
+                        let k = d.len() as f64;
+                        format!(
+                            "{:.0} / {:.0}",
+                            d.iter().map(|x| x.0).sum::<f64>() / k,
+                            d.iter().map(|x| x.1).sum::<f64>() / k
+                        )
+                    }
+                }
             );
         }
     }
