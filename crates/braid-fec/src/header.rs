@@ -223,15 +223,7 @@ impl<'a> SymbolHeader<'a> {
     }
 }
 
-/// Length of `v` as a QUIC varint.
-pub fn varint_len(v: u64) -> usize {
-    match v {
-        0..=63 => 1,
-        64..=16_383 => 2,
-        16_384..=1_073_741_823 => 4,
-        _ => 8,
-    }
-}
+pub use crate::varint::len as varint_len;
 
 struct Writer<'o> {
     out: &'o mut [u8],
@@ -245,12 +237,8 @@ impl Writer<'_> {
     }
 
     fn varint(&mut self, v: u64) {
-        match varint_len(v) {
-            1 => self.bytes(&[v as u8]),
-            2 => self.bytes(&(v as u16 | 0x4000).to_be_bytes()),
-            4 => self.bytes(&(v as u32 | 0x8000_0000).to_be_bytes()),
-            _ => self.bytes(&(v | 0xc000_0000_0000_0000).to_be_bytes()),
-        }
+        let (bytes, n) = crate::varint::encode(v);
+        self.bytes(&bytes[..n]);
     }
 }
 
@@ -269,12 +257,8 @@ impl<'a> Reader<'a> {
     }
 
     fn varint(&mut self) -> Result<u64, HeaderError> {
-        let first = self.take(1)?[0];
-        let len = 1usize << (first >> 6);
-        let mut v = u64::from(first & 0x3f);
-        for &b in self.take(len - 1)? {
-            v = v << 8 | u64::from(b);
-        }
+        let (v, n) = crate::varint::decode(self.bytes).map_err(|needed| HeaderError::Truncated { needed })?;
+        self.bytes = &self.bytes[n..];
         Ok(v)
     }
 

@@ -15,6 +15,7 @@ pub mod fountain;
 pub mod header;
 pub mod rlnc;
 mod store;
+pub mod varint;
 pub mod xor;
 
 pub use codec::{BlockDecoder, BlockEncoder, CodeFamily, CodecConfig, Decoder, Encoder, Received};

@@ -11,9 +11,8 @@ fn established() -> (Connection, Connection, Vec<Vec<u8>>) {
     let mut server = Connection::server(ConnectionConfig::default(), Instant::ZERO);
     let mut buf = Vec::new();
     let mut samples = Vec::new();
-    let mut now = Instant::ZERO;
     for step in 0..40u64 {
-        now = Instant::from_micros(step * 5_000);
+        let now = Instant::from_micros(step * 5_000);
         if client.is_established() && step == 10 {
             let s = client.streams().unwrap();
             let id = s.open().unwrap();
@@ -31,7 +30,6 @@ fn established() -> (Connection, Connection, Vec<Vec<u8>>) {
         server.handle_timeout(now);
     }
     assert!(client.is_established() && server.is_established());
-    let _ = now;
     (client, server, samples)
 }
 

@@ -4,20 +4,24 @@
 
 use std::time::Duration;
 
+use braid_fec::CodeFamily;
 use braid_proto::conn::Mode;
-use braid_proto::{BlockRecord, Instant};
+use braid_proto::wire::TransportParams;
+use braid_proto::{BlockRecord, ConnectionConfig, Instant};
 use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig};
 
 const BYTES: u64 = 400_000;
 
 fn run(
-    mode: Mode,
+    config: ConnectionConfig,
     forward: LinkConfig,
     reverse: LinkConfig,
     seed: u64,
     limit_s: u64,
 ) -> (Option<Instant>, u64) {
-    let (client, server) = BulkFlow::pair(mode, 1, seed, BYTES, Instant::ZERO);
+    let mode = config.mode;
+    let client = BulkFlow::sender(config.clone(), seed, BYTES, Instant::ZERO);
+    let server = BulkFlow::receiver(config);
     let (mut net, tx, rx) =
         Network::pair(seed, client, server, &[PathConfig { forward, reverse }]).expect("valid network");
     net.run_until_condition(Instant::ZERO + Duration::from_secs(limit_s), |n| {
@@ -56,7 +60,8 @@ fn link() -> LinkConfig {
 fn check(name: &str, forward: LinkConfig, reverse: LinkConfig, seeds: std::ops::Range<u64>) {
     for mode in Mode::ALL {
         for seed in seeds.clone() {
-            let (done, received) = run(mode, forward.clone(), reverse.clone(), seed, 300);
+            let config = ConnectionConfig { mode, ..ConnectionConfig::default() };
+            let (done, received) = run(config, forward.clone(), reverse.clone(), seed, 300);
             assert!(done.is_some(), "{name}, {mode:?}, seed {seed}: {received} of {BYTES} bytes after 300 s");
             assert_eq!(received, BYTES, "{name}, {mode:?}, seed {seed}");
         }
@@ -93,4 +98,23 @@ fn reordering_and_duplication() {
 fn two_second_outage() {
     let down = link().with_outage(Instant::from_micros(200_000), Instant::from_micros(2_200_000));
     check("outage", down.clone(), down, 1..3);
+}
+
+/// The code family is the client's choice (PROTOCOL.md §9.2): every family must work in every
+/// mode — RaptorQ (a block is sealed by its first repair) and XOR (a loss cannot be answered
+/// with a new symbol, so it is retransmitted) included.
+#[test]
+fn every_code_family_in_every_mode() {
+    let lossy = link().with_loss(LossModel::bernoulli(0.05));
+    for code in CodeFamily::ALL {
+        for mode in Mode::ALL {
+            let config = ConnectionConfig {
+                mode,
+                params: TransportParams { code, ..TransportParams::default() },
+                ..ConnectionConfig::default()
+            };
+            let (done, received) = run(config, lossy.clone(), lossy.clone(), 11, 300);
+            assert!(done.is_some(), "{code}, {mode:?}: {received} of {BYTES} bytes after 300 s");
+        }
+    }
 }

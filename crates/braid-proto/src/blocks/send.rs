@@ -31,14 +31,9 @@ pub struct SendBlock {
     next_unsent: usize,
     /// Symbols of this block in packets not yet acknowledged or declared lost.
     pub in_flight: u64,
-    /// Symbols of this block acknowledged at packet level.
+    /// Degrees of freedom the receiver holds: symbols acknowledged at packet level, reset to
+    /// the receiver's own count whenever it reports this block as its lowest undecoded one.
     pub acked: u64,
-    /// Symbols of this block declared lost.
-    pub lost: u64,
-    pub repairs_sent: u64,
-    /// Degrees of freedom the receiver reported for this block (only reported for its lowest
-    /// undecoded block).
-    pub reported_dofs: u64,
     pub decoded: bool,
 }
 
@@ -57,7 +52,7 @@ impl SendBlock {
         self.next_unsent == self.len()
     }
 
-    /// Degrees of freedom the receiver holds at least (what it reported, or what was acked).
+    /// Degrees of freedom the receiver holds, at most the block's length.
     pub fn known_dofs(&self) -> u64 {
         self.acked.min(self.len() as u64)
     }
@@ -100,8 +95,13 @@ impl BlockSender {
     }
 
     pub fn block_mut(&mut self, id: u64) -> Option<&mut SendBlock> {
-        let front = self.blocks.front()?.id;
-        self.blocks.get_mut(id.checked_sub(front)? as usize)
+        let index = self.index_of(id)?;
+        self.blocks.get_mut(index)
+    }
+
+    /// Where block `id` sits in `blocks` (they are consecutive, oldest first).
+    fn index_of(&self, id: u64) -> Option<usize> {
+        Some(id.checked_sub(self.blocks.front()?.id)? as usize)
     }
 
     /// Whether a new source symbol can be accepted now.
@@ -128,9 +128,6 @@ impl BlockSender {
                 next_unsent: 0,
                 in_flight: 0,
                 acked: 0,
-                lost: 0,
-                repairs_sent: 0,
-                reported_dofs: 0,
                 decoded: false,
             });
         }
@@ -188,13 +185,8 @@ impl BlockSender {
         block: u64,
         w: &mut Writer<'_>,
     ) -> Result<Option<OutgoingSymbol>, CodecError> {
-        let front = match self.blocks.front() {
-            Some(b) => b.id,
-            None => return Ok(None),
-        };
-        let Some(b) = block.checked_sub(front).and_then(|i| self.blocks.get_mut(i as usize)) else {
-            return Ok(None);
-        };
+        // Not `block_mut`: the encoder writes into `self.scratch` while `b` is borrowed.
+        let Some(b) = self.index_of(block).and_then(|i| self.blocks.get_mut(i)) else { return Ok(None) };
         if b.decoded {
             return Ok(None);
         }
@@ -207,7 +199,6 @@ impl BlockSender {
         let Some(id) = b.encoder.next_repair(&mut self.scratch)? else { return Ok(None) };
         write_symbol(w, block, id, len, &self.scratch);
         b.in_flight += 1;
-        b.repairs_sent += 1;
         Ok(Some(OutgoingSymbol { block, source: None }))
     }
 
@@ -224,7 +215,6 @@ impl BlockSender {
     pub fn on_symbol_lost(&mut self, symbol: OutgoingSymbol, retransmit: bool) {
         if let Some(b) = self.block_mut(symbol.block) {
             b.in_flight = b.in_flight.saturating_sub(1);
-            b.lost += 1;
             if let (true, Some(index), false) = (retransmit, symbol.source, b.decoded) {
                 self.retransmit.push_back((symbol.block, index));
             }
@@ -256,7 +246,6 @@ impl BlockSender {
                 // The receiver's count is authoritative: packet-level ACKs over-count when a
                 // symbol turned out not innovative (a repair over a prefix whose sources all
                 // arrived), and an over-count would leave the block waiting forever.
-                b.reported_dofs = ack.dofs;
                 b.acked = ack.dofs;
             } else if let Some(bit) = b.id.checked_sub(ack.lowest_undecoded + 1) {
                 if bit < 62 && ack.decoded_beyond & (1 << bit) != 0 {

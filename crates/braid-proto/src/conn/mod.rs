@@ -31,9 +31,6 @@ pub use policy::{Mode, Redundancy};
 /// (smaller) can never amplify a spoofed request.
 const MIN_INITIAL: usize = 1200;
 
-/// A send block as seen in diagnostics: (id, sources, closed, dofs known, in flight, decoded).
-pub type BlockView = (u64, usize, bool, u64, u64, bool);
-
 /// How one end runs a connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
@@ -228,18 +225,6 @@ impl Connection {
     /// Smoothed RTT, congestion window and loss estimate of each path.
     pub fn path_state(&self) -> Vec<(Duration, u64, f64)> {
         self.paths.iter().map(|p| (p.rtt.smoothed(), p.cc.window(), p.loss.rate())).collect()
-    }
-
-    /// Diagnostics: each open send block as (id, sources, closed, dofs known, in flight,
-    /// decoded), and the receiver's block ACK.
-    pub fn block_state(&self) -> (Vec<BlockView>, Option<crate::wire::BlockAckFrame>) {
-        let Some(s) = &self.session else { return (Vec::new(), None) };
-        let blocks = s
-            .sender
-            .blocks()
-            .map(|b| (b.id, b.len(), b.closed, b.known_dofs(), b.in_flight, b.decoded))
-            .collect();
-        (blocks, Some(s.receiver.block_ack()))
     }
 
     /// Whether every byte written has been delivered (decoded) at the peer.

@@ -69,9 +69,8 @@ pub(crate) struct Path {
     pub in_flight: u64,
     pub rtt: RttEstimator,
     pub cc: Box<dyn CongestionController>,
-    /// Short- and long-term loss rate (CTCP Algorithm 1: p and p_long).
+    /// Random-loss rate, an EWMA over packets (CTCP Algorithm 1's p).
     pub loss: LossEstimator,
-    pub loss_long: LossEstimator,
     /// Received packet numbers, as disjoint ranges, highest first.
     received: Vec<AckRange>,
     largest_received_at: Option<Instant>,
@@ -83,7 +82,6 @@ pub(crate) struct Path {
     pub pto_count: u32,
     /// Earliest time the pacer lets the next packet go.
     pub next_send: Instant,
-    pub last_activity: Instant,
     /// When the last packet arrived on this path (drives the ACK delay).
     pub last_received: Instant,
     /// Bytes known to have crossed the path: acknowledged, plus lost to random loss.
@@ -112,7 +110,6 @@ impl Path {
             rtt: RttEstimator::default(),
             cc,
             loss: LossEstimator::new(1.0 / 64.0),
-            loss_long: LossEstimator::new(1.0 / 1024.0),
             received: Vec::new(),
             largest_received_at: None,
             ack_pending: false,
@@ -120,7 +117,6 @@ impl Path {
             largest_acked: None,
             pto_count: 0,
             next_send: now,
-            last_activity: now,
             last_received: now,
             delivered: 0,
             delivered_time: now,
@@ -220,7 +216,6 @@ impl Path {
                 }
                 largest_sent = largest_sent.max(Some(packet.time));
                 self.loss.sample(false);
-                self.loss_long.sample(false);
                 self.stats.packets_acked += 1;
                 outcome.acked.push(packet);
             }
@@ -237,7 +232,6 @@ impl Path {
         });
         self.largest_acked = self.largest_acked.max(Some(largest));
         self.pto_count = 0;
-        self.last_activity = now;
         self.cc.on_ack(
             &Ack {
                 now,
@@ -283,7 +277,6 @@ impl Path {
             self.delivered_time = now;
             for _ in 0..count {
                 self.loss.sample(true);
-                self.loss_long.sample(true);
             }
         }
     }

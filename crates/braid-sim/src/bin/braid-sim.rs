@@ -140,7 +140,6 @@ fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, 
     let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
     let elapsed = completion.unwrap_or(net.now().as_micros() as f64 / 1e6).max(1e-9);
     let goodput = delivered as f64 * 8.0 / elapsed;
-    let _ = Instant::ZERO;
     Ok(Row {
         label: scenario.title(),
         mode,
