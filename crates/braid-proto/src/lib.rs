@@ -9,6 +9,7 @@ pub mod blocks;
 pub mod cc;
 pub mod conn;
 pub mod pipe;
+pub mod redundancy;
 pub mod streams;
 pub mod time;
 pub mod wire;

@@ -23,9 +23,11 @@ use crate::wire::{
 };
 use crate::Instant;
 
+pub use crate::redundancy::Redundancy;
+use crate::redundancy::{PathView, RedundancyController, RedundancyEvent};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
-pub use policy::{Mode, Redundancy};
+pub use policy::Mode;
 
 /// Client datagrams carrying the handshake are padded to this size, so the server's answer
 /// (smaller) can never amplify a spoofed request.
@@ -148,6 +150,7 @@ pub struct Connection {
     idle_timeout: Duration,
     pub stats: ConnectionStats,
     block_log: Vec<BlockRecord>,
+    redundancy: Box<dyn RedundancyController>,
 }
 
 impl Connection {
@@ -173,6 +176,7 @@ impl Connection {
         Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
+            redundancy: config.mode.redundancy(config.redundancy),
             config,
             state: State::Handshake,
             cid,
@@ -443,10 +447,17 @@ impl Connection {
         lost: Vec<SentPacket>,
         probe: bool,
     ) {
+        let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
         for p in &acked {
             for s in &p.symbols {
                 session.sender.on_symbol_acked(s.block);
+                self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
+            }
+        }
+        for p in &lost {
+            for s in &p.symbols {
+                self.redundancy.on_event(now, RedundancyEvent::Lost { repair: s.is_repair() }, &view);
             }
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
@@ -461,7 +472,7 @@ impl Connection {
         }
         let path = &mut self.paths[path];
         if let Some(newest) = lost.iter().map(|p| p.time).max().filter(|_| !probe) {
-            let congestion = self.config.mode.loss_is_congestion(&self.config.redundancy, &path.rtt);
+            let congestion = self.config.mode.loss_is_congestion(&path.rtt);
             if congestion {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
@@ -517,14 +528,26 @@ impl Connection {
 
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
     fn has_symbol(&self, path: usize) -> bool {
-        let loss = self.paths[path].loss.rate();
-        let coded = self.config.mode == Mode::Braid;
+        let view = self.path_view(path);
         self.session.as_ref().is_some_and(|s| {
             s.sender.has_retransmission()
                 || s.sender
                     .blocks()
-                    .any(|b| !b.all_sources_sent() || (coded && self.config.redundancy.deficit(b, loss) > 0))
+                    .any(|b| !b.all_sources_sent() || self.redundancy.repairs_wanted(b, &view) > 0)
         })
+    }
+
+    /// What the redundancy controller may know about `path`.
+    fn path_view(&self, path: usize) -> PathView {
+        let p = &self.paths[path];
+        PathView {
+            smoothed_rtt: p.rtt.smoothed(),
+            min_rtt: p.rtt.min(),
+            loss: p.loss.rate(),
+            window: p.cc.window(),
+            in_flight: p.in_flight,
+            mss: self.config.max_datagram as u64,
+        }
     }
 
     /// Writes the next datagram into `buf` (cleared first), if one is due now.
@@ -676,25 +699,26 @@ impl Connection {
         path: usize,
         buf: &mut Vec<u8>,
     ) -> Option<crate::blocks::OutgoingSymbol> {
-        let loss = self.paths[path].loss.rate();
-        let redundancy = self.config.redundancy;
+        let view = self.path_view(path);
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
         if let Some(sent) = s.sender.write_retransmission(&mut w) {
+            let event = RedundancyEvent::Sent { repair: false, retransmission: true };
+            self.redundancy.on_event(now, event, &view);
             return Some(sent);
         }
-        let short = match self.config.mode {
-            Mode::Braid => s.sender.blocks().find(|b| redundancy.deficit(b, loss) > 0).map(|b| b.id),
-            Mode::Tcp => None,
-        };
+        let short = s.sender.blocks().find(|b| self.redundancy.repairs_wanted(b, &view) > 0).map(|b| b.id);
         if let Some(block) = short {
             if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
                 self.stats.repair_symbols_sent += 1;
+                let event = RedundancyEvent::Sent { repair: true, retransmission: false };
+                self.redundancy.on_event(now, event, &view);
                 return Some(sent);
             }
         }
         let sent = s.sender.write_next_source(&mut w)?;
         self.stats.source_symbols_sent += 1;
+        self.redundancy.on_event(now, RedundancyEvent::Sent { repair: false, retransmission: false }, &view);
         if sent.source == Some(0) {
             self.log_block(BlockRecord::FirstSent { block: sent.block, at: now });
         }

@@ -1,21 +1,14 @@
-//! braid's redundancy and congestion-response policy.
+//! Modes: each scheme's choice of code, redundancy controller and congestion response.
 //!
-//! Redundancy: FMTCP's δ̂-completeness rule (Cui et al., Eq. 4), applied to what a block still
-//! lacks rather than to whole blocks: keep in flight the smallest number n of symbols such
-//! that, with the path's current loss estimate p, at least the missing degrees of freedom r
-//! arrive with probability ≥ 1 − δ̂:  P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ̂. Sent right after a
-//! block's sources this is proactive repair; when losses are detected, in-flight symbols drop
-//! and the same rule asks for new repairs at once — no round trip per loss beyond detection.
-//!
-//! Congestion: a loss counts as congestion only when the path's RTT shows a queue (latest RTT
+//! braid's congestion response: a loss counts as congestion only when the path's RTT shows a queue (latest RTT
 //! above 1.25 × min RTT + 2 ms); random loss on an empty queue is repaired, not backed off
 //! from. This is a simple delay-gated rule in the spirit of TCP Veno; the model-based
 //! controller of issue 3 replaces it.
 
 use std::time::Duration;
 
-use crate::blocks::SendBlock;
 use crate::cc::RttEstimator;
+use crate::redundancy::{NoRedundancy, Redundancy, RedundancyController};
 
 /// A scheme: how a connection codes, repairs and reacts to loss. More modes (the seed papers')
 /// follow in issue 3.
@@ -43,10 +36,19 @@ impl Mode {
         self == Mode::Tcp
     }
 
-    pub(crate) fn loss_is_congestion(self, redundancy: &Redundancy, rtt: &RttEstimator) -> bool {
+    /// Whether losses just detected on a path with this RTT state count as congestion.
+    pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
-            Mode::Braid => redundancy.loss_is_congestion(rtt),
+            Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
             Mode::Tcp => true,
+        }
+    }
+
+    /// The mode's redundancy controller; `adaptive` is braid's tuning.
+    pub(crate) fn redundancy(self, adaptive: Redundancy) -> Box<dyn RedundancyController> {
+        match self {
+            Mode::Braid => Box::new(adaptive),
+            Mode::Tcp => Box::new(NoRedundancy),
         }
     }
 }
@@ -58,149 +60,5 @@ impl std::str::FromStr for Mode {
             let names: Vec<_> = Mode::ALL.iter().map(|m| m.name()).collect();
             format!("unknown mode `{s}` (expected one of: {})", names.join(", "))
         })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Redundancy {
-    /// δ̂: accepted probability that a block still lacks symbols after what is in flight
-    /// arrives. Default 0.5: proactive repair carries the *expected* loss and the reactive
-    /// rule the rest, which measured best for bulk goodput in the CTCP Table IV scenario at 5%
-    /// loss (`braid-sim`, seed 1: δ̂ = 0.3 → 0.83 and 0.5 → 0.84 of the ideal; in an earlier
-    /// build, δ̂ = 0.01 / 0.05 / 0.15 → 0.77 / 0.78 / 0.81). FMTCP used 0.05;
-    /// latency-sensitive traffic wants a small δ̂.
-    pub target_failure: f64,
-    /// Floor on the loss estimate used, so a loss-free start still sends a margin. Default 0.
-    pub min_loss: f64,
-}
-
-impl Default for Redundancy {
-    fn default() -> Self {
-        Redundancy { target_failure: 0.5, min_loss: 0.0 }
-    }
-}
-
-impl Redundancy {
-    /// Repair symbols `block` should get now, given loss estimate `p`.
-    pub fn deficit(&self, block: &SendBlock, p: f64) -> u64 {
-        if block.decoded || !block.all_sources_sent() || block.is_empty() {
-            return 0;
-        }
-        let len = block.len() as u64;
-        let missing = len.saturating_sub(block.known_dofs());
-        if missing == 0 {
-            return 0;
-        }
-        if !block.closed {
-            // Still filling: repair only what is known lost.
-            return missing.saturating_sub(block.in_flight);
-        }
-        let wanted = symbols_for(missing, p.max(self.min_loss), self.target_failure);
-        wanted.saturating_sub(block.in_flight)
-    }
-
-    pub fn loss_is_congestion(&self, rtt: &RttEstimator) -> bool {
-        rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2)
-    }
-}
-
-/// FMTCP Eq. (4) inverted: the smallest n with P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ. Exact
-/// for small r; for larger r (called per block per packet, so it must be cheap) the normal
-/// approximation n(1 − p) − z·√(n p (1 − p)) ≥ r, solved for √n.
-pub(crate) fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
-    let p = p.clamp(0.0, 0.9);
-    if p <= 0.0 {
-        return r;
-    }
-    if r > 16 {
-        let q = 1.0 - p;
-        let z = normal_quantile(1.0 - delta.clamp(1e-9, 1.0 - 1e-9));
-        let b = z * (p * q).sqrt();
-        let s = (b + (b * b + 4.0 * q * r as f64).sqrt()) / (2.0 * q);
-        return ((s * s).ceil() as u64).max(r);
-    }
-    // The exact sum costs a few hundred exp/ln calls and is asked for every open block on every
-    // packet, so answers are memoized per (r, p to 1/4096, δ).
-    thread_local! {
-        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u32, u64), u64>> =
-            std::cell::RefCell::new(std::collections::HashMap::new());
-    }
-    let p_bucket = (p * 4096.0).round() as u32;
-    let key = (r, p_bucket, delta.to_bits());
-    if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
-        return n;
-    }
-    let p = f64::from(p_bucket) / 4096.0;
-    let mut n = r;
-    while success_probability(n, r, 1.0 - p) < 1.0 - delta && n < 4 * r + 16 {
-        n += 1;
-    }
-    MEMO.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.len() > 100_000 {
-            m.clear();
-        }
-        m.insert(key, n);
-    });
-    n
-}
-
-/// Φ⁻¹(x), Abramowitz & Stegun 26.2.23 (absolute error < 4.5e-4).
-fn normal_quantile(x: f64) -> f64 {
-    let tail = |v: f64| {
-        let t = (-2.0 * v.ln()).sqrt();
-        t - (2.515517 + 0.802853 * t + 0.010328 * t * t)
-            / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t.powi(3))
-    };
-    if x >= 0.5 {
-        tail(1.0 - x)
-    } else {
-        -tail(x)
-    }
-}
-
-/// P[Binomial(n, q) ≥ r], summed in log space.
-fn success_probability(n: u64, r: u64, q: f64) -> f64 {
-    let (ln_q, ln_p) = (q.ln(), (1.0 - q).ln());
-    let mut ln_choose = 0.0; // ln C(n, 0)
-    let mut below = 0.0;
-    for j in 0..r.min(n + 1) {
-        if j > 0 {
-            ln_choose += ((n - j + 1) as f64).ln() - (j as f64).ln();
-        }
-        below += (ln_choose + j as f64 * ln_q + (n - j) as f64 * ln_p).exp();
-    }
-    1.0 - below
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn matches_fmtcp_margins() {
-        // Worked by hand: r = 10, δ̂ = 5%. p = 1%: 10 of 10 arrive with 0.904, 10 of 11 with
-        // 0.995 → 11. p = 5%: 11 gives 0.898, 12 gives 0.981 → 12. p = 10%: 12 gives 0.889,
-        // 13 gives 0.966 → 13.
-        assert_eq!(symbols_for(10, 0.01, 0.05), 11);
-        assert_eq!(symbols_for(10, 0.05, 0.05), 12);
-        assert_eq!(symbols_for(10, 0.10, 0.05), 13);
-        assert_eq!(symbols_for(5, 0.0, 0.01), 5);
-        // Monotone in loss.
-        assert!(symbols_for(64, 0.2, 0.01) > symbols_for(64, 0.05, 0.01));
-        assert!((success_probability(3, 3, 0.5) - 0.125).abs() < 1e-12);
-        // The normal approximation for large r stays within a symbol or two of the exact rule.
-        for (r, p, d) in [(64u64, 0.05, 0.05), (64, 0.2, 0.01), (40, 0.1, 0.5)] {
-            let exact = {
-                let mut n = r;
-                while success_probability(n, r, 1.0 - p) < 1.0 - d {
-                    n += 1;
-                }
-                n
-            };
-            let approx = symbols_for(r, p, d);
-            assert!(approx.abs_diff(exact) <= 2, "r {r} p {p} δ {d}: exact {exact}, approx {approx}");
-        }
-        assert!((normal_quantile(0.975) - 1.96).abs() < 1e-3);
     }
 }

@@ -1,0 +1,69 @@
+//! Redundancy control: how many repair symbols each block gets, and when.
+//!
+//! One [`RedundancyController`] per connection, chosen by the mode. The connection asks it, for
+//! the path about to send, how many repair symbols a block still wants beyond those in flight,
+//! and tells it what happened (symbols sent, packets lost, retransmissions, blocks decoded), so
+//! controllers that adapt on feedback — TCP-dFEC's residual-loss ratio, Sato et al.'s
+//! cwnd-sized groups — can keep their own statistics. Which losses count as congestion is not
+//! decided here but by the mode (see `conn::Mode`).
+
+mod adaptive;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use adaptive::symbols_for;
+pub use adaptive::Redundancy;
+
+use crate::blocks::SendBlock;
+use crate::Instant;
+
+/// What a redundancy controller may know about the path about to carry a symbol.
+#[derive(Debug, Clone, Copy)]
+pub struct PathView {
+    pub smoothed_rtt: Duration,
+    pub min_rtt: Duration,
+    /// The path's random-loss estimate (CTCP Algorithm 1's p).
+    pub loss: f64,
+    /// Congestion window and bytes in flight.
+    pub window: u64,
+    pub in_flight: u64,
+    /// Largest datagram.
+    pub mss: u64,
+}
+
+/// Something the connection observed, for controllers that adapt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedundancyEvent {
+    /// A symbol went out (`repair`: a repair symbol, else a source, first copy or again).
+    Sent { repair: bool, retransmission: bool },
+    /// A packet carrying a symbol was declared lost.
+    Lost { repair: bool },
+    /// A packet carrying a symbol was acknowledged.
+    Acked { repair: bool },
+}
+
+/// The redundancy half of a mode (the congestion half is a [`crate::cc::CongestionController`]).
+pub trait RedundancyController: Send + fmt::Debug {
+    fn name(&self) -> &'static str;
+
+    /// Repair symbols `block` should get now beyond what is in flight, if sent on `path`.
+    fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64;
+
+    /// Feedback; the default ignores it.
+    fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, _path: &PathView) {}
+}
+
+/// No coding at all: the `tcp` model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRedundancy;
+
+impl RedundancyController for NoRedundancy {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn repairs_wanted(&self, _block: &SendBlock, _path: &PathView) -> u64 {
+        0
+    }
+}
