@@ -337,9 +337,17 @@ impl Streams {
 
     /// Window updates to send: (connection max data if changed, per-stream maxima).
     pub fn poll_window_updates(&mut self) -> (Option<u64>, Vec<(u64, u64)>) {
+        self.poll_window_updates_limited(usize::MAX)
+    }
+
+    /// Like [`Streams::poll_window_updates`], taking at most `max_streams` stream updates (the
+    /// rest stay due, so one packet never has to carry them all).
+    pub fn poll_window_updates_limited(&mut self, max_streams: usize) -> (Option<u64>, Vec<(u64, u64)>) {
         let data = std::mem::take(&mut self.max_data_dirty).then_some(self.max_data);
-        let streams = std::mem::take(&mut self.dirty_streams)
-            .into_iter()
+        let take = self.dirty_streams.len().min(max_streams);
+        let streams = self
+            .dirty_streams
+            .drain(..take)
             .filter_map(|id| self.recv.get(&id).map(|s| (id, s.max)))
             .collect();
         (data, streams)

@@ -34,6 +34,8 @@ pub struct SendBlock {
     /// Degrees of freedom the receiver holds: symbols acknowledged at packet level, reset to
     /// the receiver's own count whenever it reports this block as its lowest undecoded one.
     pub acked: u64,
+    /// Symbols of this block declared lost so far (they use up its proactive margin).
+    pub lost: u64,
     pub decoded: bool,
 }
 
@@ -128,6 +130,7 @@ impl BlockSender {
                 next_unsent: 0,
                 in_flight: 0,
                 acked: 0,
+                lost: 0,
                 decoded: false,
             });
         }
@@ -215,6 +218,7 @@ impl BlockSender {
     pub fn on_symbol_lost(&mut self, symbol: OutgoingSymbol, retransmit: bool) {
         if let Some(b) = self.block_mut(symbol.block) {
             b.in_flight = b.in_flight.saturating_sub(1);
+            b.lost += 1;
             if let (true, Some(index), false) = (retransmit, symbol.source, b.decoded) {
                 self.retransmit.push_back((symbol.block, index));
             }

@@ -531,9 +531,11 @@ impl Connection {
         let view = self.path_view(path);
         self.session.as_ref().is_some_and(|s| {
             s.sender.has_retransmission()
-                || s.sender
-                    .blocks()
-                    .any(|b| !b.all_sources_sent() || self.redundancy.repairs_wanted(b, &view) > 0)
+                || s.sender.blocks().any(|b| {
+                    !b.all_sources_sent()
+                        || self.redundancy.spare_repairs(b, &view) > 0
+                        || self.redundancy.repairs_wanted(b, &view) > 0
+                })
         })
     }
 
@@ -587,19 +589,22 @@ impl Connection {
             .iter()
             .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
             .or(self.session.as_ref().is_some_and(|s| s.streams.has_window_updates()).then_some(0));
+        let max = self.config.max_datagram;
         if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
             self.begin_packet(path, PacketType::Data, buf);
-            self.write_control(now, buf, 2);
-            // `has_symbol` is a promise the code may not keep (an XOR block has no complete group
-            // to repair): then the control frames already written go out alone.
-            return Some(match self.write_symbol(now, path, buf) {
+            // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
+            // promise the code may not keep (an XOR block has no complete group to repair):
+            // then the control frames go out alone.
+            let symbol = self.write_symbol(now, path, buf);
+            self.write_control(now, buf, 2, max);
+            return Some(match symbol {
                 Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
                 None => self.end_packet(now, path, buf, false, Vec::new()),
             });
         }
         let path = ack_due?;
         self.begin_packet(path, PacketType::Data, buf);
-        self.write_control(now, buf, 32);
+        self.write_control(now, buf, 32, max);
         Some(self.end_packet(now, path, buf, false, Vec::new()))
     }
 
@@ -636,26 +641,45 @@ impl Connection {
     }
 
     /// ACKs for every path with something to acknowledge (at most `ranges` ranges each), the
-    /// decoder state, and flow-control updates.
-    fn write_control(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize) {
-        let mut w = Writer::new(buf);
+    /// decoder state, and flow-control updates — as many as keep the packet within `max` bytes.
+    /// What does not fit stays due (an ACK-only packet carries it).
+    fn write_control(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize, max: usize) {
+        let mut frame = Vec::new();
         for p in self.paths.iter_mut().filter(|p| p.ack_pending) {
+            let unacked = p.unacked_eliciting;
             if let Some(mut ack) = p.ack_frame(now) {
                 ack.ranges.truncate(ranges);
-                Frame::Ack(ack).write(&mut w).expect("valid ranges");
+                frame.clear();
+                Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
+                if buf.len() + frame.len() <= max {
+                    buf.extend_from_slice(&frame);
+                } else {
+                    p.ack_pending = true;
+                    p.unacked_eliciting = unacked;
+                }
             }
         }
         if let Some(s) = self.session.as_mut() {
-            if std::mem::take(&mut s.block_ack_dirty) {
-                Frame::BlockAck(s.receiver.block_ack()).write(&mut w).expect("valid");
+            if s.block_ack_dirty {
+                frame.clear();
+                Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(&mut frame)).expect("valid");
+                if buf.len() + frame.len() <= max {
+                    buf.extend_from_slice(&frame);
+                    s.block_ack_dirty = false;
+                }
             }
-            let (data, streams) = s.streams.poll_window_updates();
-            self.window_update_written |= data.is_some() || !streams.is_empty();
-            if let Some(max) = data {
-                Frame::MaxData(max).write(&mut w).expect("valid");
-            }
-            for (stream, max) in streams {
-                Frame::MaxStreamData { stream, max }.write(&mut w).expect("valid");
+            // MAX_DATA and MAX_STREAM_DATA frames take at most 1 + 8 and 1 + 8 + 8 bytes.
+            let room = max.saturating_sub(buf.len());
+            if room >= 9 && s.streams.has_window_updates() {
+                let (data, streams) = s.streams.poll_window_updates_limited((room - 9) / 17);
+                self.window_update_written |= data.is_some() || !streams.is_empty();
+                let mut w = Writer::new(buf);
+                if let Some(max) = data {
+                    Frame::MaxData(max).write(&mut w).expect("valid");
+                }
+                for (stream, max) in streams {
+                    Frame::MaxStreamData { stream, max }.write(&mut w).expect("valid");
+                }
             }
         }
     }
@@ -716,7 +740,19 @@ impl Connection {
                 return Some(sent);
             }
         }
-        let sent = s.sender.write_next_source(&mut w)?;
+        let Some(sent) = s.sender.write_next_source(&mut w) else {
+            // No new data: the spare capacity carries proactive repair.
+            let block =
+                s.sender.blocks().find(|b| self.redundancy.spare_repairs(b, &view) > 0).map(|b| b.id)?;
+            let sent = s.sender.write_repair(block, &mut w).ok()??;
+            self.stats.repair_symbols_sent += 1;
+            self.redundancy.on_event(
+                now,
+                RedundancyEvent::Sent { repair: true, retransmission: false },
+                &view,
+            );
+            return Some(sent);
+        };
         self.stats.source_symbols_sent += 1;
         self.redundancy.on_event(now, RedundancyEvent::Sent { repair: false, retransmission: false }, &view);
         if sent.source == Some(0) {

@@ -44,7 +44,13 @@ impl Redundancy {
             // Still filling: repair only what is known lost.
             return missing.saturating_sub(block.in_flight);
         }
-        let wanted = symbols_for(missing, p.max(self.min_loss), self.target_failure);
+        // The margin beyond the block's length that the δ̂ rule asks for, decided over the whole
+        // block; every loss of one of the block's symbols uses up one unit of it, and losses
+        // beyond it are replaced one for one. (Re-deriving the margin from what is still missing
+        // after each loss would keep adding margin as losses happen, and whatever margin is left
+        // when the block decodes arrives as redundant symbols.)
+        let margin = symbols_for(len, p.max(self.min_loss), self.target_failure) - len;
+        let wanted = missing + margin.saturating_sub(block.lost);
         wanted.saturating_sub(block.in_flight)
     }
 }
@@ -54,8 +60,18 @@ impl RedundancyController for Redundancy {
         "adaptive"
     }
 
-    fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
-        self.deficit(block, path.loss)
+    /// Known losses are replaced at once, ahead of new data.
+    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
+        if block.decoded || !block.all_sources_sent() {
+            return 0;
+        }
+        let missing = (block.len() as u64).saturating_sub(block.known_dofs());
+        missing.saturating_sub(block.in_flight)
+    }
+
+    /// The proactive margin goes out whenever the path has room and no new data is waiting.
+    fn spare_repairs(&self, block: &SendBlock, path: &PathView) -> u64 {
+        self.deficit(block, path.loss).saturating_sub(self.repairs_wanted(block, path))
     }
 }
 
@@ -131,6 +147,49 @@ fn success_probability(n: u64, r: u64, q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn view(loss: f64) -> PathView {
+        let rtt = std::time::Duration::from_millis(100);
+        PathView { smoothed_rtt: rtt, min_rtt: rtt, loss, window: 100_000, in_flight: 0, mss: 1280 }
+    }
+
+    /// Known losses go out ahead of new data, the δ̂ margin only as spare capacity, and each
+    /// loss of the block's symbols uses up a unit of margin instead of adding to it.
+    #[test]
+    fn margin_is_spent_by_losses_and_losses_beyond_it_are_replaced() {
+        use crate::blocks::BlockSender;
+        use crate::wire::Writer;
+        use braid_fec::{CodeFamily, CodecConfig};
+        let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..64 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        let mut sent = Vec::new();
+        let mut out = Vec::new();
+        while let Some(s) = tx.write_next_source(&mut Writer::new(&mut out)) {
+            sent.push(s);
+        }
+        let r = Redundancy::default();
+        let (v, block) = (view(0.05), |tx: &BlockSender| tx.blocks().next().map(|b| (b.in_flight, b.lost)));
+        let b = tx.blocks().next().unwrap();
+        // 64 / 0.95 = 67.4 → 68 symbols: a margin of 4, nothing known lost yet.
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 4));
+        for s in &sent[..3] {
+            tx.on_symbol_lost(*s, false);
+        }
+        assert_eq!(block(&tx), Some((61, 3)));
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (3, 1));
+        for s in &sent[3..6] {
+            tx.on_symbol_lost(*s, false);
+        }
+        let b = tx.blocks().next().unwrap();
+        // Six lost: the margin is gone, the six are replaced one for one.
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (6, 0));
+        // No loss estimate: no margin.
+        assert_eq!(r.spare_repairs(b, &view(0.0)), 0);
+    }
 
     #[test]
     fn matches_fmtcp_margins() {

@@ -47,8 +47,15 @@ pub enum RedundancyEvent {
 pub trait RedundancyController: Send + fmt::Debug {
     fn name(&self) -> &'static str;
 
-    /// Repair symbols `block` should get now beyond what is in flight, if sent on `path`.
+    /// Repair symbols `block` should get now beyond what is in flight, if sent on `path`,
+    /// ahead of new source symbols.
     fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64;
+
+    /// Further repair symbols worth sending when there is no new source symbol to send
+    /// (capacity that would otherwise go unused). Default: none.
+    fn spare_repairs(&self, _block: &SendBlock, _path: &PathView) -> u64 {
+        0
+    }
 
     /// Feedback; the default ignores it.
     fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, _path: &PathView) {}

@@ -16,8 +16,10 @@ pub const MAX_BLOCKS_IN_FLIGHT: u64 = 64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransportParams {
     pub code: CodeFamily,
-    /// Bytes per coded symbol. Default 1200 (fits a 1280-byte IPv6-minimum datagram with
-    /// headers).
+    /// Bytes per coded symbol. Default 1232: a 1280-byte IPv6-minimum datagram less the packet
+    /// header (≤ 14 bytes below 2^30 packets) and the SYMBOL frame's (≤ 14 bytes), with ~20
+    /// bytes left for a piggybacked ACK. Every header byte is goodput lost, so the symbol fills
+    /// the datagram.
     pub symbol_size: u16,
     /// Most source symbols per block. Default 64 (CTCP uses blocks of tens of packets).
     pub max_block_len: u16,
@@ -37,7 +39,7 @@ impl Default for TransportParams {
     fn default() -> Self {
         TransportParams {
             code: CodeFamily::Rlnc,
-            symbol_size: 1200,
+            symbol_size: 1232,
             max_block_len: 64,
             blocks_in_flight: 16,
             initial_max_data: 16 << 20,
