@@ -307,10 +307,11 @@ impl Path {
     pub fn on_timer(&mut self, now: Instant) -> (Vec<SentPacket>, bool) {
         let mut lost = Vec::new();
         if self.largest_acked.is_some_and(|l| self.sent.range(..l).next().is_some()) {
+            // The timer was armed for a time-threshold loss. If the RTT grew since, the packet
+            // is not yet old enough and the timer is simply re-armed: it must never turn into a
+            // probe timeout, which would presume everything in flight lost.
             self.detect_lost(now, &mut lost);
-            if !lost.is_empty() {
-                return (lost, false);
-            }
+            return (lost, false);
         }
         (self.on_loss_timeout(now), true)
     }
@@ -364,6 +365,28 @@ mod tests {
         let ack = p.ack_frame(Instant::ZERO).unwrap();
         let ranges: Vec<(u64, u64)> = ack.ranges.iter().map(|r| (r.start, r.end)).collect();
         assert_eq!(ranges, vec![(9, 9), (5, 7), (0, 2)]);
+    }
+
+    /// A time-threshold timer that fires after the RTT grew finds nothing old enough yet: it
+    /// re-arms, and must not become a probe timeout that presumes the whole flight lost.
+    #[test]
+    fn early_time_threshold_timer_is_not_a_probe_timeout() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        for n in 0..3 {
+            p.on_sent(Instant::from_micros(n * 1000), n, packet(n * 1000));
+        }
+        let ack = |end| AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 1, end }] };
+        // Packet 0 is below the largest acknowledged but only two behind: a time-threshold timer.
+        assert!(p.on_ack(Instant::from_micros(100_000), &ack(2)).lost.is_empty());
+        let armed = p.loss_timeout().unwrap();
+        // Fire a little early (as if the RTT grew after arming): nothing is lost, no timeout.
+        let (lost, probe) = p.on_timer(armed - Duration::from_millis(5));
+        assert!(lost.is_empty() && !probe);
+        assert_eq!((p.stats.timeouts, p.in_flight), (0, 1000));
+        // On time: packet 0 is declared lost by the time threshold.
+        let (lost, probe) = p.on_timer(armed);
+        assert_eq!((lost.len(), probe), (1, false));
+        assert_eq!(p.stats.timeouts, 0);
     }
 
     #[test]
