@@ -4,15 +4,16 @@
 //! the propagation RTT (windowed min over 10 s), pace at gain × bandwidth, cap what is in flight
 //! at gain × BDP. Loss is not a congestion signal.
 //!
-//! braid's difference: the connection counts bytes lost to *random* loss (losses it did not judge
-//! to be congestion) as having passed the bottleneck, so a 5%-loss path is measured at its full
-//! rate, not 95% of it. Kernel BBR measures only acknowledged bytes and so settles near
-//! (1 − p)² of the link on a lossy path (17.9 of 20 Mbit/s at 5%, TESTBED.md); a coded transport
+//! braid's difference: delivery-rate samples are scaled by 1 / (1 − p) with the path's
+//! random-loss estimate, since randomly lost bytes crossed the bottleneck too, so a 5%-loss path
+//! is measured at its full rate, not 95% of it. Kernel BBR measures only acknowledged bytes and
+//! so settles lower on a lossy path (17.9 of 20 Mbit/s at 5%, TESTBED.md); a coded transport
 //! whose repairs replace the lost bytes can use the whole link.
 //!
-//! Status: experimental, not the default. In the simulator it matches CUBIC on clean paths but
-//! starves under heavy loss (20%): its bandwidth samples stay low while probe timeouts keep
-//! discarding in-flight packets. To be fixed before it becomes braid's default.
+//! Status: experimental, not the default. In the simulator (CTCP Table IV, seed 1) it finishes
+//! every loss rate now that a spurious probe timeout no longer discards its flight, but it
+//! trails CUBIC: its Startup overflows a 1-BDP queue (≈ 440 drops at 0% loss) and ProbeBW keeps
+//! a standing queue (smoothed RTT 135–148 ms on a 100 ms path at 1–4% loss).
 //!
 //! Not implemented (yet): ProbeRTT (the min-RTT estimate simply expires after 10 s and is
 //! re-learned from the next samples), app-limited sample marking, long-term policing detection.

@@ -228,7 +228,11 @@ impl Path {
         // Delivery rate over the newest acknowledged packet's lifetime (BBR's rate sample).
         let delivery_rate = rate_base.and_then(|(delivered, at)| {
             let interval = (now - at).as_secs_f64();
-            (interval > 0.0).then(|| (self.delivered - delivered) as f64 / interval)
+            // Bytes lost at random crossed the bottleneck too (a coded transport replaces them
+            // with repair, not by slowing down): scale the acknowledged rate by 1 / (1 − p) with
+            // the path's random-loss estimate (see cc/bbr.rs).
+            let crossed = 1.0 / (1.0 - self.loss.rate().min(0.5));
+            (interval > 0.0).then(|| (self.delivered - delivered) as f64 * crossed / interval)
         });
         self.largest_acked = self.largest_acked.max(Some(largest));
         self.pto_count = 0;
@@ -271,10 +275,6 @@ impl Path {
     /// repair, which should track the path's random loss, not the sender's own overshoot.
     pub fn record_losses(&mut self, now: Instant, count: usize, bytes: u64, congestion: bool) {
         if !congestion {
-            // Random loss happened after the packets crossed the bottleneck (or as if it did):
-            // count them as delivered for the bandwidth estimate (see cc/bbr.rs).
-            self.delivered += bytes;
-            self.delivered_time = now;
             for _ in 0..count {
                 self.loss.sample(true);
             }
