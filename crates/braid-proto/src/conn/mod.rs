@@ -24,7 +24,7 @@ use crate::wire::{
 use crate::Instant;
 
 pub use crate::redundancy::Redundancy;
-use crate::redundancy::{PathView, RedundancyController, RedundancyEvent};
+use crate::redundancy::{PathView, RedundancyController, RedundancyEvent, SymbolEvent};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
 pub use policy::Mode;
@@ -36,12 +36,13 @@ const MIN_INITIAL: usize = 1200;
 /// How one end runs a connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
-    /// Parameters this end announces (the client's code parameters are the connection's).
+    /// Parameters this end announces (the client's code parameters are the connection's). A
+    /// client whose `code` is the default (RLNC) proposes its mode's family instead
+    /// ([`Mode::code_family`]).
     pub params: TransportParams,
     /// Largest datagram to send. Default 1280 (IPv6's minimum MTU).
     pub max_datagram: usize,
-    /// Congestion controller per path. Default (`None`): CUBIC, for every mode until the
-    /// model-based controller is tuned.
+    /// Congestion controller per path. Default (`None`): the mode's ([`Mode::default_cc`]).
     pub cc: Option<CcAlgorithm>,
     /// The scheme. Default `braid`.
     pub mode: Mode,
@@ -155,7 +156,10 @@ pub struct Connection {
 
 impl Connection {
     /// A client; `seed` picks the connection id.
-    pub fn client(config: ConnectionConfig, now: Instant, seed: u64) -> Connection {
+    pub fn client(mut config: ConnectionConfig, now: Instant, seed: u64) -> Connection {
+        if config.params.code == TransportParams::default().code {
+            config.params.code = config.mode.code_family();
+        }
         let cid = ConnectionId(splitmix(seed).to_be_bytes());
         let mut c = Connection::new(Side::Client, config, now, cid);
         c.handshake_due = Some(now);
@@ -169,9 +173,7 @@ impl Connection {
 
     fn new(side: Side, config: ConnectionConfig, now: Instant, cid: ConnectionId) -> Connection {
         let mss = config.max_datagram as u64;
-        // The model-based controller (`bbr`) is not tuned yet (it starves under heavy loss in
-        // the simulator), so every mode defaults to CUBIC for now.
-        let cc = config.cc.unwrap_or(CcAlgorithm::Cubic);
+        let cc = config.cc.unwrap_or(config.mode.default_cc());
         let paths = (0..config.paths.clamp(1, 8)).map(|id| Path::new(id, cc.build(mss), now)).collect();
         Connection {
             side,
@@ -449,15 +451,20 @@ impl Connection {
     ) {
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
+        let path_id = path as u8;
         for p in &acked {
             for s in &p.symbols {
                 session.sender.on_symbol_acked(s.block);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
+                let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
+                self.redundancy.on_symbol(now, event);
             }
         }
         for p in &lost {
             for s in &p.symbols {
                 self.redundancy.on_event(now, RedundancyEvent::Lost { repair: s.is_repair() }, &view);
+                let event = SymbolEvent::Lost { block: s.block, path: path_id, sent_at: p.time };
+                self.redundancy.on_symbol(now, event);
             }
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
@@ -473,10 +480,12 @@ impl Connection {
         let path = &mut self.paths[path];
         if let Some(newest) = lost.iter().map(|p| p.time).max().filter(|_| !probe) {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
+            path.cc.on_lost(now, lost.len() as u64);
             if congestion {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
-            path.record_losses(now, lost.len(), lost.iter().map(|p| p.size).sum(), congestion);
+            let uncounted = congestion && !self.config.mode.estimate_counts_congestion();
+            path.record_losses(now, lost.len(), lost.iter().map(|p| p.size).sum(), uncounted);
         }
     }
 
@@ -543,7 +552,7 @@ impl Connection {
         PathView {
             smoothed_rtt: p.rtt.smoothed(),
             min_rtt: p.rtt.min(),
-            loss: p.loss.rate(),
+            loss: p.cc.loss_estimate().unwrap_or(p.loss.rate()),
             window: p.cc.window(),
             in_flight: p.in_flight,
             mss: self.config.max_datagram as u64,
@@ -593,7 +602,11 @@ impl Connection {
             // `has_symbol` is a promise the code may not keep (an XOR block has no complete group
             // to repair): then the control frames already written go out alone.
             return Some(match self.write_symbol(now, path, buf) {
-                Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
+                Some(symbol) => {
+                    let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+                    self.redundancy.on_symbol(now, event);
+                    self.end_packet(now, path, buf, true, vec![symbol])
+                }
                 None => self.end_packet(now, path, buf, false, Vec::new()),
             });
         }

@@ -318,13 +318,12 @@ impl Path {
     /// The probe timer fired: everything in flight is presumed lost (a coded transport does not
     /// need the exact packets back, only new symbols for their blocks, which also serve as the
     /// probe). A single probe timeout is usually a lost tail, not congestion (RFC 9002 §6.2);
-    /// only the third in a row — persistent congestion (§7.6) — collapses the window.
+    /// the controller decides (by default only the third in a row — persistent congestion,
+    /// §7.6 — collapses the window; CTCP's tokens react to every timeout).
     fn on_loss_timeout(&mut self, now: Instant) -> Vec<SentPacket> {
         self.pto_count += 1;
         self.stats.timeouts += 1;
-        if self.pto_count >= 3 {
-            self.cc.on_timeout(now);
-        }
+        self.cc.on_probe_timeout(now, self.pto_count);
         let mut lost = Vec::new();
         for (_, packet) in std::mem::take(&mut self.sent) {
             if packet.ack_eliciting {

@@ -8,12 +8,16 @@
 //! decided here but by the mode (see `conn::Mode`).
 
 mod adaptive;
+mod ctcp;
+mod fmtcp;
 
 use std::fmt;
 use std::time::Duration;
 
 pub use adaptive::symbols_for;
 pub use adaptive::Redundancy;
+pub use ctcp::CtcpScheduler;
+pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
 
 use crate::blocks::SendBlock;
 use crate::Instant;
@@ -43,6 +47,18 @@ pub enum RedundancyEvent {
     Acked { repair: bool },
 }
 
+/// One symbol's fate, with its block and send time, for controllers that track what is in
+/// flight per block (CTCP Algorithm 3 counts a block's packets sent less than 1.5 RTT ago).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolEvent {
+    /// A symbol of `block` went out on `path` at `at`.
+    Sent { block: u64, path: u8, at: Instant },
+    /// The packet carrying a symbol of `block`, sent on `path` at `sent_at`, was acknowledged.
+    Acked { block: u64, path: u8, sent_at: Instant },
+    /// … was declared lost (also a probe timeout's presumption).
+    Lost { block: u64, path: u8, sent_at: Instant },
+}
+
 /// The redundancy half of a mode (the congestion half is a [`crate::cc::CongestionController`]).
 pub trait RedundancyController: Send + fmt::Debug {
     fn name(&self) -> &'static str;
@@ -52,6 +68,9 @@ pub trait RedundancyController: Send + fmt::Debug {
 
     /// Feedback; the default ignores it.
     fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, _path: &PathView) {}
+
+    /// Per-symbol feedback with block and send time; the default ignores it.
+    fn on_symbol(&mut self, _now: Instant, _event: SymbolEvent) {}
 }
 
 /// No coding at all: the `tcp` model.

@@ -192,6 +192,8 @@ fn mode_label(mode: Mode) -> &'static str {
     match mode {
         Mode::Braid => "braid",
         Mode::Tcp => "tcp (model)",
+        Mode::Ctcp => "ctcp",
+        Mode::Fmtcp => "fmtcp",
     }
 }
 
