@@ -7,7 +7,7 @@
 //!   RTT EWMA is the path's smoothed RTT, [`RttEstimator`].)
 //! - [`CtcpTokens`] is CTCP Algorithm 2: tokens instead of a congestion window (one token lets
 //!   one packet, coded or not, go out; the window is `tokens × MSS`), slow start, then a
-//!   Vegas-like avoidance on the ratio of the smoothed RTT to the latest sample, a reduction
+//!   Vegas-like avoidance on the ratio of the base RTT to the latest sample, a reduction
 //!   when the loss rate spikes above its long-term level, and on a timeout half the tokens
 //!   become the slow-start threshold and slow start begins again.
 //!
@@ -124,8 +124,11 @@ impl CtcpTokens {
             self.tokens += 1.0;
             // TCP Vegas's own slow-start exit (Brakmo & Peterson §3.3), not in CTCP's
             // Algorithm 2: without it slow start only ends at a timeout (ss_threshold starts
-            // unbounded), and tail-drop queues overflow by the whole window.
+            // unbounded), and tail-drop queues overflow by the whole window. The delay signal
+            // lags a round trip in which slow start doubled the tokens: halve them, back to
+            // where the queue began to build.
             if delta > BETA {
+                self.tokens /= 2.0;
                 self.ss_threshold = self.tokens;
                 self.slow_start = false;
             } else if self.tokens > self.ss_threshold {
@@ -152,9 +155,14 @@ impl CongestionController for CtcpTokens {
         (self.tokens * self.mss as f64) as u64
     }
 
+    /// Algorithm 2 on an ACK. δ = 1 − RTT/rtt with RTT the path's *minimum* RTT, TCP Vegas's
+    /// BaseRTT: the paper writes the short-term average RTT_i, but an average updated on
+    /// every ACK follows the samples within a few ACKs, so δ stays near 0 under any standing
+    /// queue, slow start never ends and the tokens only stop growing when the queue
+    /// overflows (docs/DEVIATIONS.md).
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
         let latest = rtt.latest().as_secs_f64();
-        let delta = if latest > 0.0 { 1.0 - rtt.smoothed().as_secs_f64() / latest } else { 0.0 };
+        let delta = if latest > 0.0 { 1.0 - rtt.min().as_secs_f64() / latest } else { 0.0 };
         let stale = self.timeout_at.is_some_and(|t| ack.largest_sent < t);
         // CTCP's ACKs are per packet; braid's cover `bytes`: one Algorithm 1/2 step per packet.
         let packets = ack.bytes.div_ceil(self.mss).max(1);
@@ -221,12 +229,10 @@ mod tests {
         }
     }
 
-    /// An RTT estimator whose smoothed value is `smoothed` and latest sample `latest` (ms).
-    fn rtt(smoothed: u64, latest: u64) -> RttEstimator {
-        // srtt ← 7/8 srtt + 1/8 latest: pick the first sample so srtt lands on `smoothed`.
-        let first = (8 * smoothed - latest) as f64 / 7.0;
+    /// An RTT estimator whose minimum is `base` and latest sample `latest` (ms).
+    fn rtt(base: u64, latest: u64) -> RttEstimator {
         let mut r = RttEstimator::default();
-        r.update(Duration::from_secs_f64(first / 1e3), Duration::ZERO);
+        r.update(Duration::from_millis(base), Duration::ZERO);
         r.update(Duration::from_millis(latest), Duration::ZERO);
         r
     }
@@ -270,12 +276,13 @@ mod tests {
         cc.on_ack(&ack(100, 5, 1), &flat);
         assert_eq!(cc.tokens(), 15.0);
         assert!(cc.in_slow_start());
-        // A queue builds (rtt 150 ms against a 100 ms average: δ = 1/3 > β): slow start ends.
+        // A queue builds (rtt 150 ms against a 100 ms base: δ = 1/3 > β): slow start ends,
+        // giving back the round trip of growth the delay signal lagged behind.
         let queue = rtt(100, 150);
         let tokens = cc.tokens();
         cc.on_ack(&ack(200, 1, 101), &queue);
         assert!(!cc.in_slow_start());
-        assert_eq!(cc.tokens(), tokens + 1.0);
+        assert_eq!(cc.tokens(), (tokens + 1.0) / 2.0);
         // Avoidance, δ > β: −1/tokens per ACK.
         let t = cc.tokens();
         cc.on_ack(&ack(300, 1, 201), &queue);
@@ -284,7 +291,7 @@ mod tests {
         let t = cc.tokens();
         cc.on_ack(&ack(400, 1, 301), &flat);
         assert!((cc.tokens() - (t + 1.0 / t)).abs() < 1e-9);
-        // α ≤ δ ≤ β: unchanged (rtt 115 ms against ~100: δ ≈ 0.13).
+        // α ≤ δ ≤ β: unchanged (rtt 115 ms against 100: δ ≈ 0.13).
         let t = cc.tokens();
         cc.on_ack(&ack(500, 1, 401), &rtt(100, 115));
         assert!((cc.tokens() - t).abs() < 1e-9);

@@ -497,6 +497,7 @@ impl Connection {
             self.finish(CloseReason::IdleTimeout);
             return;
         }
+        self.redundancy.handle_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
                 let (lost, probe) = self.paths[i].on_timer(now);
@@ -524,14 +525,26 @@ impl Connection {
                 next = next.min(p.next_send);
             }
         }
+        if self.session.is_some() {
+            for i in 0..self.paths.len() {
+                if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
+                    next = next.min(t);
+                }
+            }
+        }
         if let Some(t) = self.handshake_due {
             next = next.min(t);
         }
         Some(next)
     }
 
+    /// Whether a symbol could go out if a path had room. Pipe data counts only while the block
+    /// window has room for it: otherwise `poll_transmit` has nothing to send, and a wake-up
+    /// for it would spin at the same instant (the wall-time livelock of a stalled block).
     fn wants_to_send(&self) -> bool {
-        self.session.as_ref().is_some_and(|s| s.streams.has_pipe_data() || !s.partial.is_empty())
+        self.session
+            .as_ref()
+            .is_some_and(|s| (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room())
             || (0..self.paths.len()).any(|p| self.has_symbol(p))
     }
 

@@ -297,8 +297,13 @@ impl Path {
         Some(oldest.time + pto)
     }
 
+    /// Rounded up to whole microseconds, the resolution of [`Instant`]: the timer set at
+    /// `sent + delay` must find the packet `delay` old when it fires, else it finds nothing to
+    /// declare lost and counts as a probe timeout.
     fn loss_delay(&self) -> Duration {
-        self.rtt.smoothed().max(self.rtt.latest()).mul_f64(TIME_THRESHOLD).max(Duration::from_millis(1))
+        let delay =
+            self.rtt.smoothed().max(self.rtt.latest()).mul_f64(TIME_THRESHOLD).max(Duration::from_millis(1));
+        Duration::from_micros(delay.as_nanos().div_ceil(1000) as u64)
     }
 
     /// The loss timer fired: declare time-threshold losses if that is what it was for, else

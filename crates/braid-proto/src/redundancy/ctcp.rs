@@ -41,9 +41,12 @@ impl CtcpScheduler {
     /// Algorithm 3's `onfly[block]`: symbols of `block` in flight, sent less than
     /// 1.5 × `rtt` ago.
     pub fn recent_in_flight(&self, block: u64, rtt: Duration) -> u64 {
+        // Asked for every open block on every packet: the times are in send order, so the
+        // fresh ones are a suffix, found by binary search.
         let horizon = rtt.mul_f64(FRESH_RTTS);
         self.in_flight.get(&block).map_or(0, |sent| {
-            sent.iter().filter(|&&(_, at)| self.now.saturating_duration_since(at) < horizon).count() as u64
+            let stale = sent.partition_point(|&(_, at)| self.now - at >= horizon);
+            (sent.len() - stale) as u64
         })
     }
 
@@ -88,6 +91,21 @@ impl RedundancyController for CtcpScheduler {
         } else {
             (short / delivery).ceil().max(1.0) as u64
         }
+    }
+
+    /// The next time a symbol in flight turns 1.5 RTT old (and stops being counted on).
+    fn poll_timeout(&self, path: &PathView) -> Option<Instant> {
+        let horizon = path.smoothed_rtt.mul_f64(FRESH_RTTS);
+        self.in_flight
+            .values()
+            .filter_map(|sent| {
+                sent.iter().find(|&&(_, at)| self.now - at < horizon).map(|&(_, at)| at + horizon)
+            })
+            .min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
     }
 
     fn on_symbol(&mut self, now: Instant, event: SymbolEvent) {
@@ -167,11 +185,15 @@ mod tests {
     fn packets_older_than_one_and_a_half_rtt_are_not_counted_on() {
         let mut ctcp = CtcpScheduler::default();
         let tx = sender(&mut ctcp, 0);
-        ctcp.on_symbol(ms(149), SymbolEvent::Sent { block: 9, path: 0, at: ms(149) });
+        ctcp.handle_timeout(ms(149));
         assert_eq!(ctcp.recent_in_flight(0, Duration::from_millis(100)), 4);
         assert_eq!(pick(&ctcp, &tx, &view(0.0)), None);
-        // 150 ms later (1.5 × 100 ms RTT) the sources are presumed lost: all three blocks short.
-        ctcp.on_symbol(ms(150), SymbolEvent::Sent { block: 9, path: 0, at: ms(150) });
+        // The connection is asked to wake up when that changes…
+        assert_eq!(ctcp.poll_timeout(&view(0.0)), Some(ms(150)));
+        // … 150 ms after sending (1.5 × 100 ms RTT) the sources are presumed lost: all three
+        // blocks are short.
+        ctcp.handle_timeout(ms(150));
+        assert_eq!(ctcp.poll_timeout(&view(0.0)), None);
         assert_eq!(ctcp.recent_in_flight(0, Duration::from_millis(100)), 0);
         assert_eq!(tx.blocks().map(|b| ctcp.repairs_wanted(b, &view(0.0))).collect::<Vec<_>>(), [4, 4, 4]);
         // Acknowledged dofs count: the receiver holding 3 of block 0's leaves it 1 short.

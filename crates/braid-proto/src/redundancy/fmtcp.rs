@@ -155,7 +155,8 @@ mod tests {
 
     #[test]
     fn a_block_gets_symbols_until_it_is_delta_complete_counting_in_flight() {
-        let config = CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
+        let config =
+            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
         let mut tx = BlockSender::new(config, 4);
         for _ in 0..6 {
             tx.push_source(&[1; 16]).unwrap();

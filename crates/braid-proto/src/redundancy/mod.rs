@@ -71,6 +71,16 @@ pub trait RedundancyController: Send + fmt::Debug {
 
     /// Per-symbol feedback with block and send time; the default ignores it.
     fn on_symbol(&mut self, _now: Instant, _event: SymbolEvent) {}
+
+    /// When the answers of [`RedundancyController::repairs_wanted`] may change with no event
+    /// but the passing of time (CTCP: a symbol in flight turns 1.5 RTT old); `path` is the
+    /// path that would send. The default never.
+    fn poll_timeout(&self, _path: &PathView) -> Option<Instant> {
+        None
+    }
+
+    /// Time passed (the connection's timer fired at `now`); the default ignores it.
+    fn handle_timeout(&mut self, _now: Instant) {}
 }
 
 /// No coding at all: the `tcp` model.
