@@ -389,4 +389,21 @@ mod tests {
         assert_eq!(p.in_flight, 0);
         assert!(p.rtt.has_sample());
     }
+
+    #[test]
+    fn the_time_threshold_timer_declares_the_loss_it_was_set_for() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        p.on_sent(Instant::ZERO, 0, packet(0));
+        p.on_sent(Instant::from_micros(10), 1, packet(10));
+        // RTT 100.001 ms: the loss delay, 9/8 of it, is 112.501125 ms — not whole microseconds.
+        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 1, end: 1 }] };
+        let out = p.on_ack(Instant::from_micros(100_011), &ack);
+        assert!(out.lost.is_empty());
+        let due = p.loss_timeout().unwrap();
+        // Firing when due finds packet 0 lost (before the fix it found it a fraction of a
+        // microsecond short of the delay and fell through to a probe timeout).
+        let (lost, probe) = p.on_timer(due);
+        assert_eq!((lost.len(), probe), (1, false));
+        assert_eq!(p.stats.timeouts, 0);
+    }
 }
