@@ -514,14 +514,14 @@ impl Connection {
             return None;
         }
         let mut next = self.last_heard + self.idle_timeout;
-        for p in &self.paths {
+        for (i, p) in self.paths.iter().enumerate() {
             if let Some(t) = p.loss_timeout() {
                 next = next.min(t);
             }
             if p.ack_pending {
                 next = next.min(ack_deadline(p));
             }
-            if self.wants_to_send() && p.window_room() >= self.config.max_datagram as u64 {
+            if p.window_room() >= self.config.max_datagram as u64 && self.wants_to_send(i) {
                 next = next.min(p.next_send);
             }
         }
@@ -538,14 +538,14 @@ impl Connection {
         Some(next)
     }
 
-    /// Whether a symbol could go out if a path had room. Pipe data counts only while the block
-    /// window has room for it: otherwise `poll_transmit` has nothing to send, and a wake-up
-    /// for it would spin at the same instant (the wall-time livelock of a stalled block).
-    fn wants_to_send(&self) -> bool {
+    /// Whether `path` would carry a symbol if it had room: exactly what `poll_transmit` will
+    /// find, else a wake-up would spin at the same instant (the wall-time livelock of a stalled
+    /// block). Pipe data counts only while the block window has room for it.
+    fn wants_to_send(&self, path: usize) -> bool {
         self.session
             .as_ref()
             .is_some_and(|s| (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room())
-            || (0..self.paths.len()).any(|p| self.has_symbol(p))
+            || self.has_symbol(path)
     }
 
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
