@@ -106,3 +106,42 @@ impl std::str::FromStr for Mode {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conn::{Connection, ConnectionConfig};
+    use crate::wire::TransportParams;
+    use crate::Instant;
+
+    #[test]
+    fn each_mode_brings_its_code_family_and_congestion_controller() {
+        assert_eq!("FMTCP".parse::<Mode>(), Ok(Mode::Fmtcp));
+        assert_eq!("ctcp".parse::<Mode>(), Ok(Mode::Ctcp));
+        let expected = [
+            (Mode::Braid, CodeFamily::Rlnc, "cubic"),
+            (Mode::Tcp, CodeFamily::Rlnc, "cubic"),
+            (Mode::Ctcp, CodeFamily::Rlnc, "ctcp"),
+            (Mode::Fmtcp, CodeFamily::RaptorQ, "newreno"),
+        ];
+        assert_eq!(expected.len(), Mode::ALL.len());
+        for (mode, code, cc) in expected {
+            let c = Connection::client(
+                ConnectionConfig { mode, ..ConnectionConfig::default() },
+                Instant::ZERO,
+                1,
+            );
+            assert_eq!(c.params().code, code, "{mode:?}");
+            assert_eq!(c.paths[0].cc.name(), cc, "{mode:?}");
+        }
+        // An explicit choice other than the default family, or of the controller, stands.
+        let config = ConnectionConfig {
+            mode: Mode::Fmtcp,
+            params: TransportParams { code: CodeFamily::Xor, ..TransportParams::default() },
+            cc: Some(CcAlgorithm::Cubic),
+            ..ConnectionConfig::default()
+        };
+        let c = Connection::client(config, Instant::ZERO, 1);
+        assert_eq!((c.params().code, c.paths[0].cc.name()), (CodeFamily::Xor, "cubic"));
+    }
+}
