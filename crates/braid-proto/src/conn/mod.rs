@@ -3,8 +3,9 @@
 //!
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
-//! paths with a minimum-RTT choice of path. The seed papers' modes and the multipath schedulers
-//! are still to come (issues 3 and 4).
+//! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model), `ctcp` and
+//! `fmtcp` (see [`Mode`]); the XOR papers' modes and the multipath schedulers are still to come
+//! (issues 3 and 4).
 
 mod path;
 mod policy;

@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::{PathView, RedundancyController};
+use super::{symbols_for, PathView, RedundancyController};
 use crate::blocks::SendBlock;
 
 /// δ̂ of FMTCP §VI-A.
@@ -83,9 +83,14 @@ pub fn failure_probability(w: u64, l: u64, p: f64) -> f64 {
 }
 
 /// `l_b*` of FMTCP §V-A: the smallest `l` with δ_b(l) ≤ `delta` (Eq. 4), for an expected
-/// window of `w` symbols and loss rate `p` (clamped to 90 %; bounded by 4w + 64).
+/// window of `w` symbols and loss rate `p` (clamped to 90 %; bounded by 4w + 64). Exact up to
+/// w = 64; beyond, where the exact search costs O(l²), the normal approximation of
+/// [`symbols_for`] (within two symbols).
 pub fn appended_symbols(w: u64, p: f64, delta: f64) -> u64 {
     let p = p.clamp(0.0, 0.9);
+    if w > 64 {
+        return symbols_for(w, p, delta).saturating_sub(w);
+    }
     let mut l = 0;
     while failure_probability(w, l, p) > delta && l < 4 * w + 64 {
         l += 1;
@@ -151,6 +156,10 @@ mod tests {
         // More loss, or a bigger window at risk, never asks for fewer.
         assert!(appended_symbols(64, 0.2, 0.05) >= appended_symbols(64, 0.1, 0.05));
         assert!(appended_symbols(64, 0.05, 0.05) >= appended_symbols(6, 0.05, 0.05));
+        // Large windows take the approximation, close to the exact sum, and stay cheap.
+        let exact = (0..).find(|&l| failure_probability(200, l, 0.1) <= 0.05).unwrap();
+        assert!(appended_symbols(200, 0.1, 0.05).abs_diff(exact) <= 2);
+        assert!(appended_symbols(56_403, 0.9, 0.05) > 56_403 * 8);
     }
 
     #[test]

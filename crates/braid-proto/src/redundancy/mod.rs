@@ -1,6 +1,8 @@
 //! Redundancy control: how many repair symbols each block gets, and when.
 //!
-//! One [`RedundancyController`] per connection, chosen by the mode. The connection asks it, for
+//! One [`RedundancyController`] per connection, chosen by the mode: braid's adaptive rule
+//! (`adaptive.rs`), CTCP's block scheduling (`ctcp.rs`, Algorithm 3), FMTCP's appended symbols
+//! (`fmtcp.rs`, Eq. 4), or none (the `tcp` model). The connection asks it, for
 //! the path about to send, how many repair symbols a block still wants beyond those in flight,
 //! and tells it what happened (symbols sent, packets lost, retransmissions, blocks decoded), so
 //! controllers that adapt on feedback — TCP-dFEC's residual-loss ratio, Sato et al.'s
