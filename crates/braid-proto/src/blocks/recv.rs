@@ -112,7 +112,13 @@ impl BlockReceiver {
     /// adds a bitmap of decoded blocks beyond it).
     pub fn block_ack(&self) -> BlockAckFrame {
         let dofs = match self.blocks.front() {
-            Some(Some(d)) => d.rank() as u64,
+            // An incomplete block never reports all its degrees of freedom: a RaptorQ decoder
+            // counts distinct symbols, and after a failed solve it can hold k of them and
+            // still need more; reporting k would tell the sender to stop (a stall).
+            Some(Some(d)) => match d.source_count() {
+                Some(k) if !d.is_complete() => d.rank().min(k.saturating_sub(1)) as u64,
+                _ => d.rank() as u64,
+            },
             _ => 0,
         };
         let mut decoded_beyond = 0u64;

@@ -7,6 +7,7 @@
 //! losses its code absorbs. The controller only answers "how much, how fast".
 
 mod bbr;
+mod ctcp;
 mod cubic;
 mod hystart;
 mod newreno;
@@ -18,6 +19,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use bbr::Bbr;
+pub use ctcp::{CtcpEstimate, CtcpTokens};
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use rtt::RttEstimator;
@@ -70,6 +72,26 @@ pub trait CongestionController: Send + fmt::Debug {
 
     /// The retransmission timer fired: collapse to the minimum window (RFC 5681 §3.1).
     fn on_timeout(&mut self, now: Instant);
+
+    /// `packets` were declared lost (whether or not the mode calls it congestion; not a probe
+    /// timeout's presumption), for controllers that keep their own loss estimate (CTCP
+    /// Algorithm 1). The default ignores it.
+    fn on_lost(&mut self, _now: Instant, _packets: u64) {}
+
+    /// The controller's own loss-rate estimate, if it keeps one; the redundancy controller
+    /// then uses it instead of the path's (CTCP Algorithm 3 uses Algorithm 1's `p`).
+    fn loss_estimate(&self) -> Option<f64> {
+        None
+    }
+
+    /// The probe timer fired, the `consecutive`-th time without an ACK. The default collapses
+    /// the window only at the third (RFC 9002 §7.6's persistent congestion; a single probe
+    /// timeout is usually a lost tail).
+    fn on_probe_timeout(&mut self, now: Instant, consecutive: u32) {
+        if consecutive >= 3 {
+            self.on_timeout(now);
+        }
+    }
 }
 
 /// Which controller to build; flags map straight to it (`--cc cubic`).
@@ -79,16 +101,20 @@ pub enum CcAlgorithm {
     Cubic,
     /// Model-based (BBR-like), see `bbr.rs`.
     Bbr,
+    /// CTCP's tokens (Algorithm 2), see `ctcp.rs`.
+    Ctcp,
 }
 
 impl CcAlgorithm {
-    pub const ALL: [CcAlgorithm; 3] = [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr];
+    pub const ALL: [CcAlgorithm; 4] =
+        [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr, CcAlgorithm::Ctcp];
 
     pub fn name(self) -> &'static str {
         match self {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
+            CcAlgorithm::Ctcp => "ctcp",
         }
     }
 
@@ -98,6 +124,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => Box::new(NewReno::new(mss)),
             CcAlgorithm::Cubic => Box::new(Cubic::new(mss)),
             CcAlgorithm::Bbr => Box::new(Bbr::new(mss)),
+            CcAlgorithm::Ctcp => Box::new(CtcpTokens::new(mss)),
         }
     }
 }

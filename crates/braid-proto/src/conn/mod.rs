@@ -3,8 +3,9 @@
 //!
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
-//! paths with a minimum-RTT choice of path. The seed papers' modes and the multipath schedulers
-//! are still to come (issues 3 and 4).
+//! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model), `ctcp` and
+//! `fmtcp` (see [`Mode`]); the XOR papers' modes and the multipath schedulers are still to come
+//! (issues 3 and 4).
 
 mod path;
 mod policy;
@@ -24,7 +25,7 @@ use crate::wire::{
 use crate::Instant;
 
 pub use crate::redundancy::Redundancy;
-use crate::redundancy::{PathView, RedundancyController, RedundancyEvent};
+use crate::redundancy::{PathView, RedundancyController, RedundancyEvent, SymbolEvent};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
 pub use policy::Mode;
@@ -36,12 +37,13 @@ const MIN_INITIAL: usize = 1200;
 /// How one end runs a connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
-    /// Parameters this end announces (the client's code parameters are the connection's).
+    /// Parameters this end announces (the client's code parameters are the connection's). A
+    /// client whose `code` is the default (RLNC) proposes its mode's family instead
+    /// ([`Mode::code_family`]).
     pub params: TransportParams,
     /// Largest datagram to send. Default 1280 (IPv6's minimum MTU).
     pub max_datagram: usize,
-    /// Congestion controller per path. Default (`None`): CUBIC, for every mode until the
-    /// model-based controller is tuned.
+    /// Congestion controller per path. Default (`None`): the mode's ([`Mode::default_cc`]).
     pub cc: Option<CcAlgorithm>,
     /// The scheme. Default `braid`.
     pub mode: Mode,
@@ -155,7 +157,10 @@ pub struct Connection {
 
 impl Connection {
     /// A client; `seed` picks the connection id.
-    pub fn client(config: ConnectionConfig, now: Instant, seed: u64) -> Connection {
+    pub fn client(mut config: ConnectionConfig, now: Instant, seed: u64) -> Connection {
+        if config.params.code == TransportParams::default().code {
+            config.params.code = config.mode.code_family();
+        }
         let cid = ConnectionId(splitmix(seed).to_be_bytes());
         let mut c = Connection::new(Side::Client, config, now, cid);
         c.handshake_due = Some(now);
@@ -169,9 +174,7 @@ impl Connection {
 
     fn new(side: Side, config: ConnectionConfig, now: Instant, cid: ConnectionId) -> Connection {
         let mss = config.max_datagram as u64;
-        // The model-based controller (`bbr`) is not tuned yet (it starves under heavy loss in
-        // the simulator), so every mode defaults to CUBIC for now.
-        let cc = config.cc.unwrap_or(CcAlgorithm::Cubic);
+        let cc = config.cc.unwrap_or(config.mode.default_cc());
         let paths = (0..config.paths.clamp(1, 8)).map(|id| Path::new(id, cc.build(mss), now)).collect();
         Connection {
             side,
@@ -449,15 +452,20 @@ impl Connection {
     ) {
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
+        let path_id = path as u8;
         for p in &acked {
             for s in &p.symbols {
                 session.sender.on_symbol_acked(s.block);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
+                let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
+                self.redundancy.on_symbol(now, event);
             }
         }
         for p in &lost {
             for s in &p.symbols {
                 self.redundancy.on_event(now, RedundancyEvent::Lost { repair: s.is_repair() }, &view);
+                let event = SymbolEvent::Lost { block: s.block, path: path_id, sent_at: p.time };
+                self.redundancy.on_symbol(now, event);
             }
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
@@ -473,10 +481,12 @@ impl Connection {
         let path = &mut self.paths[path];
         if let Some(newest) = lost.iter().map(|p| p.time).max().filter(|_| !probe) {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
+            path.cc.on_lost(now, lost.len() as u64);
             if congestion {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
-            path.record_losses(now, lost.len(), lost.iter().map(|p| p.size).sum(), congestion);
+            let uncounted = congestion && !self.config.mode.estimate_counts_congestion();
+            path.record_losses(lost.len(), uncounted);
         }
     }
 
@@ -488,6 +498,7 @@ impl Connection {
             self.finish(CloseReason::IdleTimeout);
             return;
         }
+        self.redundancy.handle_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
                 let (lost, probe) = self.paths[i].on_timer(now);
@@ -504,15 +515,22 @@ impl Connection {
             return None;
         }
         let mut next = self.last_heard + self.idle_timeout;
-        for p in &self.paths {
+        for (i, p) in self.paths.iter().enumerate() {
             if let Some(t) = p.loss_timeout() {
                 next = next.min(t);
             }
             if p.ack_pending {
                 next = next.min(ack_deadline(p));
             }
-            if self.wants_to_send() && p.window_room() >= self.config.max_datagram as u64 {
+            if p.window_room() >= self.config.max_datagram as u64 && self.wants_to_send(i) {
                 next = next.min(p.next_send);
+            }
+        }
+        if self.session.is_some() {
+            for i in 0..self.paths.len() {
+                if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
+                    next = next.min(t);
+                }
             }
         }
         if let Some(t) = self.handshake_due {
@@ -521,9 +539,14 @@ impl Connection {
         Some(next)
     }
 
-    fn wants_to_send(&self) -> bool {
-        self.session.as_ref().is_some_and(|s| s.streams.has_pipe_data() || !s.partial.is_empty())
-            || (0..self.paths.len()).any(|p| self.has_symbol(p))
+    /// Whether `path` would carry a symbol if it had room: exactly what `poll_transmit` will
+    /// find, else a wake-up would spin at the same instant (the wall-time livelock of a stalled
+    /// block). Pipe data counts only while the block window has room for it.
+    fn wants_to_send(&self, path: usize) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room())
+            || self.has_symbol(path)
     }
 
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
@@ -545,7 +568,7 @@ impl Connection {
         PathView {
             smoothed_rtt: p.rtt.smoothed(),
             min_rtt: p.rtt.min(),
-            loss: p.loss.rate(),
+            loss: p.cc.loss_estimate().unwrap_or(p.loss.rate()),
             window: p.cc.window(),
             in_flight: p.in_flight,
             mss: self.config.max_datagram as u64,
@@ -598,7 +621,11 @@ impl Connection {
             let symbol = self.write_symbol(now, path, buf);
             self.write_control(now, buf, 2, max);
             return Some(match symbol {
-                Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
+                Some(symbol) => {
+                    let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+                    self.redundancy.on_symbol(now, event);
+                    self.end_packet(now, path, buf, true, vec![symbol])
+                }
                 None => self.end_packet(now, path, buf, false, Vec::new()),
             });
         }

@@ -273,7 +273,7 @@ impl Path {
     /// Folds `count` newly detected losses into the loss-rate estimates. Losses the connection
     /// judged to be congestion (a full queue) are left out: the estimate drives proactive
     /// repair, which should track the path's random loss, not the sender's own overshoot.
-    pub fn record_losses(&mut self, now: Instant, count: usize, bytes: u64, congestion: bool) {
+    pub fn record_losses(&mut self, count: usize, congestion: bool) {
         if !congestion {
             for _ in 0..count {
                 self.loss.sample(true);
@@ -297,8 +297,13 @@ impl Path {
         Some(oldest.time + pto)
     }
 
+    /// Rounded up to whole microseconds, the resolution of [`Instant`]: the timer set at
+    /// `sent + delay` must find the packet `delay` old when it fires, else it finds nothing to
+    /// declare lost and counts as a probe timeout.
     fn loss_delay(&self) -> Duration {
-        self.rtt.smoothed().max(self.rtt.latest()).mul_f64(TIME_THRESHOLD).max(Duration::from_millis(1))
+        let delay =
+            self.rtt.smoothed().max(self.rtt.latest()).mul_f64(TIME_THRESHOLD).max(Duration::from_millis(1));
+        Duration::from_micros(delay.as_nanos().div_ceil(1000) as u64)
     }
 
     /// The loss timer fired: declare time-threshold losses if that is what it was for, else
@@ -319,13 +324,12 @@ impl Path {
     /// The probe timer fired: everything in flight is presumed lost (a coded transport does not
     /// need the exact packets back, only new symbols for their blocks, which also serve as the
     /// probe). A single probe timeout is usually a lost tail, not congestion (RFC 9002 §6.2);
-    /// only the third in a row — persistent congestion (§7.6) — collapses the window.
+    /// the controller decides (by default only the third in a row — persistent congestion,
+    /// §7.6 — collapses the window; CTCP's tokens react to every timeout).
     fn on_loss_timeout(&mut self, now: Instant) -> Vec<SentPacket> {
         self.pto_count += 1;
         self.stats.timeouts += 1;
-        if self.pto_count >= 3 {
-            self.cc.on_timeout(now);
-        }
+        self.cc.on_probe_timeout(now, self.pto_count);
         let mut lost = Vec::new();
         for (_, packet) in std::mem::take(&mut self.sent) {
             if packet.ack_eliciting {
@@ -407,5 +411,22 @@ mod tests {
         assert_eq!(out.lost.len(), 1);
         assert_eq!(p.in_flight, 0);
         assert!(p.rtt.has_sample());
+    }
+
+    #[test]
+    fn the_time_threshold_timer_declares_the_loss_it_was_set_for() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        p.on_sent(Instant::ZERO, 0, packet(0));
+        p.on_sent(Instant::from_micros(10), 1, packet(10));
+        // RTT 100.001 ms: the loss delay, 9/8 of it, is 112.501125 ms — not whole microseconds.
+        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 1, end: 1 }] };
+        let out = p.on_ack(Instant::from_micros(100_011), &ack);
+        assert!(out.lost.is_empty());
+        let due = p.loss_timeout().unwrap();
+        // Firing when due finds packet 0 lost (before the fix it found it a fraction of a
+        // microsecond short of the delay and fell through to a probe timeout).
+        let (lost, probe) = p.on_timer(due);
+        assert_eq!((lost.len(), probe), (1, false));
+        assert_eq!(p.stats.timeouts, 0);
     }
 }

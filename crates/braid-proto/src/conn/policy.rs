@@ -7,11 +7,12 @@
 
 use std::time::Duration;
 
-use crate::cc::RttEstimator;
-use crate::redundancy::{NoRedundancy, Redundancy, RedundancyController};
+use braid_fec::CodeFamily;
 
-/// A scheme: how a connection codes, repairs and reacts to loss. More modes (the seed papers')
-/// follow in issue 3.
+use crate::cc::{CcAlgorithm, RttEstimator};
+use crate::redundancy::{CtcpScheduler, Fmtcp, NoRedundancy, Redundancy, RedundancyController};
+
+/// A scheme: how a connection codes, repairs and reacts to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// braid's default: coded blocks, adaptive redundancy, delay-gated loss response.
@@ -20,16 +21,55 @@ pub enum Mode {
     /// again (fast retransmit after three later packets are acknowledged, RFC 9002's packet
     /// threshold, or on the probe timer), every loss is congestion. A model, not Linux TCP.
     Tcp,
+    /// CTCP (Kim, Médard et al., "Network Coded TCP"): systematic RLNC blocks, Algorithm 1's
+    /// loss estimates, Algorithm 2's tokens ([`crate::cc::CtcpTokens`]) and Algorithm 3's block
+    /// scheduling ([`crate::redundancy::CtcpScheduler`]). Losses are repaired, not reacted to;
+    /// only a loss-rate spike or a timeout reduces the tokens.
+    Ctcp,
+    /// FMTCP (Cui et al.): RaptorQ blocks, each sent until δ̂-complete with Eq. (4)'s appended
+    /// symbols ([`crate::redundancy::Fmtcp`]), new symbols instead of retransmissions, and the
+    /// subflow's TCP congestion control (NewReno: every loss is congestion).
+    Fmtcp,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 2] = [Mode::Braid, Mode::Tcp];
+    pub const ALL: [Mode; 4] = [Mode::Braid, Mode::Tcp, Mode::Ctcp, Mode::Fmtcp];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Braid => "braid",
             Mode::Tcp => "tcp",
+            Mode::Ctcp => "ctcp",
+            Mode::Fmtcp => "fmtcp",
         }
+    }
+
+    /// The code family the mode is defined with: the client proposes it in the handshake unless
+    /// its configuration names another than the default (RLNC).
+    pub fn code_family(self) -> CodeFamily {
+        match self {
+            Mode::Braid | Mode::Tcp | Mode::Ctcp => CodeFamily::Rlnc,
+            Mode::Fmtcp => CodeFamily::RaptorQ,
+        }
+    }
+
+    /// The congestion controller a path gets when the configuration names none. braid: CUBIC
+    /// (the model-based controller is not tuned yet: it starves under heavy loss in the
+    /// simulator). CTCP: its tokens (Algorithm 2). FMTCP: NewReno — it was built on IETF-MPTCP
+    /// in ns-2, whose subflows run NewReno, and says the choice does not matter on disjoint
+    /// paths (§II).
+    pub fn default_cc(self) -> CcAlgorithm {
+        match self {
+            Mode::Braid | Mode::Tcp => CcAlgorithm::Cubic,
+            Mode::Ctcp => CcAlgorithm::Ctcp,
+            Mode::Fmtcp => CcAlgorithm::NewReno,
+        }
+    }
+
+    /// Whether losses judged congestion still feed the path's loss estimate. FMTCP's p_f is
+    /// the path's loss rate, whatever caused the loss; braid's estimate tracks random loss only.
+    pub(crate) fn estimate_counts_congestion(self) -> bool {
+        self == Mode::Fmtcp
     }
 
     pub(crate) fn retransmits(self) -> bool {
@@ -40,7 +80,9 @@ impl Mode {
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
             Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
-            Mode::Tcp => true,
+            Mode::Tcp | Mode::Fmtcp => true,
+            // CTCP reacts to loss through its own estimate (Algorithm 2's loss-spike rule).
+            Mode::Ctcp => false,
         }
     }
 
@@ -49,6 +91,8 @@ impl Mode {
         match self {
             Mode::Braid => Box::new(adaptive),
             Mode::Tcp => Box::new(NoRedundancy),
+            Mode::Ctcp => Box::new(CtcpScheduler::default()),
+            Mode::Fmtcp => Box::new(Fmtcp::default()),
         }
     }
 }
@@ -60,5 +104,44 @@ impl std::str::FromStr for Mode {
             let names: Vec<_> = Mode::ALL.iter().map(|m| m.name()).collect();
             format!("unknown mode `{s}` (expected one of: {})", names.join(", "))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conn::{Connection, ConnectionConfig};
+    use crate::wire::TransportParams;
+    use crate::Instant;
+
+    #[test]
+    fn each_mode_brings_its_code_family_and_congestion_controller() {
+        assert_eq!("FMTCP".parse::<Mode>(), Ok(Mode::Fmtcp));
+        assert_eq!("ctcp".parse::<Mode>(), Ok(Mode::Ctcp));
+        let expected = [
+            (Mode::Braid, CodeFamily::Rlnc, "cubic"),
+            (Mode::Tcp, CodeFamily::Rlnc, "cubic"),
+            (Mode::Ctcp, CodeFamily::Rlnc, "ctcp"),
+            (Mode::Fmtcp, CodeFamily::RaptorQ, "newreno"),
+        ];
+        assert_eq!(expected.len(), Mode::ALL.len());
+        for (mode, code, cc) in expected {
+            let c = Connection::client(
+                ConnectionConfig { mode, ..ConnectionConfig::default() },
+                Instant::ZERO,
+                1,
+            );
+            assert_eq!(c.params().code, code, "{mode:?}");
+            assert_eq!(c.paths[0].cc.name(), cc, "{mode:?}");
+        }
+        // An explicit choice other than the default family, or of the controller, stands.
+        let config = ConnectionConfig {
+            mode: Mode::Fmtcp,
+            params: TransportParams { code: CodeFamily::Xor, ..TransportParams::default() },
+            cc: Some(CcAlgorithm::Cubic),
+            ..ConnectionConfig::default()
+        };
+        let c = Connection::client(config, Instant::ZERO, 1);
+        assert_eq!((c.params().code, c.paths[0].cc.name()), (CodeFamily::Xor, "cubic"));
     }
 }

@@ -1,6 +1,8 @@
 //! Redundancy control: how many repair symbols each block gets, and when.
 //!
-//! One [`RedundancyController`] per connection, chosen by the mode. The connection asks it, for
+//! One [`RedundancyController`] per connection, chosen by the mode: braid's adaptive rule
+//! (`adaptive.rs`), CTCP's block scheduling (`ctcp.rs`, Algorithm 3), FMTCP's appended symbols
+//! (`fmtcp.rs`, Eq. 4), or none (the `tcp` model). The connection asks it, for
 //! the path about to send, how many repair symbols a block still wants beyond those in flight,
 //! and tells it what happened (symbols sent, packets lost, retransmissions, blocks decoded), so
 //! controllers that adapt on feedback — TCP-dFEC's residual-loss ratio, Sato et al.'s
@@ -8,12 +10,16 @@
 //! decided here but by the mode (see `conn::Mode`).
 
 mod adaptive;
+mod ctcp;
+mod fmtcp;
 
 use std::fmt;
 use std::time::Duration;
 
 pub use adaptive::symbols_for;
 pub use adaptive::Redundancy;
+pub use ctcp::CtcpScheduler;
+pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
 
 use crate::blocks::SendBlock;
 use crate::Instant;
@@ -43,6 +49,18 @@ pub enum RedundancyEvent {
     Acked { repair: bool },
 }
 
+/// One symbol's fate, with its block and send time, for controllers that track what is in
+/// flight per block (CTCP Algorithm 3 counts a block's packets sent less than 1.5 RTT ago).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolEvent {
+    /// A symbol of `block` went out on `path` at `at`.
+    Sent { block: u64, path: u8, at: Instant },
+    /// The packet carrying a symbol of `block`, sent on `path` at `sent_at`, was acknowledged.
+    Acked { block: u64, path: u8, sent_at: Instant },
+    /// … was declared lost (also a probe timeout's presumption).
+    Lost { block: u64, path: u8, sent_at: Instant },
+}
+
 /// The redundancy half of a mode (the congestion half is a [`crate::cc::CongestionController`]).
 pub trait RedundancyController: Send + fmt::Debug {
     fn name(&self) -> &'static str;
@@ -59,6 +77,19 @@ pub trait RedundancyController: Send + fmt::Debug {
 
     /// Feedback; the default ignores it.
     fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, _path: &PathView) {}
+
+    /// Per-symbol feedback with block and send time; the default ignores it.
+    fn on_symbol(&mut self, _now: Instant, _event: SymbolEvent) {}
+
+    /// When the answers of [`RedundancyController::repairs_wanted`] may change with no event
+    /// but the passing of time (CTCP: a symbol in flight turns 1.5 RTT old); `path` is the
+    /// path that would send. The default never.
+    fn poll_timeout(&self, _path: &PathView) -> Option<Instant> {
+        None
+    }
+
+    /// Time passed (the connection's timer fired at `now`); the default ignores it.
+    fn handle_timeout(&mut self, _now: Instant) {}
 }
 
 /// No coding at all: the `tcp` model.

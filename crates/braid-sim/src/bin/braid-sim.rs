@@ -28,7 +28,10 @@ struct Row {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: braid-sim [--modes braid,tcp] [--cc cubic|newreno|bbr] SCENARIO.toml...");
+    eprintln!(
+        "usage: braid-sim [--modes braid,tcp,ctcp,fmtcp] [--cc cubic|newreno|bbr|ctcp] SCENARIO.toml..."
+    );
+    eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
     eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table");
     ExitCode::from(2)
 }
@@ -192,6 +195,8 @@ fn mode_label(mode: Mode) -> &'static str {
     match mode {
         Mode::Braid => "braid",
         Mode::Tcp => "tcp (model)",
+        Mode::Ctcp => "ctcp",
+        Mode::Fmtcp => "fmtcp",
     }
 }
 

@@ -1,0 +1,203 @@
+//! FMTCP's redundancy (Cui et al., "FMTCP: A Fountain Code-based Multipath Transmission
+//! Control Protocol", §V-A).
+//!
+//! Each block is coded with a fountain code (RaptorQ) and gets `l_b*` symbols beyond what the
+//! receiver needs: the smallest `l` with
+//!
+//! δ_b(l) = Σ_{j>l} C(ŵ + l, j) p^j (1 − p)^(ŵ + l − j) ≤ δ̂        (Eq. 4)
+//!
+//! where p is the path's loss rate and ŵ the expected congestion window (in symbols): losses
+//! earlier in a block are detected by the subflow's TCP loss detection and "supplemented" in
+//! time, so only the last window's worth is at risk (§V-A). FMTCP sets δ̂ = 5 % (§VI-A).
+//!
+//! A block is δ̂-complete when what the receiver holds plus what is in flight covers its length
+//! plus `l_b*`; it then gets no more symbols (Algorithm 1, line 8). A lost symbol is never sent
+//! again: losing it takes it out of flight, the block is no longer δ̂-complete, and a *new*
+//! symbol of the same block goes out instead.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::{symbols_for, PathView, RedundancyController};
+use crate::blocks::SendBlock;
+
+/// δ̂ of FMTCP §VI-A.
+pub const FMTCP_TARGET_FAILURE: f64 = 0.05;
+
+/// FMTCP's appended-symbols rule.
+#[derive(Debug)]
+pub struct Fmtcp {
+    /// δ̂: the accepted probability that a block still cannot be decoded. Default 5 %.
+    pub target_failure: f64,
+    /// `l*` per (ŵ, p to 1/4096): the sum is asked for every open block on every packet.
+    memo: RefCell<HashMap<(u64, u32), u64>>,
+}
+
+impl Default for Fmtcp {
+    fn default() -> Self {
+        Fmtcp::new(FMTCP_TARGET_FAILURE)
+    }
+}
+
+impl Fmtcp {
+    pub fn new(target_failure: f64) -> Fmtcp {
+        Fmtcp { target_failure, memo: RefCell::new(HashMap::new()) }
+    }
+
+    fn appended(&self, w: u64, p: f64) -> u64 {
+        let bucket = (p.clamp(0.0, 0.9) * 4096.0).round() as u32;
+        if let Some(&l) = self.memo.borrow().get(&(w, bucket)) {
+            return l;
+        }
+        let l = appended_symbols(w, f64::from(bucket) / 4096.0, self.target_failure);
+        let mut memo = self.memo.borrow_mut();
+        if memo.len() > 65_536 {
+            memo.clear();
+        }
+        memo.insert((w, bucket), l);
+        l
+    }
+}
+
+/// FMTCP Eq. (4): the probability that more than `l` of the `w + l` symbols sent are lost
+/// (each independently with probability `p`), i.e. that the block cannot be decoded.
+pub fn failure_probability(w: u64, l: u64, p: f64) -> f64 {
+    let n = w + l;
+    if p <= 0.0 {
+        return 0.0;
+    }
+    if p >= 1.0 {
+        return if n > l { 1.0 } else { 0.0 };
+    }
+    // 1 − Σ_{j ≤ l} C(n, j) p^j (1 − p)^(n − j), each term in log space.
+    let (ln_p, ln_q) = (p.ln(), (1.0 - p).ln());
+    let mut ln_choose = 0.0;
+    let mut decodable = 0.0;
+    for j in 0..=l.min(n) {
+        if j > 0 {
+            ln_choose += ((n - j + 1) as f64).ln() - (j as f64).ln();
+        }
+        decodable += (ln_choose + j as f64 * ln_p + (n - j) as f64 * ln_q).exp();
+    }
+    (1.0 - decodable).max(0.0)
+}
+
+/// `l_b*` of FMTCP §V-A: the smallest `l` with δ_b(l) ≤ `delta` (Eq. 4), for an expected
+/// window of `w` symbols and loss rate `p` (clamped to 90 %; bounded by 4w + 64). Exact up to
+/// w = 64; beyond, where the exact search costs O(l²), the normal approximation of
+/// [`symbols_for`] (within two symbols).
+pub fn appended_symbols(w: u64, p: f64, delta: f64) -> u64 {
+    let p = p.clamp(0.0, 0.9);
+    if w > 64 {
+        return symbols_for(w, p, delta).saturating_sub(w);
+    }
+    let mut l = 0;
+    while failure_probability(w, l, p) > delta && l < 4 * w + 64 {
+        l += 1;
+    }
+    l
+}
+
+impl RedundancyController for Fmtcp {
+    fn name(&self) -> &'static str {
+        "fmtcp"
+    }
+
+    /// New symbols `block` gets before it is δ̂-complete: its missing symbols plus `l_b*`,
+    /// minus those in flight.
+    fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
+        if block.decoded || block.is_empty() || !block.all_sources_sent() {
+            return 0;
+        }
+        let missing = (block.len() as u64).saturating_sub(block.known_dofs());
+        if missing == 0 {
+            return 0;
+        }
+        if !block.closed {
+            // Still filling: a new symbol only for each one lost (a RaptorQ repair seals the
+            // block, so appending early would cut it short).
+            return missing.saturating_sub(block.in_flight);
+        }
+        // ŵ: the expected window, in symbols, but no more than the block holds.
+        let window = (path.window / path.mss.max(1)).max(1);
+        let w = (block.len() as u64).min(window);
+        (missing + self.appended(w, path.loss)).saturating_sub(block.in_flight)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use braid_fec::{CodeFamily, CodecConfig};
+
+    use super::*;
+    use crate::blocks::BlockSender;
+    use crate::wire::Writer;
+
+    #[test]
+    fn eq_4_gives_the_papers_appended_symbols() {
+        // FMTCP §VI-A: with δ̂ = 5 %, l* = 1 for loss rates 1–5 % and l* = 2 at 10 %. The paper
+        // does not state ŵ; exactly one window fits all its numbers, ŵ = 6 symbols.
+        let paper = |w: u64| {
+            [0.01, 0.02, 0.03, 0.04, 0.05].iter().all(|&p| appended_symbols(w, p, 0.05) == 1)
+                && appended_symbols(w, 0.10, 0.05) == 2
+        };
+        let fits: Vec<u64> = (1..200).filter(|&w| paper(w)).collect();
+        assert_eq!(fits, [6]);
+        // Worked by hand for ŵ = 6, p = 5 %: δ(0) = 1 − 0.95⁶ = 0.2649;
+        // δ(1) = 1 − 0.95⁷ − 7·0.05·0.95⁶ = 0.0444 ≤ 5 %.
+        assert!((failure_probability(6, 0, 0.05) - 0.264_908).abs() < 1e-5);
+        assert!((failure_probability(6, 1, 0.05) - 0.044_381).abs() < 1e-5);
+        // At 10 %: δ(1) = 0.1497 > 5 %, δ(2) = 0.0381.
+        assert!(failure_probability(6, 1, 0.10) > 0.05);
+        assert!(failure_probability(6, 2, 0.10) <= 0.05);
+        assert_eq!(appended_symbols(6, 0.0, 0.05), 0);
+        // More loss, or a bigger window at risk, never asks for fewer.
+        assert!(appended_symbols(64, 0.2, 0.05) >= appended_symbols(64, 0.1, 0.05));
+        assert!(appended_symbols(64, 0.05, 0.05) >= appended_symbols(6, 0.05, 0.05));
+        // Large windows take the approximation, close to the exact sum, and stay cheap.
+        let exact = (0..).find(|&l| failure_probability(200, l, 0.1) <= 0.05).unwrap();
+        assert!(appended_symbols(200, 0.1, 0.05).abs_diff(exact) <= 2);
+        assert!(appended_symbols(56_403, 0.9, 0.05) > 56_403 * 8);
+    }
+
+    #[test]
+    fn a_block_gets_symbols_until_it_is_delta_complete_counting_in_flight() {
+        let config =
+            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..6 {
+            tx.push_source(&[1; 16]).unwrap();
+        }
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        // ŵ = min(6-symbol block, 100-packet window) = 6; p = 5 % → one appended symbol.
+        let path = PathView {
+            smoothed_rtt: Duration::from_millis(100),
+            min_rtt: Duration::from_millis(100),
+            loss: 0.05,
+            window: 100_000,
+            in_flight: 0,
+            mss: 1000,
+        };
+        let fmtcp = Fmtcp::default();
+        let wanted = |tx: &BlockSender| fmtcp.repairs_wanted(tx.blocks().next().unwrap(), &path);
+        assert_eq!(wanted(&tx), 1);
+        let sent = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+        assert!(sent.is_repair());
+        // 6 + 1 in flight: δ̂-complete, no more symbols.
+        assert_eq!(wanted(&tx), 0);
+        // A loss takes one out of flight: a new symbol (not the lost one) is wanted.
+        tx.on_symbol_lost(sent, false);
+        assert_eq!(wanted(&tx), 1);
+        // Acknowledgements move symbols from in flight to held: still complete.
+        tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+        for _ in 0..3 {
+            tx.on_symbol_acked(0);
+        }
+        assert_eq!(wanted(&tx), 0);
+        // Without loss nothing is appended.
+        assert_eq!(fmtcp.repairs_wanted(tx.blocks().next().unwrap(), &PathView { loss: 0.0, ..path }), 0);
+    }
+}
