@@ -7,11 +7,12 @@
 
 use std::time::Duration;
 
-use crate::cc::RttEstimator;
-use crate::redundancy::{NoRedundancy, Redundancy, RedundancyController};
+use braid_fec::CodeFamily;
 
-/// A scheme: how a connection codes, repairs and reacts to loss. More modes (the seed papers')
-/// follow in issue 3.
+use crate::cc::{CcAlgorithm, RttEstimator};
+use crate::redundancy::{Dfec, NoRedundancy, Redundancy, RedundancyController, Sato, TcpIr};
+
+/// A scheme: how a connection codes, repairs and reacts to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// braid's default: coded blocks, adaptive redundancy, delay-gated loss response.
@@ -20,27 +21,65 @@ pub enum Mode {
     /// again (fast retransmit after three later packets are acknowledged, RFC 9002's packet
     /// threshold, or on the probe timer), every loss is congestion. A model, not Linux TCP.
     Tcp,
+    /// TCP-IR as the TCP-dFEC paper keeps it as a baseline: an XOR parity every RTT/4 over at
+    /// most 16 segments, ignoring cwnd (`redundancy/tcp_ir.rs`).
+    TcpIr,
+    /// TCP-dFEC: an XOR parity every `ratio` segments, the ratio adapted on residual loss
+    /// (`redundancy/dfec.rs`).
+    Dfec,
+    /// Sato et al.: cwnd-sized, interleaved XOR groups, dupACK suppression, repaired losses
+    /// reduce cwnd by r = 0.7 (`redundancy/sato.rs`).
+    Sato,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 2] = [Mode::Braid, Mode::Tcp];
+    pub const ALL: [Mode; 5] = [Mode::Braid, Mode::Tcp, Mode::TcpIr, Mode::Dfec, Mode::Sato];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Braid => "braid",
             Mode::Tcp => "tcp",
+            Mode::TcpIr => "tcp-ir",
+            Mode::Dfec => "dfec",
+            Mode::Sato => "sato",
+        }
+    }
+
+    /// The code family the mode implies, which the client proposes in the handshake (`None`:
+    /// the configuration's choice).
+    pub fn code_family(self) -> Option<CodeFamily> {
+        match self {
+            Mode::Braid | Mode::Tcp => None,
+            Mode::TcpIr | Mode::Dfec | Mode::Sato => Some(CodeFamily::Xor),
+        }
+    }
+
+    /// The smallest block length the mode needs: the XOR modes' groups do not span blocks, so a
+    /// block holds at least dFEC's largest FEC block (256) and Sato's widest window (3 × 30).
+    pub fn min_block_len(self) -> Option<u16> {
+        self.code_family().map(|_| 256)
+    }
+
+    /// The congestion controller the mode's paper ran on, used when the configuration names
+    /// none. braid and the `tcp` model: CUBIC (the model-based controller is not tuned yet).
+    /// TCP-IR and TCP-dFEC were built into Linux TCP, whose default is CUBIC; Sato et al. ran
+    /// NewReno in ns-3 (§4).
+    pub fn default_cc(self) -> CcAlgorithm {
+        match self {
+            Mode::Braid | Mode::Tcp | Mode::TcpIr | Mode::Dfec => CcAlgorithm::Cubic,
+            Mode::Sato => CcAlgorithm::NewReno,
         }
     }
 
     pub(crate) fn retransmits(self) -> bool {
-        self == Mode::Tcp
+        self == Mode::Tcp || self.code_family() == Some(CodeFamily::Xor)
     }
 
     /// Whether losses just detected on a path with this RTT state count as congestion.
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
             Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
-            Mode::Tcp => true,
+            Mode::Tcp | Mode::TcpIr | Mode::Dfec | Mode::Sato => true,
         }
     }
 
@@ -49,6 +88,9 @@ impl Mode {
         match self {
             Mode::Braid => Box::new(adaptive),
             Mode::Tcp => Box::new(NoRedundancy),
+            Mode::TcpIr => Box::new(TcpIr::new()),
+            Mode::Dfec => Box::new(Dfec::default()),
+            Mode::Sato => Box::new(Sato::default()),
         }
     }
 }

@@ -8,14 +8,23 @@
 //! decided here but by the mode (see `conn::Mode`).
 
 mod adaptive;
+mod dfec;
+mod groups;
+mod sato;
+mod tcp_ir;
 
 use std::fmt;
 use std::time::Duration;
 
 pub use adaptive::symbols_for;
 pub use adaptive::Redundancy;
+pub use dfec::Dfec;
+pub use groups::{GroupTracker, RecoveredLoss};
+pub use sato::Sato;
+pub use tcp_ir::TcpIr;
 
-use crate::blocks::SendBlock;
+use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::cc::Congestion;
 use crate::Instant;
 
 /// What a redundancy controller may know about the path about to carry a symbol.
@@ -52,6 +61,71 @@ pub trait RedundancyController: Send + fmt::Debug {
 
     /// Feedback; the default ignores it.
     fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, _path: &PathView) {}
+
+    // Hooks for the XOR modes (TCP-IR, TCP-dFEC, Sato et al.), who decide parity groups when
+    // they send and keep track of which losses their parity repaired. All default to "not used".
+
+    /// Whether XOR parity groups are formed at send time by [`Self::parity_covers`] rather than
+    /// by the encoder's fixed layout.
+    fn groups_at_send_time(&self) -> bool {
+        false
+    }
+
+    /// Called before each send with the open blocks: which sources already sent get parity
+    /// groups now. Only asked when [`Self::groups_at_send_time`]; the covers are applied at once.
+    fn parity_covers(
+        &mut self,
+        _now: Instant,
+        _blocks: &mut dyn Iterator<Item = &SendBlock>,
+        _path: &PathView,
+    ) -> Vec<XorCover> {
+        Vec::new()
+    }
+
+    /// Whether a due repair may be sent when the congestion window is full (TCP-IR's fixed-rate
+    /// parity, which ignores cwnd).
+    fn repair_ignores_window(&self) -> bool {
+        false
+    }
+
+    /// A time the controller needs the connection to act by (TCP-IR's RTT/4 parity clock).
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The packet threshold for loss detection (RFC 9002 §6.1.1's 3, TCP's dupACK threshold)
+    /// this controller wants instead (dFEC: the FEC block size).
+    fn packet_threshold(&self) -> Option<u64> {
+        None
+    }
+
+    /// A packet carrying `symbol`, sent at `sent` on `path`, was declared lost. Returning true
+    /// takes the loss over: the connection neither retransmits it nor counts it as congestion;
+    /// the controller answers later with [`FecAction`]s (a parity that can still repair it, or
+    /// a loss a parity's loss does not make congestion).
+    fn take_loss(&mut self, _now: Instant, _path: usize, _symbol: OutgoingSymbol, _sent: Instant) -> bool {
+        false
+    }
+
+    /// A packet carrying `symbol` was acknowledged.
+    fn on_symbol_acked(&mut self, _now: Instant, _symbol: OutgoingSymbol) {}
+
+    /// The receiver holds every block below `block`: forget them.
+    fn on_blocks_released(&mut self, _below: u64) {}
+
+    /// What the controller wants done about losses it took over.
+    fn poll_action(&mut self) -> Option<FecAction> {
+        None
+    }
+}
+
+/// An XOR mode's answer to a loss it took over (see [`RedundancyController::take_loss`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FecAction {
+    /// The parity cannot repair this source: send it again (TCP-style fallback).
+    Retransmit { block: u64, index: u16 },
+    /// Tell the congestion controller of `path` about a loss of a packet sent at `sent`.
+    Congestion { path: usize, sent: Instant, signal: Congestion },
 }
 
 /// No coding at all: the `tcp` model.

@@ -192,6 +192,9 @@ fn mode_label(mode: Mode) -> &'static str {
     match mode {
         Mode::Braid => "braid",
         Mode::Tcp => "tcp (model)",
+        Mode::TcpIr => "tcp-ir",
+        Mode::Dfec => "dfec",
+        Mode::Sato => "sato",
     }
 }
 

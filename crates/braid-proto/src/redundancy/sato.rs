@@ -1,0 +1,140 @@
+//! Sato, Koga, Ikenaga, "TCP using adaptive FEC to improve throughput performance in
+//! high-latency environments" (IEICE Trans. Commun. 2019), §3:
+//!
+//! - §3.1 redundancy control: XOR group size min(cwnd − 1, l), l = 30, updated when a parity
+//!   is sent (at the end of a group);
+//! - §3.2 duplicate-ACK suppression: a loss is not signalled until it is known that it cannot be
+//!   recovered (a second loss in the group, or the parity lost) — the held losses of
+//!   [`GroupTracker`];
+//! - §3.3 congestion control: a loss the parity recovered is still congestion, cwnd ← r·cwnd,
+//!   r = 0.7 (Eq. 1);
+//! - §3.4 interleave control: g = 3 groups interleaved, g = 1 when cwnd < 2g.
+
+use super::{FecAction, GroupTracker, PathView, RedundancyController};
+use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::cc::Congestion;
+use crate::Instant;
+
+/// Sato et al.'s parameters; defaults are the paper's best (§5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SatoConfig {
+    /// Upper limit l on the group size (30; 30–40 measured best).
+    pub limit: usize,
+    /// Reduction factor r for a recovered loss (0.7).
+    pub reduction: f64,
+    /// Interleaved groups g (3, the transient-state best; 2 in steady state).
+    pub interleave: usize,
+}
+
+impl Default for SatoConfig {
+    fn default() -> Self {
+        SatoConfig { limit: 30, reduction: 0.7, interleave: 3 }
+    }
+}
+
+#[derive(Debug)]
+pub struct Sato {
+    config: SatoConfig,
+    groups: GroupTracker,
+    /// (group size, groups interleaved) of the window being filled, fixed when its parities
+    /// were last sent.
+    layout: Option<(usize, usize)>,
+}
+
+impl Default for Sato {
+    fn default() -> Self {
+        Sato::new(SatoConfig::default())
+    }
+}
+
+impl Sato {
+    pub fn new(config: SatoConfig) -> Sato {
+        let repaired = Congestion::Repaired { factor: config.reduction };
+        Sato { config, groups: GroupTracker::new(Some(repaired)), layout: None }
+    }
+
+    /// §3.1 and §3.4: group size min(cwnd − 1, l) and g groups, g = 1 when cwnd < 2g; `cwnd`
+    /// in packets.
+    pub fn layout_for(&self, cwnd: u64) -> (usize, usize) {
+        let cwnd = cwnd.max(1) as usize;
+        let size = (cwnd - 1).clamp(1, self.config.limit.max(1));
+        let g = self.config.interleave.max(1);
+        (size, if cwnd < 2 * g { 1 } else { g })
+    }
+
+    /// The layout of the window being filled.
+    pub fn layout(&self) -> Option<(usize, usize)> {
+        self.layout
+    }
+
+    /// Losses the parity repaired / could not.
+    pub fn outcomes(&self) -> (u64, u64) {
+        (self.groups.recovered, self.groups.failed)
+    }
+}
+
+impl RedundancyController for Sato {
+    fn name(&self) -> &'static str {
+        "sato"
+    }
+
+    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
+        block.pending_parities()
+    }
+
+    fn groups_at_send_time(&self) -> bool {
+        true
+    }
+
+    /// When g × size segments of the window are sent, their g interleaved parities follow
+    /// (Fig. 3) and the next window's layout is taken from cwnd; a block's tail is covered when
+    /// the block is complete and sent.
+    fn parity_covers(
+        &mut self,
+        _now: Instant,
+        blocks: &mut dyn Iterator<Item = &SendBlock>,
+        path: &PathView,
+    ) -> Vec<XorCover> {
+        let next = self.layout_for(path.window / path.mss.max(1));
+        let mut covers = Vec::new();
+        for b in blocks {
+            let mut r = b.uncovered_sent();
+            loop {
+                let (size, g) = *self.layout.get_or_insert(next);
+                let window = size * g;
+                let end = if r.len() >= window {
+                    r.start + window
+                } else if !r.is_empty() && b.closed && b.all_sources_sent() {
+                    r.end
+                } else {
+                    break;
+                };
+                covers.push(XorCover { block: b.id, start: r.start, end, interleave: g });
+                r.start = end;
+                self.layout = Some(next);
+            }
+        }
+        for c in &covers {
+            self.groups.on_cover(c);
+        }
+        covers
+    }
+
+    /// §3.2: a lost source is held while its group's parity can repair it. A lost parity alone
+    /// is not a loss the receiver sees (no gap in the data), so it is only fatal to its group.
+    fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
+        self.groups.on_lost(s.block, s.source, s.group, path, sent)
+    }
+
+    fn on_symbol_acked(&mut self, _now: Instant, s: OutgoingSymbol) {
+        self.groups.on_acked(s.block, s.source, s.group);
+    }
+
+    fn on_blocks_released(&mut self, below: u64) {
+        self.groups.release_below(below);
+    }
+
+    fn poll_action(&mut self) -> Option<FecAction> {
+        self.groups.poll_action()
+    }
+}
