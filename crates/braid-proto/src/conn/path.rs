@@ -86,6 +86,8 @@ pub(crate) struct Path {
     pub last_received: Instant,
     /// Packets acknowledged after one before it is declared lost (the dupACK threshold).
     packet_threshold: u64,
+    /// A time-threshold timer that finds nothing lost is re-armed, not a probe timeout.
+    strict_time_threshold: bool,
     /// Bytes known to have crossed the path: acknowledged, plus lost to random loss.
     delivered: u64,
     delivered_time: Instant,
@@ -121,16 +123,19 @@ impl Path {
             next_send: now,
             last_received: now,
             packet_threshold: PACKET_THRESHOLD,
+            strict_time_threshold: false,
             delivered: 0,
             delivered_time: now,
             stats: PathStats::default(),
         }
     }
 
-    /// Sets the packet threshold of loss detection (`None`: RFC 9002's 3). TCP-dFEC §III-A sets
-    /// the DupACK threshold to the FEC block size.
+    /// Sets the packet threshold of loss detection (`None`: RFC 9002's 3, and the default
+    /// timer behaviour; `Some`: the mode's threshold and the strict time-threshold timer, see
+    /// `on_timer`). TCP-dFEC §III-A sets the DupACK threshold to the FEC block size.
     pub fn set_packet_threshold(&mut self, threshold: Option<u64>) {
         self.packet_threshold = threshold.unwrap_or(PACKET_THRESHOLD).max(1);
+        self.strict_time_threshold = threshold.is_some();
     }
 
     /// Room in the congestion window.
@@ -317,7 +322,14 @@ impl Path {
         let mut lost = Vec::new();
         if self.largest_acked.is_some_and(|l| self.sent.range(..l).next().is_some()) {
             self.detect_lost(now, &mut lost);
-            if !lost.is_empty() {
+            // The time-threshold timer was set with the loss delay of its time, which may have
+            // grown since (a queue building up), so it can fire with nothing old enough yet.
+            // Falling through to a probe timeout then presumes the whole flight lost, which the
+            // XOR modes cannot afford (their held losses would all fail, and with dFEC's raised
+            // packet threshold packets wait on this timer far more often): for a mode that sets
+            // its own threshold the timer is re-armed instead. The other modes keep the
+            // fall-through: the `tcp` model's calibration against CTCP Table IV depends on it.
+            if !lost.is_empty() || self.strict_time_threshold {
                 return (lost, false);
             }
         }

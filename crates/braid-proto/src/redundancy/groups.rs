@@ -100,6 +100,8 @@ pub struct GroupTracker {
     /// "FEC failed" of dFEC §III-B).
     pub recovered: u64,
     pub failed: u64,
+    /// Blocks below this are held whole by the receiver and forgotten here.
+    released: u64,
 }
 
 impl GroupTracker {
@@ -110,12 +112,16 @@ impl GroupTracker {
             on_repaired,
             recovered: 0,
             failed: 0,
+            released: 0,
         }
     }
 
     /// Groups were made over `cover.start..cover.end`; sources skipped before `start` lose
     /// their chance of repair.
     pub fn on_cover(&mut self, cover: &XorCover) {
+        if cover.block < self.released {
+            return;
+        }
         let b = self.blocks.entry(cover.block).or_default();
         for index in b.covered_to..cover.start {
             if let Member::Lost { path, sent } = *b.member(index) {
@@ -146,7 +152,10 @@ impl GroupTracker {
 
     /// A source or parity was acknowledged.
     pub fn on_acked(&mut self, block: u64, source: Option<u16>, group: Option<u16>) {
-        let Some(b) = self.blocks.get_mut(&block) else { return };
+        if block < self.released {
+            return;
+        }
+        let b = self.blocks.entry(block).or_default();
         let gi = match (source, group) {
             (Some(index), _) => {
                 let index = usize::from(index);
@@ -180,6 +189,16 @@ impl GroupTracker {
         path: usize,
         sent: Instant,
     ) -> bool {
+        if block < self.released {
+            // The receiver decoded the block before the loss was declared: the parity did it.
+            if source.is_some() {
+                self.recovered += 1;
+                if let Some(signal) = self.on_repaired {
+                    self.actions.push_back(FecAction::Congestion { path, sent, signal });
+                }
+            }
+            return true;
+        }
         let b = self.blocks.entry(block).or_default();
         match (source, group) {
             (Some(index), _) => {
@@ -211,7 +230,8 @@ impl GroupTracker {
 
     /// Forgets blocks below `below` (the receiver holds them whole).
     pub fn release_below(&mut self, below: u64) {
-        self.blocks = self.blocks.split_off(&below);
+        self.released = self.released.max(below);
+        self.blocks = self.blocks.split_off(&self.released);
     }
 
     pub fn poll_action(&mut self) -> Option<FecAction> {

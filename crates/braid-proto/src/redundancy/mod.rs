@@ -94,7 +94,9 @@ pub trait RedundancyController: Send + fmt::Debug {
     }
 
     /// The packet threshold for loss detection (RFC 9002 §6.1.1's 3, TCP's dupACK threshold)
-    /// this controller wants instead (dFEC: the FEC block size).
+    /// this controller wants (dFEC: the FEC block size). `Some` also makes the time-threshold
+    /// timer strict: when it finds nothing lost it is re-armed rather than turned into a probe
+    /// timeout that presumes the whole flight lost (which would fail every held loss).
     fn packet_threshold(&self) -> Option<u64> {
         None
     }

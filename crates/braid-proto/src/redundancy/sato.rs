@@ -122,6 +122,12 @@ impl RedundancyController for Sato {
 
     /// §3.2: a lost source is held while its group's parity can repair it. A lost parity alone
     /// is not a loss the receiver sees (no gap in the data), so it is only fatal to its group.
+    /// TCP's three duplicate ACKs, stated so that loss detection also keeps its time-threshold
+    /// timer strict (see `Path::set_packet_threshold`).
+    fn packet_threshold(&self) -> Option<u64> {
+        Some(3)
+    }
+
     fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
         self.groups.on_lost(s.block, s.source, s.group, path, sent)
     }

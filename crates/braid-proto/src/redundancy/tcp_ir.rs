@@ -110,6 +110,12 @@ impl RedundancyController for TcpIr {
         self.interval_start.map(|s| s + self.period())
     }
 
+    /// TCP's three duplicate ACKs, stated so that loss detection also keeps its time-threshold
+    /// timer strict (see `Path::set_packet_threshold`).
+    fn packet_threshold(&self) -> Option<u64> {
+        Some(3)
+    }
+
     fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
         self.groups.on_lost(s.block, s.source, s.group, path, sent)
     }
