@@ -187,3 +187,117 @@ impl RedundancyController for Dfec {
         self.groups.poll_action()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redundancy::testing::{parity, send, sender, view};
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_micros(t * 1000)
+    }
+
+    /// One period T (srtt 10 ms → 30 ms) starting at `start` ms: `sent` data segments of which
+    /// `retransmitted` are retransmissions. The period is closed by the next one's first event.
+    fn period(d: &mut Dfec, start: u64, sent: u64, retransmitted: u64) {
+        for i in 0..sent {
+            let event = RedundancyEvent::Sent { repair: false, retransmission: i < retransmitted };
+            d.on_event(ms(start), event, &view(10, 10));
+        }
+    }
+
+    #[test]
+    fn ratio_adapts_on_residual_loss_and_clamps() {
+        let mut d = Dfec::default();
+        assert_eq!((d.ratio(), d.packet_threshold()), (9, Some(9)));
+        // Residual 10 / 90 = 11 % > 1 %: ratio × 0.67 (more FEC).
+        period(&mut d, 0, 100, 10);
+        period(&mut d, 30, 100, 0);
+        assert_eq!(d.ratio(), 6, "9 × 0.67");
+        assert_eq!(d.packet_threshold(), Some(6), "the dupACK threshold follows the FEC block size");
+        // The clean period is averaged with the lossy one (N = 2): mean 5.5 % — still down.
+        period(&mut d, 60, 100, 0);
+        assert_eq!(d.ratio(), 4, "6.03 × 0.67 = 4.04");
+        // Two clean periods: up by 1 + δ.
+        period(&mut d, 90, 100, 0);
+        assert_eq!(d.ratio(), 5, "4.04 × 1.33 = 5.37");
+        // Less than T later: no update.
+        period(&mut d, 100, 100, 0);
+        assert_eq!(d.ratio(), 5);
+        // Clean for long: up to the 256 bound and no further.
+        for i in 0..30 {
+            period(&mut d, 120 + 30 * i, 100, 0);
+        }
+        assert_eq!(d.ratio(), 256);
+        // Lossy for long: down to the 4 bound (20 % overhead) and no further.
+        for i in 0..30 {
+            period(&mut d, 2000 + 30 * i, 100, 50);
+        }
+        assert_eq!(d.ratio(), 4);
+        // Residual exactly at the target (1 / 100) is not above it: up.
+        let mut d = Dfec::default();
+        period(&mut d, 0, 101, 1);
+        period(&mut d, 30, 1, 0);
+        assert_eq!(d.ratio(), 12, "9 × 1.33 = 11.97");
+    }
+
+    #[test]
+    fn parity_after_every_ratio_segments_and_the_block_tail() {
+        let mut d = Dfec::default();
+        let mut tx = sender(20);
+        let path = view(10, 10);
+        send(&mut tx, 8);
+        assert!(d.parity_covers(ms(0), &mut tx.blocks(), &path).is_empty());
+        send(&mut tx, 1);
+        let covers = d.parity_covers(ms(0), &mut tx.blocks(), &path);
+        assert_eq!(covers, [XorCover { block: 0, start: 0, end: 9, interleave: 1 }]);
+        assert!(tx.cover(covers[0]));
+        // The block closes at 20 sources: its tail 18..20 gets a parity once sent.
+        tx.close_block();
+        send(&mut tx, 11);
+        assert_eq!(
+            d.parity_covers(ms(0), &mut tx.blocks(), &path),
+            [
+                XorCover { block: 0, start: 9, end: 18, interleave: 1 },
+                XorCover { block: 0, start: 18, end: 20, interleave: 1 },
+            ]
+        );
+    }
+
+    #[test]
+    fn repaired_loss_is_not_congestion_failed_and_lost_fec_are() {
+        let mut d = Dfec::default();
+        let mut tx = sender(40);
+        let path = view(10, 10);
+        let sent = send(&mut tx, 9);
+        let cover = d.parity_covers(ms(0), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        let fec = parity(&mut tx, 0);
+        // One loss in the FEC block: held, then repaired — no action at all (no cwnd cut, no
+        // retransmission).
+        assert!(d.take_loss(ms(1), 0, sent[3], ms(0)));
+        for s in sent.iter().filter(|s| s.source != Some(3)).chain([&fec]) {
+            d.on_symbol_acked(ms(2), *s);
+        }
+        assert_eq!(d.poll_action(), None);
+        assert_eq!(d.outcomes(), (1, 0));
+        // Two losses in the next block: FEC failed — both retransmitted, one congestion signal.
+        let sent = send(&mut tx, 9);
+        let cover = d.parity_covers(ms(3), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        assert!(d.take_loss(ms(4), 0, sent[1], ms(3)));
+        assert!(d.take_loss(ms(4), 0, sent[5], ms(3)));
+        let actions: Vec<FecAction> = std::iter::from_fn(|| d.poll_action()).collect();
+        assert_eq!(
+            actions,
+            [
+                FecAction::Retransmit { block: 0, index: 10 },
+                FecAction::Retransmit { block: 0, index: 14 },
+                FecAction::Congestion { path: 0, sent: ms(3), signal: crate::cc::Congestion::Loss },
+            ]
+        );
+        // A lost parity is not taken over: the connection counts it as congestion at once.
+        let fec = parity(&mut tx, 0);
+        assert!(!d.take_loss(ms(5), 0, fec, ms(3)));
+    }
+}

@@ -143,3 +143,50 @@ impl RedundancyController for NoRedundancy {
         0
     }
 }
+
+/// Helpers for the XOR controllers' unit tests: a manually grouped XOR block sender.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::time::Duration;
+
+    use braid_fec::{CodeFamily, CodecConfig};
+
+    use super::PathView;
+    use crate::blocks::{BlockSender, OutgoingSymbol};
+    use crate::wire::Writer;
+
+    /// A sender holding `n` source symbols of one (256-long) XOR block, none sent.
+    pub fn sender(n: usize) -> BlockSender {
+        let config = CodecConfig { symbol_size: 16, max_block_len: 256, ..CodecConfig::new(CodeFamily::Xor) };
+        let mut tx = BlockSender::new(config, 4);
+        tx.set_manual_groups();
+        for i in 0..n {
+            tx.push_source(&[i as u8; 16]).unwrap();
+        }
+        tx
+    }
+
+    /// Sends the next `k` sources.
+    pub fn send(tx: &mut BlockSender, k: usize) -> Vec<OutgoingSymbol> {
+        (0..k)
+            .map(|_| tx.write_next_source(&mut Writer::new(&mut Vec::new())).expect("a source to send"))
+            .collect()
+    }
+
+    /// Sends the next parity.
+    pub fn parity(tx: &mut BlockSender, block: u64) -> OutgoingSymbol {
+        tx.write_repair(block, &mut Writer::new(&mut Vec::new())).unwrap().expect("a parity")
+    }
+
+    /// A path with a window of `packets` 1000-byte packets and the given smoothed RTT.
+    pub fn view(packets: u64, srtt_ms: u64) -> PathView {
+        PathView {
+            smoothed_rtt: Duration::from_millis(srtt_ms),
+            min_rtt: Duration::from_millis(srtt_ms),
+            loss: 0.0,
+            window: packets * 1000,
+            in_flight: 0,
+            mss: 1000,
+        }
+    }
+}

@@ -144,3 +144,102 @@ impl RedundancyController for Sato {
         self.groups.poll_action()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcAlgorithm;
+    use crate::redundancy::testing::{parity, send, sender, view};
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_micros(t * 1000)
+    }
+
+    #[test]
+    fn group_size_follows_cwnd_and_interleave_drops_to_one_below_2g() {
+        let s = Sato::default();
+        // min(cwnd − 1, 30); g = 3 unless cwnd < 6.
+        assert_eq!(s.layout_for(100), (30, 3));
+        assert_eq!(s.layout_for(31), (30, 3));
+        assert_eq!(s.layout_for(20), (19, 3));
+        assert_eq!(s.layout_for(6), (5, 3));
+        assert_eq!(s.layout_for(5), (4, 1));
+        assert_eq!(s.layout_for(2), (1, 1));
+        assert_eq!(s.layout_for(1), (1, 1));
+    }
+
+    #[test]
+    fn layout_is_updated_when_the_parities_are_sent() {
+        let mut s = Sato::default();
+        let mut tx = sender(200);
+        // cwnd 10: groups of 9, 3 interleaved — a window of 27 segments.
+        send(&mut tx, 26);
+        assert!(s.parity_covers(ms(0), &mut tx.blocks(), &view(10, 50)).is_empty());
+        assert_eq!(s.layout(), Some((9, 3)));
+        send(&mut tx, 1);
+        // cwnd is 4 by now, but the window's layout was fixed when it began.
+        let covers = s.parity_covers(ms(1), &mut tx.blocks(), &view(4, 50));
+        assert_eq!(covers, [XorCover { block: 0, start: 0, end: 27, interleave: 3 }]);
+        assert!(tx.cover(covers[0]));
+        let groups: Vec<Option<u16>> = (0..3).map(|_| parity(&mut tx, 0).group).collect();
+        assert_eq!(groups, [Some(0), Some(1), Some(2)]);
+        // The next window takes cwnd 4: groups of 3, no interleaving.
+        assert_eq!(s.layout(), Some((3, 1)));
+        send(&mut tx, 3);
+        assert_eq!(
+            s.parity_covers(ms(2), &mut tx.blocks(), &view(40, 50)),
+            [XorCover { block: 0, start: 27, end: 30, interleave: 1 }]
+        );
+        assert_eq!(s.layout(), Some((30, 3)));
+    }
+
+    #[test]
+    fn losses_are_held_until_known_unrecoverable_and_a_repaired_one_cuts_cwnd_by_r() {
+        let mut s = Sato::default();
+        let mut tx = sender(200);
+        let path = view(10, 50);
+        let sent = send(&mut tx, 27);
+        let cover = s.parity_covers(ms(0), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        let parities: Vec<OutgoingSymbol> = (0..3).map(|_| parity(&mut tx, 0)).collect();
+        // A burst of 3 (sources 3, 4, 5) hits three different groups: all held, no signal.
+        for i in 3..6 {
+            assert!(s.take_loss(ms(1), 0, sent[i], ms(0)));
+        }
+        assert_eq!(s.poll_action(), None, "duplicate-ACK suppression");
+        for x in sent.iter().filter(|x| !matches!(x.source, Some(3..=5))).chain(&parities) {
+            s.on_symbol_acked(ms(2), *x);
+        }
+        let actions: Vec<FecAction> = std::iter::from_fn(|| s.poll_action()).collect();
+        assert_eq!(actions.len(), 3);
+        assert!(actions.iter().all(|a| matches!(
+            a,
+            FecAction::Congestion { signal: Congestion::Repaired { factor }, .. } if *factor == 0.7
+        )));
+        assert_eq!(s.outcomes(), (3, 0));
+        // The repaired loss applied to Sato's NewReno: cwnd × 0.7 (once per round trip).
+        let mut cc = CcAlgorithm::NewReno.build(1000);
+        let before = cc.window();
+        if let FecAction::Congestion { sent, signal, .. } = actions[0] {
+            cc.on_congestion(ms(3), sent, signal);
+        }
+        assert_eq!(cc.window(), (before as f64 * 0.7).round() as u64);
+
+        // Next window (cwnd 10 again): a second loss in a group ends the suppression at once.
+        let sent = send(&mut tx, 27);
+        let cover = s.parity_covers(ms(4), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        assert!(s.take_loss(ms(5), 0, sent[0], ms(4)));
+        assert_eq!(s.poll_action(), None);
+        assert!(s.take_loss(ms(5), 0, sent[3], ms(4)), "same group (stride 3)");
+        let actions: Vec<FecAction> = std::iter::from_fn(|| s.poll_action()).collect();
+        assert_eq!(
+            actions,
+            [
+                FecAction::Retransmit { block: 0, index: 27 },
+                FecAction::Retransmit { block: 0, index: 30 },
+                FecAction::Congestion { path: 0, sent: ms(4), signal: Congestion::Loss },
+            ]
+        );
+    }
+}

@@ -132,3 +132,80 @@ impl RedundancyController for TcpIr {
         self.groups.poll_action()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redundancy::testing::{parity, send, sender, view};
+    use crate::redundancy::RedundancyEvent;
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_micros(t * 1000)
+    }
+
+    const SENT: RedundancyEvent = RedundancyEvent::Sent { repair: false, retransmission: false };
+
+    #[test]
+    fn one_parity_per_quarter_rtt_over_at_most_16() {
+        let mut ir = TcpIr::new();
+        let mut tx = sender(100);
+        let path = view(10, 100); // RTT/4 = 25 ms; a window of 10 does not matter to TCP-IR
+        assert!(ir.repair_ignores_window());
+        for _ in send(&mut tx, 40) {
+            ir.on_event(ms(0), SENT, &path);
+        }
+        assert_eq!(ir.poll_timeout(), Some(ms(25)));
+        assert!(ir.parity_covers(ms(24), &mut tx.blocks(), &path).is_empty(), "not yet");
+        // At RTT/4: one parity, over the 16 newest of the 40 sent; 0..24 stay bare.
+        let covers = ir.parity_covers(ms(25), &mut tx.blocks(), &path);
+        assert_eq!(covers, [XorCover { block: 0, start: 24, end: 40, interleave: 1 }]);
+        assert!(tx.cover(covers[0]));
+        assert_eq!(ir.repairs_wanted(tx.blocks().next().unwrap(), &path), 1);
+        let p = parity(&mut tx, 0);
+        assert_eq!(p.group, Some(24));
+        // Nothing sent since: no clock, no parity.
+        assert_eq!(ir.poll_timeout(), None);
+        assert!(ir.parity_covers(ms(60), &mut tx.blocks(), &path).is_empty());
+        // Five more from t = 70: the next parity at 95 covers exactly them.
+        for _ in send(&mut tx, 5) {
+            ir.on_event(ms(70), SENT, &path);
+        }
+        assert!(ir.parity_covers(ms(94), &mut tx.blocks(), &path).is_empty());
+        assert_eq!(
+            ir.parity_covers(ms(95), &mut tx.blocks(), &path),
+            [XorCover { block: 0, start: 40, end: 45, interleave: 1 }]
+        );
+    }
+
+    #[test]
+    fn a_bare_loss_falls_back_to_retransmission_and_a_repaired_one_is_congestion() {
+        let mut ir = TcpIr::new();
+        let mut tx = sender(100);
+        let path = view(10, 100);
+        let sent = send(&mut tx, 20);
+        for _ in &sent {
+            ir.on_event(ms(0), SENT, &path);
+        }
+        // Source 1 (left bare by the cover of 4..20) and source 10 (covered) are lost.
+        assert!(ir.take_loss(ms(1), 0, sent[1], ms(0)), "held until its fate is known");
+        assert!(ir.take_loss(ms(1), 0, sent[10], ms(0)));
+        let cover = ir.parity_covers(ms(25), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        assert_eq!(ir.poll_action(), Some(FecAction::Retransmit { block: 0, index: 1 }));
+        assert_eq!(
+            ir.poll_action(),
+            Some(FecAction::Congestion { path: 0, sent: ms(0), signal: Congestion::Loss })
+        );
+        for s in sent.iter().skip(4).filter(|s| s.source != Some(10)) {
+            ir.on_symbol_acked(ms(30), *s);
+        }
+        assert_eq!(ir.poll_action(), None, "parity still in flight");
+        ir.on_symbol_acked(ms(31), parity(&mut tx, 0));
+        // Repaired, but TCP-IR still counts it as congestion.
+        assert_eq!(
+            ir.poll_action(),
+            Some(FecAction::Congestion { path: 0, sent: ms(0), signal: Congestion::Loss })
+        );
+        assert_eq!(ir.outcomes(), (1, 1));
+    }
+}
