@@ -2,7 +2,8 @@
 //!
 //! - TCP-IR (dFEC paper §II): one parity every RTT/4 over what was sent since the last one, at
 //!   most 16 packets: `group_len = 16`, `interleave = 1`, and the transport calls
-//!   [`Encoder::flush`] on its timer.
+//!   [`Encoder::flush`] on its timer — or, as braid's modes do, hands grouping over with
+//!   [`XorEncoder::set_manual`] and makes each group with [`XorEncoder::cover`] when it sends.
 //! - TCP-dFEC (§III-A): one parity after every `ratio` data segments: `group_len = ratio`,
 //!   changed with [`XorEncoder::set_layout`] as the ratio adapts.
 //! - Sato et al. (§3.2–3.4): group size min(cwnd − 1, l) and `g` groups interleaved across a

@@ -90,7 +90,7 @@ impl Pair {
     /// One millisecond: arrivals, timers, then what each end sends goes on the wire (the
     /// client's unless `drop` says so).
     fn step(&mut self, drop: &mut dyn FnMut(&[Sym]) -> bool) {
-        self.now = self.now + std::time::Duration::from_millis(1);
+        self.now += std::time::Duration::from_millis(1);
         let now = self.now;
         if self.server.poll_timeout().is_some_and(|t| t <= now) {
             self.server.handle_timeout(now);

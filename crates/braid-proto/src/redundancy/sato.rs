@@ -203,8 +203,8 @@ mod tests {
         assert!(tx.cover(cover));
         let parities: Vec<OutgoingSymbol> = (0..3).map(|_| parity(&mut tx, 0)).collect();
         // A burst of 3 (sources 3, 4, 5) hits three different groups: all held, no signal.
-        for i in 3..6 {
-            assert!(s.take_loss(ms(1), 0, sent[i], ms(0)));
+        for lost in &sent[3..6] {
+            assert!(s.take_loss(ms(1), 0, *lost, ms(0)));
         }
         assert_eq!(s.poll_action(), None, "duplicate-ACK suppression");
         for x in sent.iter().filter(|x| !matches!(x.source, Some(3..=5))).chain(&parities) {
