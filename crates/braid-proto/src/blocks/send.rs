@@ -73,10 +73,11 @@ impl SendBlock {
         }
     }
 
-    /// XOR blocks: parities made ready by a cover but not yet sent.
+    /// XOR blocks: parities made ready by a cover but not yet sent (none once decoded: they
+    /// could not be sent, see [`BlockSender::write_repair`]).
     pub fn pending_parities(&self) -> u64 {
         match &self.encoder {
-            BlockEncoder::Xor(x) => x.pending_repairs() as u64,
+            BlockEncoder::Xor(x) if !self.decoded => x.pending_repairs() as u64,
             _ => 0,
         }
     }

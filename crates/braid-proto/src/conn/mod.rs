@@ -3,8 +3,9 @@
 //!
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
-//! paths with a minimum-RTT choice of path. The seed papers' modes and the multipath schedulers
-//! are still to come (issues 3 and 4).
+//! paths with a minimum-RTT choice of path. Of the seed papers' modes, the XOR ones (`tcp-ir`,
+//! `dfec`, `sato`) are in; the others and the multipath schedulers are still to come (issues 3
+//! and 4).
 
 mod path;
 mod policy;
@@ -500,13 +501,13 @@ impl Connection {
         if lost.iter().any(|p| p.window_update) {
             session.streams.resend_windows();
         }
-        let p = &mut self.paths[path];
+        let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
-            let congestion = self.config.mode.loss_is_congestion(&p.rtt);
+            let congestion = self.config.mode.loss_is_congestion(&path.rtt);
             if let Some(newest) = newest.filter(|_| congestion) {
-                p.cc.on_congestion(now, newest, Congestion::Loss);
+                path.cc.on_congestion(now, newest, Congestion::Loss);
             }
-            p.record_losses(now, lost.len(), lost.iter().map(|p| p.size).sum(), congestion);
+            path.record_losses(now, lost.len(), lost.iter().map(|p| p.size).sum(), congestion);
         }
         self.apply_fec_actions(now, probe);
     }
