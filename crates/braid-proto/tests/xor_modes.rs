@@ -251,3 +251,25 @@ fn tcp_ir_parity_every_quarter_rtt_even_with_a_full_window() {
     let in_flight = (u64::from(covered_to) + parities) * 1200;
     assert!(in_flight + 1280 > pair.cwnd(), "the window was full: {in_flight} of {}", pair.cwnd());
 }
+
+/// `ConnectionConfig { mode, ..Default::default() }` yields the mode's code family (proposed in
+/// the handshake and agreed by the server), block length and congestion controller.
+#[test]
+fn modes_imply_their_code_and_controller() {
+    use braid_fec::CodeFamily;
+    use braid_proto::cc::CcAlgorithm;
+    for (name, mode, cc) in [
+        ("tcp-ir", Mode::TcpIr, CcAlgorithm::Cubic),
+        ("DFEC", Mode::Dfec, CcAlgorithm::Cubic),
+        ("sato", Mode::Sato, CcAlgorithm::NewReno),
+    ] {
+        assert_eq!(name.parse::<Mode>(), Ok(mode));
+        assert_eq!((mode.code_family(), mode.default_cc()), (Some(CodeFamily::Xor), cc));
+        let pair = Pair::new(mode);
+        for end in [&pair.client, &pair.server] {
+            assert_eq!((end.params().code, end.params().max_block_len), (CodeFamily::Xor, 256), "{name}");
+        }
+    }
+    assert_eq!((Mode::Braid.code_family(), Mode::Braid.default_cc()), (None, CcAlgorithm::Cubic));
+    assert!("ctcp-ir".parse::<Mode>().unwrap_err().contains("tcp-ir, dfec, sato"));
+}
