@@ -273,3 +273,77 @@ fn modes_imply_their_code_and_controller() {
     assert_eq!((Mode::Braid.code_family(), Mode::Braid.default_cc()), (None, CcAlgorithm::Cubic));
     assert!("ctcp-ir".parse::<Mode>().unwrap_err().contains("tcp-ir, dfec, sato"));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// The XOR modes act on the peer's ACK and BLOCK_ACK frames (held losses, groups, released
+    /// blocks): mutated ones, however absurd (a huge lowest undecoded block, ranges beyond what
+    /// was sent), must not panic the sender, which must then go on.
+    #[test]
+    fn mutated_acks_never_panic_an_xor_sender(
+        mode in proptest::sample::select(vec![Mode::TcpIr, Mode::Dfec, Mode::Sato]),
+        flips in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 1u8..=255), 1..6),
+        pick in proptest::prelude::any::<proptest::sample::Index>(),
+    ) {
+        let mut pair = Pair::new(mode);
+        let mut samples = Vec::new();
+        for _ in 0..40 {
+            samples.extend(pair.reverse.iter().map(|(_, d)| d.clone()));
+            pair.step(&mut |_| false);
+        }
+        proptest::prop_assume!(!samples.is_empty());
+        let mut d = pick.get(&samples).clone();
+        for (at, x) in &flips {
+            let i = at.index(d.len());
+            d[i] ^= x;
+        }
+        let now = pair.now;
+        pair.client.handle_datagram(now, 0, &d);
+        for _ in 0..40 {
+            pair.step(&mut |_| false);
+        }
+    }
+}
+
+/// Absurd but well-formed feedback: an ACK for packets never sent and a BLOCK_ACK claiming
+/// every block decoded far beyond what exists. The XOR sender must neither panic nor grow
+/// without bound, and must keep running.
+#[test]
+fn absurd_feedback_is_survived() {
+    use braid_proto::wire::{AckFrame, AckRange, BlockAckFrame, Writer};
+    for mode in [Mode::TcpIr, Mode::Dfec, Mode::Sato] {
+        let mut pair = Pair::new(mode);
+        let mut real = None;
+        for _ in 0..100 {
+            real = real.or_else(|| pair.reverse.first().map(|(_, d)| d.clone()));
+            pair.step(&mut |_| false);
+        }
+        let real = real.expect("the server answers");
+        let mut r = Reader::new(&real);
+        let mut header = PacketHeader::parse(&mut r).unwrap();
+        header.number += 1_000;
+        let mut d = Vec::new();
+        header.write(&mut Writer::new(&mut d));
+        let mut w = Writer::new(&mut d);
+        Frame::Ack(AckFrame {
+            path: 0,
+            ack_delay_us: u64::MAX >> 3,
+            ranges: vec![AckRange { start: 0, end: 1 << 40 }],
+        })
+        .write(&mut w)
+        .unwrap();
+        Frame::BlockAck(BlockAckFrame {
+            lowest_undecoded: 1 << 50,
+            dofs: u64::MAX >> 3,
+            decoded_beyond: u64::MAX >> 2,
+        })
+        .write(&mut w)
+        .unwrap();
+        let now = pair.now;
+        pair.client.handle_datagram(now, 0, &d);
+        for _ in 0..100 {
+            pair.step(&mut |_| false);
+        }
+    }
+}
