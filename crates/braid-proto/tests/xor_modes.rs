@@ -61,7 +61,10 @@ fn pattern(i: usize) -> u8 {
 
 impl Pair {
     fn new(mode: Mode) -> Pair {
-        let config = ConnectionConfig { mode, ..ConnectionConfig::default() };
+        Pair::with_config(ConnectionConfig { mode, ..ConnectionConfig::default() })
+    }
+
+    fn with_config(config: ConnectionConfig) -> Pair {
         let mut pair = Pair {
             client: Connection::client(config.clone(), Instant::ZERO, 7),
             server: Connection::server(config, Instant::ZERO),
@@ -345,5 +348,18 @@ fn absurd_feedback_is_survived() {
         for _ in 0..100 {
             pair.step(&mut |_| false);
         }
+    }
+}
+
+/// A flow-control-limited sender (a stream window of 5 symbols, below dFEC's FEC block of 9):
+/// a loss held for a group that would never fill must still be settled — the sender closes the
+/// group when it has nothing more to send.
+#[test]
+fn held_loss_does_not_wait_for_data_that_cannot_come() {
+    use braid_proto::wire::TransportParams;
+    for mode in [Mode::Dfec, Mode::Sato] {
+        let params = TransportParams { initial_max_stream_data: 6_000, ..TransportParams::default() };
+        let mut pair = Pair::with_config(ConnectionConfig { mode, params, ..ConnectionConfig::default() });
+        pair.run(&[(0, 2)]);
     }
 }

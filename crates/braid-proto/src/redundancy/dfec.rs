@@ -139,7 +139,8 @@ impl RedundancyController for Dfec {
     }
 
     /// A parity after every `ratio` segments sent; a block's tail gets one when the block is
-    /// complete and sent (groups do not span blocks).
+    /// complete and sent (groups do not span blocks), or when the sender has nothing more to send
+    /// for now (so a held loss never waits for data that may not come).
     fn parity_covers(
         &mut self,
         _now: Instant,
@@ -147,6 +148,8 @@ impl RedundancyController for Dfec {
         _path: &PathView,
     ) -> Vec<XorCover> {
         let ratio = self.ratio().max(1);
+        let blocks: Vec<&SendBlock> = blocks.collect();
+        let idle = blocks.iter().all(|b| b.all_sources_sent());
         let mut covers = Vec::new();
         for b in blocks {
             let mut r = b.uncovered_sent();
@@ -154,7 +157,7 @@ impl RedundancyController for Dfec {
                 covers.push(XorCover { block: b.id, start: r.start, end: r.start + ratio, interleave: 1 });
                 r.start += ratio;
             }
-            if !r.is_empty() && b.closed && b.all_sources_sent() {
+            if !r.is_empty() && b.all_sources_sent() && (b.closed || idle) {
                 covers.push(XorCover { block: b.id, start: r.start, end: r.end, interleave: 1 });
             }
         }
@@ -252,6 +255,14 @@ mod tests {
         let covers = d.parity_covers(ms(0), &mut tx.blocks(), &path);
         assert_eq!(covers, [XorCover { block: 0, start: 0, end: 9, interleave: 1 }]);
         assert!(tx.cover(covers[0]));
+        // A sender with nothing else to send now (all 3 pushed are sent): the open block's tail
+        // is covered too.
+        let mut idle = sender(3);
+        send(&mut idle, 3);
+        assert_eq!(
+            Dfec::default().parity_covers(ms(0), &mut idle.blocks(), &path),
+            [XorCover { block: 0, start: 0, end: 3, interleave: 1 }]
+        );
         // The block closes at 20 sources: its tail 18..20 gets a parity once sent.
         tx.close_block();
         send(&mut tx, 11);

@@ -88,7 +88,7 @@ impl RedundancyController for Sato {
 
     /// When g × size segments of the window are sent, their g interleaved parities follow
     /// (Fig. 3) and the next window's layout is taken from cwnd; a block's tail is covered when
-    /// the block is complete and sent.
+    /// the block is complete and sent, or when the sender has nothing more to send for now.
     fn parity_covers(
         &mut self,
         _now: Instant,
@@ -96,6 +96,8 @@ impl RedundancyController for Sato {
         path: &PathView,
     ) -> Vec<XorCover> {
         let next = self.layout_for(path.window / path.mss.max(1));
+        let blocks: Vec<&SendBlock> = blocks.collect();
+        let idle = blocks.iter().all(|b| b.all_sources_sent());
         let mut covers = Vec::new();
         for b in blocks {
             let mut r = b.uncovered_sent();
@@ -104,7 +106,7 @@ impl RedundancyController for Sato {
                 let window = size * g;
                 let end = if r.len() >= window {
                     r.start + window
-                } else if !r.is_empty() && b.closed && b.all_sources_sent() {
+                } else if !r.is_empty() && b.all_sources_sent() && (b.closed || idle) {
                     r.end
                 } else {
                     break;
