@@ -2,7 +2,8 @@
 //!
 //! - TCP-IR (dFEC paper §II): one parity every RTT/4 over what was sent since the last one, at
 //!   most 16 packets: `group_len = 16`, `interleave = 1`, and the transport calls
-//!   [`Encoder::flush`] on its timer.
+//!   [`Encoder::flush`] on its timer — or, as braid's modes do, hands grouping over with
+//!   [`XorEncoder::set_manual`] and makes each group with [`XorEncoder::cover`] when it sends.
 //! - TCP-dFEC (§III-A): one parity after every `ratio` data segments: `group_len = ratio`,
 //!   changed with [`XorEncoder::set_layout`] as the ratio adapts.
 //! - Sato et al. (§3.2–3.4): group size min(cwnd − 1, l) and `g` groups interleaved across a
@@ -70,6 +71,9 @@ pub struct XorEncoder {
     window_start: usize,
     ready: VecDeque<Group>,
     backend: Backend,
+    /// Groups are made only by [`XorEncoder::cover`] (the transport decides at send time), never
+    /// by `push_source` or `flush`.
+    manual: bool,
 }
 
 impl XorEncoder {
@@ -85,7 +89,45 @@ impl XorEncoder {
             window_start: 0,
             ready: VecDeque::new(),
             backend: Backend::best(),
+            manual: false,
         }
+    }
+
+    /// Hands grouping to the transport: from now on only [`XorEncoder::cover`] makes groups
+    /// (`push_source` and `flush` make none). The seed papers decide a group when they send its
+    /// parity — TCP-IR on a timer, dFEC after `ratio` segments *sent*, Sato et al. from the cwnd
+    /// at that moment — while a transport may push sources into a block well before sending them.
+    pub fn set_manual(&mut self) {
+        self.manual = true;
+    }
+
+    /// The first source not yet covered by a group (the start of the current window).
+    pub fn uncovered_start(&self) -> usize {
+        self.window_start
+    }
+
+    /// Makes `interleave` interleaved groups over sources `start..end` (group `j` holds
+    /// `start + j, start + j + interleave, …`) and moves the window to `end`. Sources between the
+    /// window's start and `start` are left without parity (TCP-IR covers at most the 16 newest
+    /// segments). Returns the number of groups made.
+    pub fn cover(&mut self, start: usize, end: usize, interleave: usize) -> Result<usize, CodecError> {
+        if start < self.window_start || end > self.count || start >= end {
+            return Err(CodecError::InvalidParameter("xor cover range must be within the uncovered sources"));
+        }
+        let span = end - start;
+        if interleave == 0 || interleave > MAX_INTERLEAVE || span.div_ceil(interleave) > MAX_GROUP_LEN {
+            return Err(CodecError::InvalidParameter("xor cover: at most 16 groups of at most 256"));
+        }
+        let groups = interleave.min(span);
+        for j in 0..groups {
+            self.ready.push_back(Group {
+                first: start + j,
+                stride: interleave,
+                count: (span - j).div_ceil(interleave),
+            });
+        }
+        self.window_start = end;
+        Ok(groups)
     }
 
     /// Sets the group length and interleaving depth for the next window (at once if the current
@@ -138,6 +180,9 @@ impl Encoder for XorEncoder {
         let index = self.sources.push(symbol);
         self.count += 1;
 
+        if self.manual {
+            return Ok(SymbolId::Source { index: index as u16 });
+        }
         let (l, g) = (self.group_len, self.interleave);
         let offset = index - self.window_start;
         if offset / g == l - 1 {
@@ -171,7 +216,7 @@ impl Encoder for XorEncoder {
     /// member gets a parity over the members it has.
     fn flush(&mut self) {
         let filled = self.count - self.window_start;
-        if filled == 0 {
+        if filled == 0 || self.manual {
             return;
         }
         let g = self.interleave;

@@ -1,6 +1,6 @@
 //! XOR parity: one loss per group is recovered, two fail cleanly, interleaving spreads bursts.
 
-use braid_fec::{CodeFamily, CodecConfig, Decoder, Encoder, Received, SymbolId};
+use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, Decoder, Encoder, Received, SymbolId};
 use proptest::prelude::*;
 
 fn config(group_len: usize, interleave: usize) -> CodecConfig {
@@ -207,4 +207,39 @@ fn peeling_chains_across_overlapping_parities() {
     assert_eq!(decoder.source(2).unwrap(), &s[2][..]);
     let recovered: Vec<u16> = std::iter::from_fn(|| decoder.poll_recovered()).collect();
     assert_eq!(recovered, vec![1, 2]);
+}
+
+/// Manual grouping (the transport decides groups at send time): `push_source` and `flush` make
+/// no group; `cover` makes interleaved groups over a range, leaving what precedes it bare.
+#[test]
+fn manual_cover_makes_interleaved_groups_and_skips() {
+    let cfg = config(4, 1);
+    let BlockEncoder::Xor(mut xor) = cfg.encoder(0).unwrap() else { panic!("xor") };
+    xor.set_manual();
+    for i in 0..12 {
+        xor.push_source(&symbol(i, 12)).unwrap();
+    }
+    xor.flush();
+    assert_eq!(xor.pending_repairs(), 0, "manual: pushing and flushing make no group");
+    assert_eq!(xor.cover(0, 7, 3).unwrap(), 3);
+    assert_eq!(xor.uncovered_start(), 7);
+    // 9..12 covered, 7 and 8 left bare.
+    assert_eq!(xor.cover(9, 12, 1).unwrap(), 1);
+    assert!(xor.cover(5, 12, 1).is_err(), "behind the window");
+    assert!(xor.cover(12, 13, 1).is_err(), "beyond the sources");
+    let mut out = vec![0; 24];
+    let mut ids = Vec::new();
+    while let Some(id) = xor.next_repair(&mut out).unwrap() {
+        let SymbolId::XorParity { first, stride, count } = id else { panic!() };
+        ids.push(SymbolId::XorParity { first, stride, count });
+    }
+    assert_eq!(
+        ids,
+        vec![
+            SymbolId::XorParity { first: 0, stride: 3, count: 3 },
+            SymbolId::XorParity { first: 1, stride: 3, count: 2 },
+            SymbolId::XorParity { first: 2, stride: 3, count: 2 },
+            SymbolId::XorParity { first: 9, stride: 1, count: 3 },
+        ]
+    );
 }

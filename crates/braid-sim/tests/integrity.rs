@@ -102,7 +102,8 @@ fn two_second_outage() {
 
 /// The code family is the client's choice (PROTOCOL.md §9.2): every family must work in every
 /// mode — RaptorQ (a block is sealed by its first repair) and XOR (a loss cannot be answered
-/// with a new symbol, so it is retransmitted) included.
+/// with a new symbol, so it is retransmitted) included. Modes that imply a family (`tcp-ir`,
+/// `dfec`, `sato`: XOR, `Mode::code_family`) use it whatever the configuration says.
 #[test]
 fn every_code_family_in_every_mode() {
     let lossy = link().with_loss(LossModel::bernoulli(0.05));

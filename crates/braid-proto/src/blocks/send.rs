@@ -13,6 +13,9 @@ pub struct OutgoingSymbol {
     pub block: u64,
     /// The source symbol's index, or `None` for a repair symbol.
     pub source: Option<u16>,
+    /// An XOR parity's group, by its first member (unique within a block), so that feedback on
+    /// the parity can be matched to the group (the XOR modes' recovered/failed bookkeeping).
+    pub group: Option<u16>,
 }
 
 impl OutgoingSymbol {
@@ -62,6 +65,35 @@ impl SendBlock {
     fn block_len(&self) -> Option<u16> {
         self.closed.then_some(self.len() as u16)
     }
+
+    /// XOR blocks: the sources sent once but not yet covered by any parity group (empty for
+    /// other codes).
+    pub fn uncovered_sent(&self) -> std::ops::Range<usize> {
+        match &self.encoder {
+            BlockEncoder::Xor(x) => x.uncovered_start().min(self.next_unsent)..self.next_unsent,
+            _ => 0..0,
+        }
+    }
+
+    /// XOR blocks: parities made ready by a cover but not yet sent (none once decoded: they
+    /// could not be sent, see [`BlockSender::write_repair`]).
+    pub fn pending_parities(&self) -> u64 {
+        match &self.encoder {
+            BlockEncoder::Xor(x) if !self.decoded => x.pending_repairs() as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// A parity group decision for sources already sent (see [`BlockSender::cover`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XorCover {
+    pub block: u64,
+    /// Sources `start..end` get `interleave` interleaved groups; uncovered sources before
+    /// `start` stay without parity.
+    pub start: usize,
+    pub end: usize,
+    pub interleave: usize,
 }
 
 /// The open blocks, oldest first.
@@ -73,6 +105,8 @@ pub struct BlockSender {
     scratch: Vec<u8>,
     /// Lost source symbols to send again, for the modes that retransmit.
     retransmit: VecDeque<(u64, u16)>,
+    /// XOR groups are formed at send time by [`BlockSender::cover`] (the seed papers' modes).
+    manual_groups: bool,
 }
 
 impl BlockSender {
@@ -85,6 +119,32 @@ impl BlockSender {
             next_block: 0,
             scratch,
             retransmit: VecDeque::new(),
+            manual_groups: false,
+        }
+    }
+
+    /// From the next block on, XOR groups are made only by [`BlockSender::cover`].
+    pub fn set_manual_groups(&mut self) {
+        self.manual_groups = true;
+    }
+
+    /// Makes the parity groups `cover` describes over sources already sent; `false` if the block
+    /// is unknown, not a manually grouped XOR block, or the range is not its uncovered sent part.
+    pub fn cover(&mut self, cover: XorCover) -> bool {
+        let Some(b) = self.block_mut(cover.block) else { return false };
+        if cover.end > b.next_unsent {
+            return false;
+        }
+        match &mut b.encoder {
+            BlockEncoder::Xor(x) => x.cover(cover.start, cover.end, cover.interleave).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Queues source `index` of `block` to be sent again (a loss the code could not repair).
+    pub fn queue_retransmission(&mut self, block: u64, index: u16) {
+        if self.block_mut(block).is_some_and(|b| !b.decoded && usize::from(index) < b.len()) {
+            self.retransmit.push_back((block, index));
         }
     }
 
@@ -123,9 +183,13 @@ impl BlockSender {
         if self.blocks.back().is_none_or(|b| b.closed) {
             let id = self.next_block;
             self.next_block += 1;
+            let mut encoder = self.config.encoder(id)?;
+            if let (true, BlockEncoder::Xor(x)) = (self.manual_groups, &mut encoder) {
+                x.set_manual();
+            }
             self.blocks.push_back(SendBlock {
                 id,
-                encoder: self.config.encoder(id)?,
+                encoder,
                 closed: false,
                 next_unsent: 0,
                 in_flight: 0,
@@ -162,7 +226,7 @@ impl BlockSender {
         block.in_flight += 1;
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
-        Some(OutgoingSymbol { block: block.id, source: Some(index as u16) })
+        Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
     }
 
     /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and
@@ -178,7 +242,7 @@ impl BlockSender {
         let len = b.block_len();
         write_symbol(w, block, SymbolId::Source { index }, len, payload);
         b.in_flight += 1;
-        Some(OutgoingSymbol { block, source: Some(index) })
+        Some(OutgoingSymbol { block, source: Some(index), group: None })
     }
 
     /// Writes a new repair symbol of `block`, never one sent before. `None` if the block is
@@ -200,9 +264,13 @@ impl BlockSender {
         }
         let len = b.block_len();
         let Some(id) = b.encoder.next_repair(&mut self.scratch)? else { return Ok(None) };
+        let group = match id {
+            SymbolId::XorParity { first, .. } => Some(first),
+            _ => None,
+        };
         write_symbol(w, block, id, len, &self.scratch);
         b.in_flight += 1;
-        Ok(Some(OutgoingSymbol { block, source: None }))
+        Ok(Some(OutgoingSymbol { block, source: None, group }))
     }
 
     /// A packet carrying a symbol of `block` was acknowledged.

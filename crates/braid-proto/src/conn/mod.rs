@@ -3,9 +3,9 @@
 //!
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
-//! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model), `ctcp` and
-//! `fmtcp` (see [`Mode`]); the XOR papers' modes and the multipath schedulers are still to come
-//! (issues 3 and 4).
+//! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model) and the seed
+//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp` (see [`Mode`]); the multipath schedulers
+//! are still to come (issue 4).
 
 mod path;
 mod policy;
@@ -25,7 +25,7 @@ use crate::wire::{
 use crate::Instant;
 
 pub use crate::redundancy::Redundancy;
-use crate::redundancy::{PathView, RedundancyController, RedundancyEvent, SymbolEvent};
+use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
 pub use policy::Mode;
@@ -45,7 +45,8 @@ pub struct ConnectionConfig {
     pub max_datagram: usize,
     /// Congestion controller per path. Default (`None`): the mode's ([`Mode::default_cc`]).
     pub cc: Option<CcAlgorithm>,
-    /// The scheme. Default `braid`.
+    /// The scheme. Default `braid`. A mode that implies a code family ([`Mode::code_family`])
+    /// overrides `params.code` with it, and raises `params.max_block_len` to what it needs.
     pub mode: Mode,
     /// How much redundancy to send (the `braid` mode). Default: braid's adaptive policy.
     pub redundancy: Redundancy,
@@ -132,6 +133,8 @@ struct Session {
     /// Pipe bytes waiting to fill the next source symbol.
     partial: Vec<u8>,
     block_ack_dirty: bool,
+    /// The redundancy controller forms XOR groups at send time and tracks their outcome.
+    xor_groups: bool,
 }
 
 pub struct Connection {
@@ -172,8 +175,11 @@ impl Connection {
         Connection::new(Side::Server, config, now, ConnectionId::default())
     }
 
-    fn new(side: Side, config: ConnectionConfig, now: Instant, cid: ConnectionId) -> Connection {
+    fn new(side: Side, mut config: ConnectionConfig, now: Instant, cid: ConnectionId) -> Connection {
         let mss = config.max_datagram as u64;
+        if let Some(len) = config.mode.min_block_len() {
+            config.params.max_block_len = config.params.max_block_len.max(len);
+        }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         let paths = (0..config.paths.clamp(1, 8)).map(|id| Path::new(id, cc.build(mss), now)).collect();
         Connection {
@@ -287,13 +293,19 @@ impl Connection {
             max_streams: peer.max_streams,
         };
         let window = params.blocks_in_flight.into();
+        let xor_groups = self.redundancy.groups_at_send_time() && params.code == CodeFamily::Xor;
+        let mut sender = BlockSender::new(codec.clone(), window);
+        if xor_groups {
+            sender.set_manual_groups();
+        }
         self.session = Some(Session {
             streams: Streams::new(self.side, local, remote),
-            sender: BlockSender::new(codec.clone(), window),
+            sender,
             receiver: BlockReceiver::new(codec, window),
             parser: PipeParser::default(),
             partial: Vec::new(),
             block_ack_dirty: false,
+            xor_groups,
         });
         self.state = State::Established;
         self.handshake_due = None;
@@ -391,7 +403,10 @@ impl Connection {
             }
             _ if self.session.is_none() => {}
             Frame::Ack(ack) => self.on_ack(now, &ack),
-            Frame::BlockAck(b) => self.session.as_mut().expect("checked").sender.on_block_ack(&b),
+            Frame::BlockAck(b) => {
+                self.session.as_mut().expect("checked").sender.on_block_ack(&b);
+                self.redundancy.on_blocks_released(b.lowest_undecoded);
+            }
             Frame::Symbol(s) => {
                 self.stats.symbols_received += 1;
                 let session = self.session.as_mut().expect("checked");
@@ -434,7 +449,9 @@ impl Connection {
     }
 
     fn on_ack(&mut self, now: Instant, ack: &crate::wire::AckFrame) {
+        let threshold = self.redundancy.packet_threshold();
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
+        path.set_packet_threshold(threshold);
         let outcome = path.on_ack(now, ack);
         self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost, false);
     }
@@ -453,12 +470,16 @@ impl Connection {
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
         let path_id = path as u8;
+        let xor_groups = session.xor_groups;
         for p in &acked {
             for s in &p.symbols {
                 session.sender.on_symbol_acked(s.block);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
+                if xor_groups {
+                    self.redundancy.on_symbol_acked(now, *s);
+                }
             }
         }
         for p in &lost {
@@ -470,24 +491,66 @@ impl Connection {
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
         let retransmit = self.config.mode.retransmits() || self.config.params.code == CodeFamily::Xor;
+        // The newest loss not taken over by the redundancy controller (the XOR modes hold a loss
+        // their parity may still repair, and settle it later with `FecAction`s).
+        let mut newest = None;
         for p in &lost {
+            let mut taken = !p.symbols.is_empty();
             for s in &p.symbols {
-                session.sender.on_symbol_lost(*s, retransmit);
+                let take = xor_groups && self.redundancy.take_loss(now, path, *s, p.time);
+                session.sender.on_symbol_lost(*s, retransmit && !take);
+                taken &= take;
+            }
+            if !taken {
+                newest = newest.max(Some(p.time));
             }
         }
         if lost.iter().any(|p| p.window_update) {
             session.streams.resend_windows();
         }
         let path = &mut self.paths[path];
-        if let Some(newest) = lost.iter().map(|p| p.time).max().filter(|_| !probe) {
+        if !lost.is_empty() && !probe {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
             path.cc.on_lost(now, lost.len() as u64);
-            if congestion {
+            if let Some(newest) = newest.filter(|_| congestion) {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
             let uncounted = congestion && !self.config.mode.estimate_counts_congestion();
             path.record_losses(lost.len(), uncounted);
         }
+        self.apply_fec_actions(now, probe);
+    }
+
+    /// Carries out what the redundancy controller decided about the losses it took over:
+    /// retransmissions, and congestion signals (not for a probe timeout's presumed losses).
+    fn apply_fec_actions(&mut self, now: Instant, probe: bool) {
+        while let Some(action) = self.redundancy.poll_action() {
+            match action {
+                FecAction::Retransmit { block, index } => {
+                    if let Some(s) = self.session.as_mut() {
+                        s.sender.queue_retransmission(block, index);
+                    }
+                }
+                FecAction::Congestion { path, sent, signal } => {
+                    if let Some(p) = self.paths.get_mut(path).filter(|_| !probe) {
+                        p.cc.on_congestion(now, sent, signal);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lets the redundancy controller form parity groups over what was sent (XOR modes).
+    fn apply_parity_covers(&mut self, now: Instant) {
+        let Some(path) = (0..self.paths.len()).min_by_key(|&i| self.paths[i].rtt.smoothed()) else { return };
+        let view = self.path_view(path);
+        let Some(session) = self.session.as_mut().filter(|s| s.xor_groups) else { return };
+        let covers = self.redundancy.parity_covers(now, &mut session.sender.blocks(), &view);
+        for cover in covers {
+            let applied = session.sender.cover(cover);
+            debug_assert!(applied, "a controller's cover must fit the block: {cover:?}");
+        }
+        self.apply_fec_actions(now, false);
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -501,6 +564,7 @@ impl Connection {
         self.redundancy.handle_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
+                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold());
                 let (lost, probe) = self.paths[i].on_timer(now);
                 self.after_losses(now, i, Vec::new(), lost, probe);
                 if self.state == State::Handshake && self.side == Side::Client {
@@ -562,6 +626,14 @@ impl Connection {
         })
     }
 
+    /// Whether some block wants a repair symbol sent on `path` now.
+    fn repair_due(&self, path: usize) -> bool {
+        let view = self.path_view(path);
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.sender.blocks().any(|b| self.redundancy.repairs_wanted(b, &view) > 0))
+    }
+
     /// What the redundancy controller may know about `path`.
     fn path_view(&self, path: usize) -> PathView {
         let p = &self.paths[path];
@@ -602,6 +674,7 @@ impl Connection {
         }
         self.session.as_ref()?;
         self.fill_pipe();
+        self.apply_parity_covers(now);
         let mss = self.config.max_datagram as u64;
         // The path with room, allowed by its pacer, with the lowest RTT (MPTCP's default).
         let ready = (0..self.paths.len())
@@ -618,7 +691,7 @@ impl Connection {
             // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
             // promise the code may not keep (an XOR block has no complete group to repair):
             // then the control frames go out alone.
-            let symbol = self.write_symbol(now, path, buf);
+            let symbol = self.write_symbol(now, path, buf, false);
             self.write_control(now, buf, 2, max);
             return Some(match symbol {
                 Some(symbol) => {
@@ -628,6 +701,19 @@ impl Connection {
                 }
                 None => self.end_packet(now, path, buf, false, Vec::new()),
             });
+        }
+        // TCP-IR's parity goes out at its fixed rate even when the window is full.
+        if self.redundancy.repair_ignores_window() {
+            let fastest = (0..self.paths.len()).min_by_key(|&i| self.paths[i].rtt.smoothed());
+            if let Some(path) = fastest.filter(|&p| self.repair_due(p)) {
+                self.begin_packet(path, PacketType::Data, buf);
+                let symbol = self.write_symbol(now, path, buf, true);
+                self.write_control(now, buf, 2, max);
+                return Some(match symbol {
+                    Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
+                    None => self.end_packet(now, path, buf, false, Vec::new()),
+                });
+            }
         }
         let path = ack_due?;
         self.begin_packet(path, PacketType::Data, buf);
@@ -744,16 +830,19 @@ impl Connection {
 
     /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
     /// source, else nothing.
+    /// `repair_only`: nothing but a repair (a parity sent beyond the window).
     fn write_symbol(
         &mut self,
         now: Instant,
         path: usize,
         buf: &mut Vec<u8>,
+        repair_only: bool,
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
-        if let Some(sent) = s.sender.write_retransmission(&mut w) {
+        let retransmission = if repair_only { None } else { s.sender.write_retransmission(&mut w) };
+        if let Some(sent) = retransmission {
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
@@ -766,6 +855,9 @@ impl Connection {
                 self.redundancy.on_event(now, event, &view);
                 return Some(sent);
             }
+        }
+        if repair_only {
+            return None;
         }
         let Some(sent) = s.sender.write_next_source(&mut w) else {
             // No new data: the spare capacity carries proactive repair.

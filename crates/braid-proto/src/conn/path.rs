@@ -84,7 +84,9 @@ pub(crate) struct Path {
     pub next_send: Instant,
     /// When the last packet arrived on this path (drives the ACK delay).
     pub last_received: Instant,
-    /// Bytes known to have crossed the path: acknowledged, plus lost to random loss.
+    /// Packets acknowledged after one before it is declared lost (the dupACK threshold).
+    packet_threshold: u64,
+    /// Bytes acknowledged on the path (for delivery-rate samples).
     delivered: u64,
     delivered_time: Instant,
     pub stats: PathStats,
@@ -118,10 +120,17 @@ impl Path {
             pto_count: 0,
             next_send: now,
             last_received: now,
+            packet_threshold: PACKET_THRESHOLD,
             delivered: 0,
             delivered_time: now,
             stats: PathStats::default(),
         }
+    }
+
+    /// Sets the packet threshold of loss detection (`None`: RFC 9002's 3; `Some`: the mode's).
+    /// TCP-dFEC §III-A sets the DupACK threshold to the FEC block size.
+    pub fn set_packet_threshold(&mut self, threshold: Option<u64>) {
+        self.packet_threshold = threshold.unwrap_or(PACKET_THRESHOLD).max(1);
     }
 
     /// Room in the congestion window.
@@ -257,7 +266,7 @@ impl Path {
         let numbers: Vec<u64> = self
             .sent
             .range(..largest_acked)
-            .filter(|(n, p)| *n + PACKET_THRESHOLD <= largest_acked || now - p.time >= delay)
+            .filter(|(n, p)| *n + self.packet_threshold <= largest_acked || now - p.time >= delay)
             .map(|(n, _)| *n)
             .collect();
         for n in numbers {

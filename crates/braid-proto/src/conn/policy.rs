@@ -10,7 +10,9 @@ use std::time::Duration;
 use braid_fec::CodeFamily;
 
 use crate::cc::{CcAlgorithm, RttEstimator};
-use crate::redundancy::{CtcpScheduler, Fmtcp, NoRedundancy, Redundancy, RedundancyController};
+use crate::redundancy::{
+    CtcpScheduler, Dfec, Fmtcp, NoRedundancy, Redundancy, RedundancyController, Sato, TcpIr,
+};
 
 /// A scheme: how a connection codes, repairs and reacts to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,10 +32,20 @@ pub enum Mode {
     /// symbols ([`crate::redundancy::Fmtcp`]), new symbols instead of retransmissions, and the
     /// subflow's TCP congestion control (NewReno: every loss is congestion).
     Fmtcp,
+    /// TCP-IR as the TCP-dFEC paper keeps it as a baseline: an XOR parity every RTT/4 over at
+    /// most 16 segments, ignoring cwnd (`redundancy/tcp_ir.rs`).
+    TcpIr,
+    /// TCP-dFEC: an XOR parity every `ratio` segments, the ratio adapted on residual loss
+    /// (`redundancy/dfec.rs`).
+    Dfec,
+    /// Sato et al.: cwnd-sized, interleaved XOR groups, dupACK suppression, repaired losses
+    /// reduce cwnd by r = 0.7 (`redundancy/sato.rs`).
+    Sato,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Braid, Mode::Tcp, Mode::Ctcp, Mode::Fmtcp];
+    pub const ALL: [Mode; 7] =
+        [Mode::Braid, Mode::Tcp, Mode::TcpIr, Mode::Dfec, Mode::Sato, Mode::Ctcp, Mode::Fmtcp];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +53,9 @@ impl Mode {
             Mode::Tcp => "tcp",
             Mode::Ctcp => "ctcp",
             Mode::Fmtcp => "fmtcp",
+            Mode::TcpIr => "tcp-ir",
+            Mode::Dfec => "dfec",
+            Mode::Sato => "sato",
         }
     }
 
@@ -50,17 +65,26 @@ impl Mode {
         match self {
             Mode::Braid | Mode::Tcp | Mode::Ctcp => CodeFamily::Rlnc,
             Mode::Fmtcp => CodeFamily::RaptorQ,
+            Mode::TcpIr | Mode::Dfec | Mode::Sato => CodeFamily::Xor,
         }
     }
 
-    /// The congestion controller a path gets when the configuration names none. braid: CUBIC
-    /// (the model-based controller is not tuned yet: it starves under heavy loss in the
-    /// simulator). CTCP: its tokens (Algorithm 2). FMTCP: NewReno — it was built on IETF-MPTCP
-    /// in ns-2, whose subflows run NewReno, and says the choice does not matter on disjoint
-    /// paths (§II).
+    /// The smallest block length the mode needs: the XOR modes' groups do not span blocks, so a
+    /// block holds at least dFEC's largest FEC block (256) and Sato's widest window (3 × 30).
+    pub fn min_block_len(self) -> Option<u16> {
+        (self.code_family() == CodeFamily::Xor).then_some(256)
+    }
+
+    /// The congestion controller a path gets when the configuration names none. braid and the
+    /// `tcp` model: CUBIC (it measured best for braid; see cc/bbr.rs for the model-based one).
+    /// TCP-IR and TCP-dFEC were built into Linux TCP, whose default is CUBIC; Sato et al. ran
+    /// NewReno in ns-3 (§4). CTCP: its tokens (Algorithm 2). FMTCP: NewReno — it was built on
+    /// IETF-MPTCP in ns-2, whose subflows run NewReno, and says the choice does not matter on
+    /// disjoint paths (§II).
     pub fn default_cc(self) -> CcAlgorithm {
         match self {
-            Mode::Braid | Mode::Tcp => CcAlgorithm::Cubic,
+            Mode::Braid | Mode::Tcp | Mode::TcpIr | Mode::Dfec => CcAlgorithm::Cubic,
+            Mode::Sato => CcAlgorithm::NewReno,
             Mode::Ctcp => CcAlgorithm::Ctcp,
             Mode::Fmtcp => CcAlgorithm::NewReno,
         }
@@ -73,14 +97,14 @@ impl Mode {
     }
 
     pub(crate) fn retransmits(self) -> bool {
-        self == Mode::Tcp
+        self == Mode::Tcp || self.code_family() == CodeFamily::Xor
     }
 
     /// Whether losses just detected on a path with this RTT state count as congestion.
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
             Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
-            Mode::Tcp | Mode::Fmtcp => true,
+            Mode::Tcp | Mode::Fmtcp | Mode::TcpIr | Mode::Dfec | Mode::Sato => true,
             // CTCP reacts to loss through its own estimate (Algorithm 2's loss-spike rule).
             Mode::Ctcp => false,
         }
@@ -93,6 +117,9 @@ impl Mode {
             Mode::Tcp => Box::new(NoRedundancy),
             Mode::Ctcp => Box::new(CtcpScheduler::default()),
             Mode::Fmtcp => Box::new(Fmtcp::default()),
+            Mode::TcpIr => Box::new(TcpIr::new()),
+            Mode::Dfec => Box::new(Dfec::default()),
+            Mode::Sato => Box::new(Sato::default()),
         }
     }
 }
@@ -123,6 +150,9 @@ mod tests {
             (Mode::Tcp, CodeFamily::Rlnc, "cubic"),
             (Mode::Ctcp, CodeFamily::Rlnc, "ctcp"),
             (Mode::Fmtcp, CodeFamily::RaptorQ, "newreno"),
+            (Mode::TcpIr, CodeFamily::Xor, "cubic"),
+            (Mode::Dfec, CodeFamily::Xor, "cubic"),
+            (Mode::Sato, CodeFamily::Xor, "newreno"),
         ];
         assert_eq!(expected.len(), Mode::ALL.len());
         for (mode, code, cc) in expected {

@@ -11,7 +11,11 @@
 
 mod adaptive;
 mod ctcp;
+mod dfec;
 mod fmtcp;
+mod groups;
+mod sato;
+mod tcp_ir;
 
 use std::fmt;
 use std::time::Duration;
@@ -19,9 +23,14 @@ use std::time::Duration;
 pub use adaptive::symbols_for;
 pub use adaptive::Redundancy;
 pub use ctcp::CtcpScheduler;
+pub use dfec::Dfec;
 pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
+pub use groups::{GroupTracker, RecoveredLoss};
+pub use sato::Sato;
+pub use tcp_ir::TcpIr;
 
-use crate::blocks::SendBlock;
+use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::cc::Congestion;
 use crate::Instant;
 
 /// What a redundancy controller may know about the path about to carry a symbol.
@@ -81,15 +90,75 @@ pub trait RedundancyController: Send + fmt::Debug {
     /// Per-symbol feedback with block and send time; the default ignores it.
     fn on_symbol(&mut self, _now: Instant, _event: SymbolEvent) {}
 
-    /// When the answers of [`RedundancyController::repairs_wanted`] may change with no event
-    /// but the passing of time (CTCP: a symbol in flight turns 1.5 RTT old); `path` is the
-    /// path that would send. The default never.
+    /// When the controller needs the connection to act with no event but the passing of time
+    /// (CTCP: a symbol in flight turns 1.5 RTT old; TCP-IR: its RTT/4 parity clock); `path` is
+    /// the path that would send. The default never.
     fn poll_timeout(&self, _path: &PathView) -> Option<Instant> {
         None
     }
 
     /// Time passed (the connection's timer fired at `now`); the default ignores it.
     fn handle_timeout(&mut self, _now: Instant) {}
+
+    // Hooks for the XOR modes (TCP-IR, TCP-dFEC, Sato et al.), who decide parity groups when
+    // they send and keep track of which losses their parity repaired. All default to "not used".
+
+    /// Whether XOR parity groups are formed at send time by [`Self::parity_covers`] rather than
+    /// by the encoder's fixed layout.
+    fn groups_at_send_time(&self) -> bool {
+        false
+    }
+
+    /// Called before each send with the open blocks: which sources already sent get parity
+    /// groups now. Only asked when [`Self::groups_at_send_time`]; the covers are applied at once.
+    fn parity_covers(
+        &mut self,
+        _now: Instant,
+        _blocks: &mut dyn Iterator<Item = &SendBlock>,
+        _path: &PathView,
+    ) -> Vec<XorCover> {
+        Vec::new()
+    }
+
+    /// Whether a due repair may be sent when the congestion window is full (TCP-IR's fixed-rate
+    /// parity, which ignores cwnd).
+    fn repair_ignores_window(&self) -> bool {
+        false
+    }
+
+    /// The packet threshold for loss detection (RFC 9002 §6.1.1's 3, TCP's dupACK threshold)
+    /// this controller wants (dFEC: the FEC block size).
+    fn packet_threshold(&self) -> Option<u64> {
+        None
+    }
+
+    /// A packet carrying `symbol`, sent at `sent` on `path`, was declared lost. Returning true
+    /// takes the loss over: the connection neither retransmits it nor counts it as congestion;
+    /// the controller answers later with [`FecAction`]s (a parity that can still repair it, or
+    /// a loss a parity's loss does not make congestion).
+    fn take_loss(&mut self, _now: Instant, _path: usize, _symbol: OutgoingSymbol, _sent: Instant) -> bool {
+        false
+    }
+
+    /// A packet carrying `symbol` was acknowledged.
+    fn on_symbol_acked(&mut self, _now: Instant, _symbol: OutgoingSymbol) {}
+
+    /// The receiver holds every block below `block`: forget them.
+    fn on_blocks_released(&mut self, _below: u64) {}
+
+    /// What the controller wants done about losses it took over.
+    fn poll_action(&mut self) -> Option<FecAction> {
+        None
+    }
+}
+
+/// An XOR mode's answer to a loss it took over (see [`RedundancyController::take_loss`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FecAction {
+    /// The parity cannot repair this source: send it again (TCP-style fallback).
+    Retransmit { block: u64, index: u16 },
+    /// Tell the congestion controller of `path` about a loss of a packet sent at `sent`.
+    Congestion { path: usize, sent: Instant, signal: Congestion },
 }
 
 /// No coding at all: the `tcp` model.
@@ -103,5 +172,52 @@ impl RedundancyController for NoRedundancy {
 
     fn repairs_wanted(&self, _block: &SendBlock, _path: &PathView) -> u64 {
         0
+    }
+}
+
+/// Helpers for the XOR controllers' unit tests: a manually grouped XOR block sender.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::time::Duration;
+
+    use braid_fec::{CodeFamily, CodecConfig};
+
+    use super::PathView;
+    use crate::blocks::{BlockSender, OutgoingSymbol};
+    use crate::wire::Writer;
+
+    /// A sender holding `n` source symbols of one (256-long) XOR block, none sent.
+    pub fn sender(n: usize) -> BlockSender {
+        let config = CodecConfig { symbol_size: 16, max_block_len: 256, ..CodecConfig::new(CodeFamily::Xor) };
+        let mut tx = BlockSender::new(config, 4);
+        tx.set_manual_groups();
+        for i in 0..n {
+            tx.push_source(&[i as u8; 16]).unwrap();
+        }
+        tx
+    }
+
+    /// Sends the next `k` sources.
+    pub fn send(tx: &mut BlockSender, k: usize) -> Vec<OutgoingSymbol> {
+        (0..k)
+            .map(|_| tx.write_next_source(&mut Writer::new(&mut Vec::new())).expect("a source to send"))
+            .collect()
+    }
+
+    /// Sends the next parity.
+    pub fn parity(tx: &mut BlockSender, block: u64) -> OutgoingSymbol {
+        tx.write_repair(block, &mut Writer::new(&mut Vec::new())).unwrap().expect("a parity")
+    }
+
+    /// A path with a window of `packets` 1000-byte packets and the given smoothed RTT.
+    pub fn view(packets: u64, srtt_ms: u64) -> PathView {
+        PathView {
+            smoothed_rtt: Duration::from_millis(srtt_ms),
+            min_rtt: Duration::from_millis(srtt_ms),
+            loss: 0.0,
+            window: packets * 1000,
+            in_flight: 0,
+            mss: 1000,
+        }
     }
 }

@@ -197,6 +197,9 @@ fn mode_label(mode: Mode) -> &'static str {
         Mode::Tcp => "tcp (model)",
         Mode::Ctcp => "ctcp",
         Mode::Fmtcp => "fmtcp",
+        Mode::TcpIr => "tcp-ir",
+        Mode::Dfec => "dfec",
+        Mode::Sato => "sato",
     }
 }
 

@@ -1,0 +1,314 @@
+//! TCP-dFEC (Ferlin et al., "MPTCP meets FEC: supporting latency-sensitive applications over
+//! heterogeneous networks", §III): XOR FEC inside TCP with a dynamic ratio.
+//!
+//! - §III-A: one XOR parity after every `ratio` data segments (an FEC block); the DupACK
+//!   threshold is the current FEC block size, so fast retransmit does not fire before the
+//!   block's parity could arrive ([`RedundancyController::packet_threshold`]).
+//! - §III-B (i) "Respect CWND": FEC is sent only when cwnd has room (the connection's normal
+//!   rule); cwnd is reduced only when FEC fails or is lost — a loss the parity repaired does not
+//!   reduce it; an acknowledged parity grows cwnd like data.
+//! - §III-B (ii) the ratio adapts on residual loss, Eqs. (1)–(3), see [`Dfec::close_interval`].
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{FecAction, GroupTracker, PathView, RedundancyController, RedundancyEvent};
+use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::Instant;
+
+/// dFEC's parameters, defaults from §III-B.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DfecConfig {
+    /// Starting ratio: 9, one FEC in TCP's initial window.
+    pub start_ratio: f64,
+    /// Correction rate δ = 0.33.
+    pub delta: f64,
+    /// Target residual loss ("tolerance") 1 %.
+    pub target: f64,
+    /// Ratio bounds [4, 256]: at most 20 % overhead; 256 bounds receiver buffering.
+    pub min_ratio: f64,
+    pub max_ratio: f64,
+    /// Measurement period T = 3 RTT.
+    pub period_rtts: u32,
+    /// Periods averaged, N = 2.
+    pub periods: usize,
+}
+
+impl Default for DfecConfig {
+    fn default() -> Self {
+        DfecConfig {
+            start_ratio: 9.0,
+            delta: 0.33,
+            target: 0.01,
+            min_ratio: 4.0,
+            max_ratio: 256.0,
+            period_rtts: 3,
+            periods: 2,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Dfec {
+    config: DfecConfig,
+    groups: GroupTracker,
+    ratio: f64,
+    interval_start: Option<Instant>,
+    /// Data segments sent in the current period, and how many of them were retransmissions.
+    total: u64,
+    retransmitted: u64,
+    /// Residual_i of the last N periods.
+    history: VecDeque<f64>,
+}
+
+impl Default for Dfec {
+    fn default() -> Self {
+        Dfec::new(DfecConfig::default())
+    }
+}
+
+impl Dfec {
+    pub fn new(config: DfecConfig) -> Dfec {
+        Dfec {
+            config,
+            // A repaired loss tells the congestion controller nothing (§III-B (i)).
+            groups: GroupTracker::new(None),
+            ratio: config.start_ratio,
+            interval_start: None,
+            total: 0,
+            retransmitted: 0,
+            history: VecDeque::new(),
+        }
+    }
+
+    /// Data segments per parity now.
+    pub fn ratio(&self) -> usize {
+        self.ratio.round() as usize
+    }
+
+    /// Losses the parity repaired / could not ("FEC recovered" / "FEC failed").
+    pub fn outcomes(&self) -> (u64, u64) {
+        (self.groups.recovered, self.groups.failed)
+    }
+
+    /// Ends a period T: Eq. (1) Residual_i = Retransmit / (Total − Retransmit); Eq. (2) the mean
+    /// of the last N; Eq. (3) ratio ×= (1 − δ) above the target, else ×= (1 + δ), clamped.
+    fn close_interval(&mut self) {
+        let first_sent = self.total.saturating_sub(self.retransmitted);
+        let residual = match (self.retransmitted, first_sent) {
+            (0, _) => 0.0,
+            (r, 0) => r as f64,
+            (r, f) => r as f64 / f as f64,
+        };
+        self.history.push_back(residual);
+        while self.history.len() > self.config.periods.max(1) {
+            self.history.pop_front();
+        }
+        let mean = self.history.iter().sum::<f64>() / self.history.len() as f64;
+        let c = &self.config;
+        let factor = if mean > c.target { 1.0 - c.delta } else { 1.0 + c.delta };
+        self.ratio = (self.ratio * factor).clamp(c.min_ratio, c.max_ratio);
+        self.total = 0;
+        self.retransmitted = 0;
+    }
+}
+
+impl RedundancyController for Dfec {
+    fn name(&self) -> &'static str {
+        "dfec"
+    }
+
+    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
+        block.pending_parities()
+    }
+
+    fn on_event(&mut self, now: Instant, event: RedundancyEvent, path: &PathView) {
+        let RedundancyEvent::Sent { repair: false, retransmission } = event else { return };
+        let period = path.smoothed_rtt.max(Duration::from_millis(1)) * self.config.period_rtts;
+        let start = *self.interval_start.get_or_insert(now);
+        if now >= start + period {
+            self.close_interval();
+            self.interval_start = Some(now);
+        }
+        self.total += 1;
+        self.retransmitted += u64::from(retransmission);
+    }
+
+    fn groups_at_send_time(&self) -> bool {
+        true
+    }
+
+    /// A parity after every `ratio` segments sent; a block's tail gets one when the block is
+    /// complete and sent (groups do not span blocks), or when the sender has nothing more to send
+    /// for now (so a held loss never waits for data that may not come).
+    fn parity_covers(
+        &mut self,
+        _now: Instant,
+        blocks: &mut dyn Iterator<Item = &SendBlock>,
+        _path: &PathView,
+    ) -> Vec<XorCover> {
+        let ratio = self.ratio().max(1);
+        let blocks: Vec<&SendBlock> = blocks.collect();
+        let idle = blocks.iter().all(|b| b.all_sources_sent());
+        let mut covers = Vec::new();
+        for b in blocks {
+            let mut r = b.uncovered_sent();
+            while r.len() >= ratio {
+                covers.push(XorCover { block: b.id, start: r.start, end: r.start + ratio, interleave: 1 });
+                r.start += ratio;
+            }
+            if !r.is_empty() && b.all_sources_sent() && (b.closed || idle) {
+                covers.push(XorCover { block: b.id, start: r.start, end: r.end, interleave: 1 });
+            }
+        }
+        for c in &covers {
+            self.groups.on_cover(c);
+        }
+        covers
+    }
+
+    fn packet_threshold(&self) -> Option<u64> {
+        Some(self.ratio() as u64)
+    }
+
+    /// A lost source is held while its parity can repair it; a lost parity is congestion at
+    /// once (§III-B (i): cwnd is reduced "only if FEC is lost or fails").
+    fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
+        let held = self.groups.on_lost(s.block, s.source, s.group, path, sent);
+        held && !s.is_repair()
+    }
+
+    fn on_symbol_acked(&mut self, _now: Instant, s: OutgoingSymbol) {
+        self.groups.on_acked(s.block, s.source, s.group);
+    }
+
+    fn on_blocks_released(&mut self, below: u64) {
+        self.groups.release_below(below);
+    }
+
+    fn poll_action(&mut self) -> Option<FecAction> {
+        self.groups.poll_action()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redundancy::testing::{parity, send, sender, view};
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_micros(t * 1000)
+    }
+
+    /// One period T (srtt 10 ms → 30 ms) starting at `start` ms: `sent` data segments of which
+    /// `retransmitted` are retransmissions. The period is closed by the next one's first event.
+    fn period(d: &mut Dfec, start: u64, sent: u64, retransmitted: u64) {
+        for i in 0..sent {
+            let event = RedundancyEvent::Sent { repair: false, retransmission: i < retransmitted };
+            d.on_event(ms(start), event, &view(10, 10));
+        }
+    }
+
+    #[test]
+    fn ratio_adapts_on_residual_loss_and_clamps() {
+        let mut d = Dfec::default();
+        assert_eq!((d.ratio(), d.packet_threshold()), (9, Some(9)));
+        // Residual 10 / 90 = 11 % > 1 %: ratio × 0.67 (more FEC).
+        period(&mut d, 0, 100, 10);
+        period(&mut d, 30, 100, 0);
+        assert_eq!(d.ratio(), 6, "9 × 0.67");
+        assert_eq!(d.packet_threshold(), Some(6), "the dupACK threshold follows the FEC block size");
+        // The clean period is averaged with the lossy one (N = 2): mean 5.5 % — still down.
+        period(&mut d, 60, 100, 0);
+        assert_eq!(d.ratio(), 4, "6.03 × 0.67 = 4.04");
+        // Two clean periods: up by 1 + δ.
+        period(&mut d, 90, 100, 0);
+        assert_eq!(d.ratio(), 5, "4.04 × 1.33 = 5.37");
+        // Less than T later: no update.
+        period(&mut d, 100, 100, 0);
+        assert_eq!(d.ratio(), 5);
+        // Clean for long: up to the 256 bound and no further.
+        for i in 0..30 {
+            period(&mut d, 120 + 30 * i, 100, 0);
+        }
+        assert_eq!(d.ratio(), 256);
+        // Lossy for long: down to the 4 bound (20 % overhead) and no further.
+        for i in 0..30 {
+            period(&mut d, 2000 + 30 * i, 100, 50);
+        }
+        assert_eq!(d.ratio(), 4);
+        // Residual exactly at the target (1 / 100) is not above it: up.
+        let mut d = Dfec::default();
+        period(&mut d, 0, 101, 1);
+        period(&mut d, 30, 1, 0);
+        assert_eq!(d.ratio(), 12, "9 × 1.33 = 11.97");
+    }
+
+    #[test]
+    fn parity_after_every_ratio_segments_and_the_block_tail() {
+        let mut d = Dfec::default();
+        let mut tx = sender(20);
+        let path = view(10, 10);
+        send(&mut tx, 8);
+        assert!(d.parity_covers(ms(0), &mut tx.blocks(), &path).is_empty());
+        send(&mut tx, 1);
+        let covers = d.parity_covers(ms(0), &mut tx.blocks(), &path);
+        assert_eq!(covers, [XorCover { block: 0, start: 0, end: 9, interleave: 1 }]);
+        assert!(tx.cover(covers[0]));
+        // A sender with nothing else to send now (all 3 pushed are sent): the open block's tail
+        // is covered too.
+        let mut idle = sender(3);
+        send(&mut idle, 3);
+        assert_eq!(
+            Dfec::default().parity_covers(ms(0), &mut idle.blocks(), &path),
+            [XorCover { block: 0, start: 0, end: 3, interleave: 1 }]
+        );
+        // The block closes at 20 sources: its tail 18..20 gets a parity once sent.
+        tx.close_block();
+        send(&mut tx, 11);
+        assert_eq!(
+            d.parity_covers(ms(0), &mut tx.blocks(), &path),
+            [
+                XorCover { block: 0, start: 9, end: 18, interleave: 1 },
+                XorCover { block: 0, start: 18, end: 20, interleave: 1 },
+            ]
+        );
+    }
+
+    #[test]
+    fn repaired_loss_is_not_congestion_failed_and_lost_fec_are() {
+        let mut d = Dfec::default();
+        let mut tx = sender(40);
+        let path = view(10, 10);
+        let sent = send(&mut tx, 9);
+        let cover = d.parity_covers(ms(0), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        let fec = parity(&mut tx, 0);
+        // One loss in the FEC block: held, then repaired — no action at all (no cwnd cut, no
+        // retransmission).
+        assert!(d.take_loss(ms(1), 0, sent[3], ms(0)));
+        for s in sent.iter().filter(|s| s.source != Some(3)).chain([&fec]) {
+            d.on_symbol_acked(ms(2), *s);
+        }
+        assert_eq!(d.poll_action(), None);
+        assert_eq!(d.outcomes(), (1, 0));
+        // Two losses in the next block: FEC failed — both retransmitted, one congestion signal.
+        let sent = send(&mut tx, 9);
+        let cover = d.parity_covers(ms(3), &mut tx.blocks(), &path)[0];
+        assert!(tx.cover(cover));
+        assert!(d.take_loss(ms(4), 0, sent[1], ms(3)));
+        assert!(d.take_loss(ms(4), 0, sent[5], ms(3)));
+        let actions: Vec<FecAction> = std::iter::from_fn(|| d.poll_action()).collect();
+        assert_eq!(
+            actions,
+            [
+                FecAction::Retransmit { block: 0, index: 10 },
+                FecAction::Retransmit { block: 0, index: 14 },
+                FecAction::Congestion { path: 0, sent: ms(3), signal: crate::cc::Congestion::Loss },
+            ]
+        );
+        // A lost parity is not taken over: the connection counts it as congestion at once.
+        let fec = parity(&mut tx, 0);
+        assert!(!d.take_loss(ms(5), 0, fec, ms(3)));
+    }
+}
