@@ -504,6 +504,8 @@ impl Connection {
             return None;
         }
         let mut next = self.last_heard + self.idle_timeout;
+        // `wants_to_send` scans every block: ask it once, and only if some path has room.
+        let mut wants_to_send = None;
         for p in &self.paths {
             if let Some(t) = p.loss_timeout() {
                 next = next.min(t);
@@ -511,7 +513,9 @@ impl Connection {
             if p.ack_pending {
                 next = next.min(ack_deadline(p));
             }
-            if self.wants_to_send() && p.window_room() >= self.config.max_datagram as u64 {
+            if p.window_room() >= self.config.max_datagram as u64
+                && *wants_to_send.get_or_insert_with(|| self.wants_to_send())
+            {
                 next = next.min(p.next_send);
             }
         }
@@ -529,11 +533,12 @@ impl Connection {
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
     fn has_symbol(&self, path: usize) -> bool {
         let view = self.path_view(path);
+        // The cheap questions first: an unsent source anywhere settles it without asking the
+        // redundancy controller about every block.
         self.session.as_ref().is_some_and(|s| {
             s.sender.has_retransmission()
-                || s.sender
-                    .blocks()
-                    .any(|b| !b.all_sources_sent() || self.redundancy.repairs_wanted(b, &view) > 0)
+                || s.sender.blocks().any(|b| !b.all_sources_sent())
+                || s.sender.blocks().any(|b| self.redundancy.repairs_wanted(b, &view) > 0)
         })
     }
 

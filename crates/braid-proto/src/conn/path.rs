@@ -154,24 +154,28 @@ impl Path {
 
     /// Records a received packet number; returns false for a duplicate.
     pub fn on_received(&mut self, now: Instant, number: u64, ack_eliciting: bool) -> bool {
-        if self.received.iter().any(|r| r.start <= number && number <= r.end) {
+        // `received` is kept disjoint, non-adjacent and highest first, so the number goes in
+        // place: extend the range just above or below it (or join the two), else a new range.
+        let below = self.received.iter().position(|r| r.end < number).unwrap_or(self.received.len());
+        if below > 0 && self.received[below - 1].start <= number {
             return false;
         }
         self.last_received = now;
-        if self.received.first().is_none_or(|r| number > r.end) {
+        if below == 0 {
             self.largest_received_at = Some(now);
         }
-        self.received.push(AckRange { start: number, end: number });
-        self.received.sort_by_key(|r| std::cmp::Reverse(r.end));
-        let mut merged: Vec<AckRange> = Vec::with_capacity(self.received.len());
-        for r in self.received.drain(..) {
-            match merged.last_mut() {
-                Some(last) if r.end + 1 >= last.start => last.start = last.start.min(r.start),
-                _ => merged.push(r),
+        let joins_above = below > 0 && self.received[below - 1].start == number + 1;
+        let joins_below = self.received.get(below).is_some_and(|r| r.end + 1 == number);
+        match (joins_above, joins_below) {
+            (true, true) => {
+                self.received[below - 1].start = self.received[below].start;
+                self.received.remove(below);
             }
+            (true, false) => self.received[below - 1].start = number,
+            (false, true) => self.received[below].end = number,
+            (false, false) => self.received.insert(below, AckRange { start: number, end: number }),
         }
-        merged.truncate(MAX_RANGES);
-        self.received = merged;
+        self.received.truncate(MAX_RANGES);
         self.ack_pending |= ack_eliciting;
         self.unacked_eliciting += u32::from(ack_eliciting);
         true
@@ -199,8 +203,18 @@ impl Path {
         let mut largest_sent = None;
         let mut rate_base: Option<(u64, Instant)> = None;
         for range in &ack.ranges {
-            let numbers: Vec<u64> = self.sent.range(range.start..=range.end).map(|(n, _)| *n).collect();
-            for n in numbers {
+            // Ranges come highest first: once one ends below everything in flight, so do the
+            // rest (most of an ACK re-reports old ranges).
+            let Some((&oldest, _)) = self.sent.first_key_value() else { break };
+            if range.end < oldest {
+                break;
+            }
+            let (&newest, _) = self.sent.last_key_value().expect("not empty");
+            if range.start > newest {
+                continue;
+            }
+            while let Some(entry) = self.sent.range(range.start..=range.end).next() {
+                let n = *entry.0;
                 let packet = self.sent.remove(&n).expect("listed");
                 if packet.ack_eliciting {
                     self.in_flight -= packet.size;
@@ -283,11 +297,11 @@ impl Path {
 
     /// When the next time-threshold loss (RFC 9002 §6.1.2) or probe timeout is due.
     pub fn loss_timeout(&self) -> Option<Instant> {
-        let oldest = self.sent.values().find(|p| p.ack_eliciting)?;
-        if let Some(largest) = self.largest_acked {
-            if let Some((_, p)) = self.sent.range(..largest).next() {
-                return Some(p.time + self.loss_delay());
-            }
+        // `sent` holds only ack-eliciting packets (see `on_sent`), so the oldest is the first.
+        let (&first, oldest) = self.sent.first_key_value()?;
+        debug_assert!(oldest.ack_eliciting);
+        if self.largest_acked.is_some_and(|largest| first < largest) {
+            return Some(oldest.time + self.loss_delay());
         }
         // RFC 9002 §6.2.1: PTO = srtt + max(4·rttvar, granularity) + max_ack_delay; braid also
         // keeps it above 1.5 × srtt, because pacing and queues make single RTTs run long and a
@@ -306,7 +320,7 @@ impl Path {
     /// Returns the lost packets and whether they are a probe timeout's presumption.
     pub fn on_timer(&mut self, now: Instant) -> (Vec<SentPacket>, bool) {
         let mut lost = Vec::new();
-        if self.largest_acked.is_some_and(|l| self.sent.range(..l).next().is_some()) {
+        if self.largest_acked.is_some_and(|l| self.sent.first_key_value().is_some_and(|(&n, _)| n < l)) {
             self.detect_lost(now, &mut lost);
             if !lost.is_empty() {
                 return (lost, false);
@@ -364,6 +378,38 @@ mod tests {
         let ack = p.ack_frame(Instant::ZERO).unwrap();
         let ranges: Vec<(u64, u64)> = ack.ranges.iter().map(|r| (r.start, r.end)).collect();
         assert_eq!(ranges, vec![(9, 9), (5, 7), (0, 2)]);
+    }
+
+    #[test]
+    fn ranges_updated_in_place_match_a_sort_and_merge() {
+        // The reference: append, sort highest first, merge, keep MAX_RANGES.
+        fn reference(ranges: &mut Vec<AckRange>, n: u64) -> bool {
+            if ranges.iter().any(|r| r.start <= n && n <= r.end) {
+                return false;
+            }
+            ranges.push(AckRange { start: n, end: n });
+            ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
+            let mut merged: Vec<AckRange> = Vec::new();
+            for r in ranges.drain(..) {
+                match merged.last_mut() {
+                    Some(last) if r.end + 1 >= last.start => last.start = last.start.min(r.start),
+                    _ => merged.push(r),
+                }
+            }
+            merged.truncate(MAX_RANGES);
+            *ranges = merged;
+            true
+        }
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        let mut expected = Vec::new();
+        let mut x = 7u64;
+        for i in 0..20_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Mostly ascending with holes, some reordering and duplicates.
+            let n = (i + (x >> 60)).saturating_sub((x >> 40) & 7) / 2;
+            assert_eq!(p.on_received(Instant::ZERO, n, true), reference(&mut expected, n), "packet {n}");
+            assert_eq!(p.received, expected);
+        }
     }
 
     #[test]
