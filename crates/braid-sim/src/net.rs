@@ -591,7 +591,7 @@ impl<E: Endpoint> Network<E> {
     /// Rebuild the heap from the current wake-ups when stale entries dominate it.
     fn compact_if_stale(&mut self) {
         let live = self.links.len() + self.endpoints.len();
-        if self.wakeups.len() <= 1024 + 4 * live {
+        if self.wakeups.len() <= 64 + 4 * live {
             return;
         }
         let mut entries = std::mem::take(&mut self.wakeups).into_vec();
