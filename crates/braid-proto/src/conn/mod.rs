@@ -112,6 +112,11 @@ pub struct ConnectionStats {
     pub repair_symbols_sent: u64,
     pub symbols_received: u64,
     pub datagrams_dropped: u64,
+    /// Source symbols sent again (the retransmitting modes).
+    pub retransmissions: u64,
+    /// Source symbols this end recovered by decoding rather than receiving them (the receiver's
+    /// side of the effective recovery rate, recovered / repair sent).
+    pub symbols_recovered: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -413,6 +418,7 @@ impl Connection {
                 });
                 let lowest_after =
                     self.session.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
+                self.stats.symbols_recovered = self.session.as_ref().map_or(0, |s| s.receiver.recovered);
                 for block in lowest_before..lowest_after {
                     self.log_block(BlockRecord::Delivered { block, at: now });
                 }
@@ -708,6 +714,7 @@ impl Connection {
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
         if let Some(sent) = s.sender.write_retransmission(&mut w) {
+            self.stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);

@@ -101,6 +101,9 @@ pub struct PathStats {
     pub bytes_sent: u64,
     pub packets_lost: u64,
     pub packets_acked: u64,
+    /// Of `packets_lost`, those declared by the packet or time threshold (RFC 9002 §6.1; what
+    /// sets off TCP's fast retransmit) rather than by a probe timeout.
+    pub fast_losses: u64,
     /// Probe timeouts (RFC 9002 §6.2), each collapsing the window.
     pub timeouts: u64,
 }
@@ -284,6 +287,7 @@ impl Path {
                 self.in_flight -= packet.size;
             }
             self.stats.packets_lost += 1;
+            self.stats.fast_losses += 1;
             lost.push(packet);
         }
     }
