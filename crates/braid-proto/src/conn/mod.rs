@@ -156,6 +156,8 @@ pub struct Connection {
     pub stats: ConnectionStats,
     block_log: Vec<BlockRecord>,
     redundancy: Box<dyn RedundancyController>,
+    /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
+    last_poll: Instant,
 }
 
 impl Connection {
@@ -195,6 +197,7 @@ impl Connection {
             last_heard: now,
             stats: ConnectionStats::default(),
             block_log: Vec::new(),
+            last_poll: now,
         }
     }
 
@@ -510,8 +513,6 @@ impl Connection {
             return None;
         }
         let mut next = self.last_heard + self.idle_timeout;
-        // `wants_to_send` scans every block: ask it once, and only if some path has room.
-        let mut wants_to_send = None;
         for p in &self.paths {
             if let Some(t) = p.loss_timeout() {
                 next = next.min(t);
@@ -519,11 +520,9 @@ impl Connection {
             if p.ack_pending {
                 next = next.min(ack_deadline(p));
             }
-            if p.window_room() >= self.config.max_datagram as u64
-                && *wants_to_send.get_or_insert_with(|| self.wants_to_send())
-            {
-                next = next.min(p.next_send);
-            }
+        }
+        if let Some(t) = self.next_symbol_time() {
+            next = next.min(t);
         }
         if let Some(t) = self.handshake_due {
             next = next.min(t);
@@ -531,9 +530,33 @@ impl Connection {
         Some(next)
     }
 
-    fn wants_to_send(&self) -> bool {
-        self.session.as_ref().is_some_and(|s| s.streams.has_pipe_data() || !s.partial.is_empty())
-            || (0..self.paths.len()).any(|p| self.has_symbol(p))
+    /// When `poll_transmit` would next send a symbol if nothing else happened: it takes the
+    /// lowest-RTT path with room whose pacer allows and sends only if that path has a symbol (or
+    /// `fill_pipe` can make a new source), and more paths qualify as their pacers allow. Waking
+    /// at every pacer instead spun the connection whenever the chosen path had nothing to carry
+    /// (pipe data behind a full block window, a repair wanted on another path), until the next
+    /// ACK. Pacers already past count from the last poll (the time cannot be earlier), where
+    /// more paths may qualify. Never later than the first send; an earlier wake-up only polls
+    /// for nothing.
+    fn next_symbol_time(&self) -> Option<Instant> {
+        let s = self.session.as_ref()?;
+        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
+        let mss = self.config.max_datagram as u64;
+        let mut next: Option<Instant> = None;
+        for candidate in self.paths.iter().filter(|p| p.window_room() >= mss) {
+            let at = candidate.next_send.max(self.last_poll);
+            if next.is_some_and(|n| n <= at) {
+                continue;
+            }
+            // The path `poll_transmit` would choose at `at` (the same expression, now = at).
+            let chosen = (0..self.paths.len())
+                .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= at)
+                .min_by_key(|&i| self.paths[i].rtt.smoothed());
+            if chosen.is_some_and(|c| new_source || self.has_symbol(c)) {
+                next = Some(at);
+            }
+        }
+        next
     }
 
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
@@ -564,6 +587,7 @@ impl Connection {
     /// Writes the next datagram into `buf` (cleared first), if one is due now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
+        self.last_poll = self.last_poll.max(now);
         if let Some((code, reason)) = self.close_pending.take() {
             self.begin_packet(0, PacketType::Data, buf);
             let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
