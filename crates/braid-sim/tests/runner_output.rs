@@ -98,7 +98,7 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
     let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(num).collect()).collect();
     for run in [0.0, 1.0] {
         let of_run: Vec<&Vec<f64>> = rows.iter().filter(|r| r[0] == run).collect();
-        assert!(of_run.len() >= 4 && of_run.len() % 2 == 0, "two paths per interval");
+        assert!(of_run.len() >= 4 && of_run.len().is_multiple_of(2), "two paths per interval");
         for pair in of_run.chunks(2) {
             assert_eq!((pair[0][4], pair[1][4]), (0.0, 1.0), "path 0 then path 1");
             assert_eq!(pair[0][1], pair[1][1]);
