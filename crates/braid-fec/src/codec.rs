@@ -223,12 +223,14 @@ macro_rules! dispatch {
 }
 
 impl Encoder for BlockEncoder {
+    #[inline]
     fn family(&self) -> CodeFamily {
         dispatch!(self, e => e.family())
     }
     fn symbol_size(&self) -> usize {
         dispatch!(self, e => e.symbol_size())
     }
+    #[inline]
     fn source_count(&self) -> usize {
         dispatch!(self, e => e.source_count())
     }

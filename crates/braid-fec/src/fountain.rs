@@ -167,6 +167,7 @@ impl Encoder for RaptorqEncoder {
         self.symbol_size
     }
 
+    #[inline]
     fn source_count(&self) -> usize {
         self.count
     }

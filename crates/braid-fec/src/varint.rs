@@ -6,6 +6,7 @@
 pub const MAX: u64 = (1 << 62) - 1;
 
 /// Bytes `v` takes in the shortest encoding.
+#[inline]
 pub fn len(v: u64) -> usize {
     match v {
         0..=63 => 1,
@@ -16,6 +17,7 @@ pub fn len(v: u64) -> usize {
 }
 
 /// The shortest encoding of `v` (≤ [`MAX`]): the first `n` bytes of the array.
+#[inline]
 pub fn encode(v: u64) -> ([u8; 8], usize) {
     debug_assert!(v <= MAX);
     let n = len(v);
@@ -27,6 +29,7 @@ pub fn encode(v: u64) -> ([u8; 8], usize) {
 
 /// Decodes a varint from the front of `bytes`: `Ok((value, length))`, or `Err(missing)` with
 /// the number of bytes still needed.
+#[inline]
 pub fn decode(bytes: &[u8]) -> Result<(u64, usize), usize> {
     let first = *bytes.first().ok_or(1usize)?;
     let n = 1usize << (first >> 6);

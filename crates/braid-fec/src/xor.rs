@@ -166,6 +166,7 @@ impl Encoder for XorEncoder {
         self.symbol_size
     }
 
+    #[inline]
     fn source_count(&self) -> usize {
         self.count
     }

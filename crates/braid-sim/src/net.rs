@@ -178,6 +178,10 @@ struct EndpointSlot<E> {
     /// Instant of the last `handle_timeout` and how many it got at that instant.
     timeouts_at: u64,
     timeouts_count: u32,
+    /// What `poll_timeout` answered at the last flush. Only valid while the endpoint is not
+    /// dirty: anything that reaches the endpoint marks it dirty, and `poll_timeout` takes no
+    /// clock, so the answer cannot have changed.
+    timer: Option<u64>,
 }
 
 struct LinkSlot {
@@ -273,6 +277,7 @@ impl<E: Endpoint> Network<E> {
             dirty: false,
             timeouts_at: u64::MAX,
             timeouts_count: 0,
+            timer: None,
         });
         self.mark_dirty(id as u32);
         EndpointId(id)
@@ -481,7 +486,12 @@ impl<E: Endpoint> Network<E> {
             let index = (id & !ENDPOINT_BIT) as usize;
             let slot = &mut self.endpoints[index];
             slot.scheduled = None;
-            if slot.endpoint.poll_timeout().is_some_and(|t| t <= now) {
+            let due = if slot.dirty {
+                slot.endpoint.poll_timeout().is_some_and(|t| t <= now)
+            } else {
+                slot.timer.is_some_and(|t| t <= now.as_micros())
+            };
+            if due {
                 if slot.timeouts_at != time {
                     slot.timeouts_at = time;
                     slot.timeouts_count = 0;
@@ -551,7 +561,8 @@ impl<E: Endpoint> Network<E> {
                 self.reschedule_link(first);
             }
             let slot = &mut self.endpoints[index];
-            let mut wake = slot.endpoint.poll_timeout().map(|t| t.max(now).as_micros());
+            slot.timer = slot.endpoint.poll_timeout().map(Instant::as_micros);
+            let mut wake = slot.timer.map(|t| t.max(now.as_micros()));
             if capped {
                 wake = Some(wake.map_or(now.as_micros() + 1, |w| w.min(now.as_micros() + 1)));
             }
@@ -591,7 +602,7 @@ impl<E: Endpoint> Network<E> {
     /// Rebuild the heap from the current wake-ups when stale entries dominate it.
     fn compact_if_stale(&mut self) {
         let live = self.links.len() + self.endpoints.len();
-        if self.wakeups.len() <= 1024 + 4 * live {
+        if self.wakeups.len() <= 64 + 4 * live {
             return;
         }
         let mut entries = std::mem::take(&mut self.wakeups).into_vec();

@@ -105,6 +105,7 @@ fn two_second_outage() {
 /// with a new symbol, so it is retransmitted) included. Modes that imply a family (`tcp-ir`,
 /// `dfec`, `sato`: XOR, `Mode::code_family`) use it whatever the configuration says.
 #[test]
+/// (The XOR papers' modes always run over XOR, whatever the configuration proposes.)
 fn every_code_family_in_every_mode() {
     let lossy = link().with_loss(LossModel::bernoulli(0.05));
     for code in CodeFamily::ALL {

@@ -47,6 +47,7 @@ impl Encoder for RlncEncoder {
         self.symbol_size
     }
 
+    #[inline]
     fn source_count(&self) -> usize {
         self.count
     }

@@ -18,6 +18,8 @@ pub struct BlockReceiver {
     /// Symbols accepted (innovative) and dropped as redundant, for statistics.
     pub innovative: u64,
     pub redundant: u64,
+    /// Source symbols recovered by decoding (never received as such).
+    pub recovered: u64,
 }
 
 /// Why a symbol was not accepted.
@@ -40,6 +42,7 @@ impl BlockReceiver {
             blocks: VecDeque::new(),
             innovative: 0,
             redundant: 0,
+            recovered: 0,
         }
     }
 
@@ -93,7 +96,9 @@ impl BlockReceiver {
         let mut delivered = 0;
         loop {
             let Some(Some(decoder)) = self.blocks.front_mut() else { return delivered };
-            while decoder.poll_recovered().is_some() {}
+            while decoder.poll_recovered().is_some() {
+                self.recovered += 1;
+            }
             while let Some(symbol) = u16::try_from(self.next_symbol).ok().and_then(|i| decoder.source(i)) {
                 deliver(symbol);
                 self.next_symbol += 1;

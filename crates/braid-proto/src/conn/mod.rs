@@ -115,6 +115,11 @@ pub struct ConnectionStats {
     pub repair_symbols_sent: u64,
     pub symbols_received: u64,
     pub datagrams_dropped: u64,
+    /// Source symbols sent again (the retransmitting modes).
+    pub retransmissions: u64,
+    /// Source symbols this end recovered by decoding rather than receiving them (the receiver's
+    /// side of the effective recovery rate, recovered / repair sent).
+    pub symbols_recovered: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,13 +161,18 @@ pub struct Connection {
     pub stats: ConnectionStats,
     block_log: Vec<BlockRecord>,
     redundancy: Box<dyn RedundancyController>,
+    /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
+    last_poll: Instant,
 }
 
 impl Connection {
     /// A client; `seed` picks the connection id.
     pub fn client(mut config: ConnectionConfig, now: Instant, seed: u64) -> Connection {
-        if config.params.code == TransportParams::default().code {
-            config.params.code = config.mode.code_family();
+        // The mode's code replaces the default proposal; the XOR papers' modes work only with
+        // XOR (their parity groups are formed at send time), so for them it always does.
+        let family = config.mode.code_family();
+        if config.params.code == TransportParams::default().code || family == CodeFamily::Xor {
+            config.params.code = family;
         }
         let cid = ConnectionId(splitmix(seed).to_be_bytes());
         let mut c = Connection::new(Side::Client, config, now, cid);
@@ -199,6 +209,7 @@ impl Connection {
             last_heard: now,
             stats: ConnectionStats::default(),
             block_log: Vec::new(),
+            last_poll: now,
         }
     }
 
@@ -431,6 +442,7 @@ impl Connection {
                 });
                 let lowest_after =
                     self.session.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
+                self.stats.symbols_recovered = self.session.as_ref().map_or(0, |s| s.receiver.recovered);
                 for block in lowest_before..lowest_after {
                     self.log_block(BlockRecord::Delivered { block, at: now });
                 }
@@ -579,16 +591,16 @@ impl Connection {
             return None;
         }
         let mut next = self.last_heard + self.idle_timeout;
-        for (i, p) in self.paths.iter().enumerate() {
+        for p in &self.paths {
             if let Some(t) = p.loss_timeout() {
                 next = next.min(t);
             }
             if p.ack_pending {
                 next = next.min(ack_deadline(p));
             }
-            if p.window_room() >= self.config.max_datagram as u64 && self.wants_to_send(i) {
-                next = next.min(p.next_send);
-            }
+        }
+        if let Some(t) = self.next_symbol_time() {
+            next = next.min(t);
         }
         if self.session.is_some() {
             for i in 0..self.paths.len() {
@@ -603,25 +615,46 @@ impl Connection {
         Some(next)
     }
 
-    /// Whether `path` would carry a symbol if it had room: exactly what `poll_transmit` will
-    /// find, else a wake-up would spin at the same instant (the wall-time livelock of a stalled
-    /// block). Pipe data counts only while the block window has room for it.
-    fn wants_to_send(&self, path: usize) -> bool {
-        self.session
-            .as_ref()
-            .is_some_and(|s| (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room())
-            || self.has_symbol(path)
+    /// When `poll_transmit` would next send a symbol if nothing else happened: it takes the
+    /// lowest-RTT path with room whose pacer allows and sends only if that path has a symbol (or
+    /// `fill_pipe` can make a new source), and more paths qualify as their pacers allow. Waking
+    /// at every pacer instead spun the connection whenever the chosen path had nothing to carry
+    /// (pipe data behind a full block window, a repair wanted on another path), until the next
+    /// ACK. Pacers already past count from the last poll (the time cannot be earlier), where
+    /// more paths may qualify. Never later than the first send; an earlier wake-up only polls
+    /// for nothing.
+    fn next_symbol_time(&self) -> Option<Instant> {
+        let s = self.session.as_ref()?;
+        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
+        let mss = self.config.max_datagram as u64;
+        let mut next: Option<Instant> = None;
+        for candidate in self.paths.iter().filter(|p| p.window_room() >= mss) {
+            let at = candidate.next_send.max(self.last_poll);
+            if next.is_some_and(|n| n <= at) {
+                continue;
+            }
+            // The path `poll_transmit` would choose at `at` (the same expression, now = at).
+            let chosen = (0..self.paths.len())
+                .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= at)
+                .min_by_key(|&i| self.paths[i].rtt.smoothed());
+            if chosen.is_some_and(|c| new_source || self.has_symbol(c)) {
+                next = Some(at);
+            }
+        }
+        next
     }
 
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
     fn has_symbol(&self, path: usize) -> bool {
         let view = self.path_view(path);
+        // The cheap questions first: an unsent source anywhere settles it without asking the
+        // redundancy controller about every block.
         self.session.as_ref().is_some_and(|s| {
             s.sender.has_retransmission()
+                || s.sender.blocks().any(|b| !b.all_sources_sent())
                 || s.sender.blocks().any(|b| {
-                    !b.all_sources_sent()
+                    self.redundancy.repairs_wanted(b, &view) > 0
                         || self.redundancy.spare_repairs(b, &view) > 0
-                        || self.redundancy.repairs_wanted(b, &view) > 0
                 })
         })
     }
@@ -650,6 +683,7 @@ impl Connection {
     /// Writes the next datagram into `buf` (cleared first), if one is due now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
+        self.last_poll = self.last_poll.max(now);
         if let Some((code, reason)) = self.close_pending.take() {
             self.begin_packet(0, PacketType::Data, buf);
             let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
@@ -843,6 +877,7 @@ impl Connection {
         let mut w = Writer::new(buf);
         let retransmission = if repair_only { None } else { s.sender.write_retransmission(&mut w) };
         if let Some(sent) = retransmission {
+            self.stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);

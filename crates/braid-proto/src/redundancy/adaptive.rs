@@ -83,6 +83,28 @@ pub fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
     if p <= 0.0 {
         return r;
     }
+    // The connection asks again for the same blocks until an ACK moves p: remember the latest
+    // answers, keyed by the exact arguments (so the answer is the same as computing it).
+    thread_local! {
+        static RECENT: std::cell::RefCell<[(u64, u64, u64, u64); 64]> =
+            const { std::cell::RefCell::new([(0, 0, 0, 0); 64]) };
+    }
+    let (p_bits, delta_bits) = (p.to_bits(), delta.to_bits());
+    let slot = ((r ^ p_bits ^ p_bits >> 29).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
+    let hit = RECENT.with(|c| {
+        let e = c.borrow()[slot];
+        // n ≥ r > 0 in a filled slot, so a zero n marks an empty one.
+        (e.0 == r && e.1 == p_bits && e.2 == delta_bits && e.3 != 0).then_some(e.3)
+    });
+    if let Some(n) = hit {
+        return n;
+    }
+    let n = symbols_for_uncached(r, p, delta);
+    RECENT.with(|c| c.borrow_mut()[slot] = (r, p_bits, delta_bits, n));
+    n
+}
+
+fn symbols_for_uncached(r: u64, p: f64, delta: f64) -> u64 {
     if r > 16 {
         let q = 1.0 - p;
         let z = normal_quantile(1.0 - delta.clamp(1e-9, 1.0 - 1e-9));
@@ -93,8 +115,8 @@ pub fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
     // The exact sum costs a few hundred exp/ln calls and is asked for every open block on every
     // packet, so answers are memoized per (r, p to 1/4096, δ).
     thread_local! {
-        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u32, u64), u64>> =
-            std::cell::RefCell::new(std::collections::HashMap::new());
+        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u32, u64), u64, MemoHasher>> =
+            const { std::cell::RefCell::new(std::collections::HashMap::with_hasher(MemoHasher::new())) };
     }
     let p_bucket = (p * 4096.0).round() as u32;
     let key = (r, p_bucket, delta.to_bits());
@@ -114,6 +136,33 @@ pub fn symbols_for(r: u64, p: f64, delta: f64) -> u64 {
         m.insert(key, n);
     });
     n
+}
+
+/// The memo's hasher: its keys are a few small integers from this module, not peer input, so a
+/// multiply-rotate mix replaces SipHash (which cost more than the lookups it guarded).
+type MemoHasher = std::hash::BuildHasherDefault<MixHasher>;
+
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
+    }
 }
 
 /// Φ⁻¹(x), Abramowitz & Stegun 26.2.23 (absolute error < 4.5e-4).

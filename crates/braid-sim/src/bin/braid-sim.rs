@@ -1,20 +1,36 @@
-//! Runs scenario files and prints a table: `braid-sim [--modes braid,tcp] SCENARIO.toml…`
+//! Runs scenario files and prints a table:
+//! `braid-sim [--modes braid,tcp] [--csv DIR] [--json FILE] SCENARIO.toml…`
 //!
 //! Every run is one bulk transfer per flow (the scenario's `transfer` bytes), checked byte for
 //! byte at the receiver. Rows give completion time, goodput, goodput against the physical limit
-//! Σ rateᵢ × (1 − pᵢ) of the data direction, and the repair overhead.
+//! Σ rateᵢ × (1 − pᵢ) of the data direction, and the repair overhead. `--csv DIR` and
+//! `--json FILE` also write every run's summary and its time series (goodput per interval, each
+//! path's congestion window and RTT at the end of each interval); README.md describes the
+//! formats.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
-use braid_sim::{BulkFlow, Scenario};
+use braid_sim::net::StopReason;
+use braid_sim::{BlockStats, BulkFlow, Metrics, Scenario, Summary};
+use serde::Serialize;
+
+/// Time-series interval (goodput bins and path samples).
+const INTERVAL: Duration = Duration::from_millis(100);
 
 struct Row {
     label: String,
+    /// The scenario's name, sweep point and seed (the parts of `label`).
+    scenario: String,
+    point: String,
+    seed: u64,
     mode: Mode,
     completion: Option<f64>,
     goodput_mbps: f64,
@@ -22,17 +38,38 @@ struct Row {
     overhead: f64,
     intact: bool,
     datagrams: u64,
-    /// FMTCP's block delivery delay (first symbol sent → block decoded): mean, p99, and
-    /// jitter (standard deviation), in ms.
-    block_delay: Option<(f64, f64, f64)>,
+    /// FMTCP's block delivery delay (first symbol sent → block decoded) and jitter.
+    blocks: Option<BlockStats>,
+    /// Counters summed over the senders (and `recovered` over the receivers).
+    source_sent: u64,
+    repair_sent: u64,
+    recovered: u64,
+    retransmissions: u64,
+    losses: u64,
+    fast_losses: u64,
+    timeouts: u64,
+    /// Recorded run: goodput bins, blocks, counters, links.
+    metrics: Metrics,
+    /// Per flow and path: (congestion window bytes, smoothed RTT ms, loss estimate) at the end of
+    /// each interval.
+    paths: Vec<PathSeries>,
+    intervals: usize,
+}
+
+struct PathSeries {
+    flow: usize,
+    path: usize,
+    samples: Vec<(u64, f64, f64)>,
 }
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,ctcp,fmtcp] [--cc cubic|newreno|bbr|ctcp] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--csv DIR] [--json FILE] SCENARIO.toml..."
     );
+    eprintln!("  --modes: any of {}", braid_proto::conn::Mode::ALL.map(|m| m.name()).join(", "));
     eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
-    eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table");
+    eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table;");
+    eprintln!("  --csv DIR writes DIR/summary.csv and DIR/timeseries.csv, --json FILE one JSON document");
     ExitCode::from(2)
 }
 
@@ -40,6 +77,8 @@ fn main() -> ExitCode {
     let mut modes = vec![Mode::Braid, Mode::Tcp];
     let mut cc = None;
     let mut files = Vec::new();
+    let mut csv_dir: Option<PathBuf> = None;
+    let mut json_file: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -62,6 +101,14 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 }
+            }
+            "--csv" => {
+                let Some(dir) = args.next() else { return usage() };
+                csv_dir = Some(dir.into());
+            }
+            "--json" => {
+                let Some(file) = args.next() else { return usage() };
+                json_file = Some(file.into());
             }
             "-h" | "--help" => return usage(),
             other if other.starts_with('-') => {
@@ -97,6 +144,18 @@ fn main() -> ExitCode {
         }
     }
     print(&rows);
+    if let Some(dir) = &csv_dir {
+        if let Err(e) = write_csv(dir, &rows) {
+            eprintln!("--csv {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(file) = &json_file {
+        if let Err(e) = std::fs::write(file, to_json(&rows)) {
+            eprintln!("--json {}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    }
     let datagrams: u64 = rows.iter().map(|r| r.datagrams).sum();
     let wall = started.elapsed().as_secs_f64();
     println!();
@@ -123,9 +182,44 @@ fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, 
         .map_err(|e| e.to_string())?;
     let (mut net, flows, limit) = (built.network, built.flows, built.limit);
     let servers: Vec<_> = flows.iter().map(|&(_, s)| s).collect();
-    net.run_until_condition(limit, |n| servers.iter().all(|&s| n.endpoint(s).done_at().is_some()));
+    let mut metrics = Metrics::with_bin(INTERVAL);
+    metrics.record_start(Instant::ZERO);
+    let mut paths: Vec<PathSeries> = Vec::new();
+    for (flow, &(client, _)) in flows.iter().enumerate() {
+        for path in 0..net.endpoint(client).connection().path_stats().len() {
+            paths.push(PathSeries { flow, path, samples: Vec::new() });
+        }
+    }
+    // Run an interval at a time (up to just before its end, so an interval is [start, end) as
+    // Metrics bins it) and sample between intervals. Stopping at a deadline moves no event: the
+    // run continues exactly as one call would.
+    let mut intervals = 0usize;
+    let mut delivered_before = 0u64;
+    loop {
+        let end = Instant::ZERO + INTERVAL * (intervals as u32 + 1);
+        let deadline = (end - Duration::from_micros(1)).min(limit);
+        let report =
+            net.run_until_condition(deadline, |n| servers.iter().all(|&s| n.endpoint(s).done_at().is_some()));
+        let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
+        if delivered > delivered_before {
+            metrics.record_delivered(end - INTERVAL, delivered - delivered_before);
+            delivered_before = delivered;
+        }
+        let mut series = paths.iter_mut();
+        for &(client, _) in &flows {
+            for (srtt, cwnd, loss) in net.endpoint(client).connection().path_state() {
+                let s = series.next().expect("one series per path");
+                s.samples.push((cwnd, srtt.as_secs_f64() * 1e3, loss));
+            }
+        }
+        intervals += 1;
+        if report.stop != StopReason::Deadline || deadline >= limit {
+            break;
+        }
+    }
     let mut completion = Some(0.0f64);
     let (mut source, mut repair) = (0u64, 0u64);
+    let (mut recovered, mut retransmissions, mut losses, mut fast_losses, mut timeouts) = (0, 0, 0, 0, 0);
     let mut intact = true;
     for &(client, server) in &flows {
         let rx = net.endpoint(server);
@@ -137,7 +231,25 @@ fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, 
         let stats = net.endpoint(client).connection().stats;
         source += stats.source_symbols_sent;
         repair += stats.repair_symbols_sent;
+        retransmissions += stats.retransmissions;
+        recovered += rx.connection().stats.symbols_recovered;
+        for p in net.endpoint(client).connection().path_stats() {
+            losses += p.packets_lost;
+            fast_losses += p.fast_losses;
+            timeouts += p.timeouts;
+        }
     }
+    if let Some(done) = completion {
+        metrics.record_completion(Instant::from_micros((done * 1e6).round() as u64));
+    }
+    metrics.record_sent(source, repair);
+    metrics.record_recovered(recovered);
+    metrics.record_retransmitted(retransmissions);
+    metrics.count("losses", losses);
+    metrics.count("fast_losses", fast_losses);
+    metrics.count("timeouts", timeouts);
+    record_blocks(&mut metrics, &net, &flows);
+    metrics.record_network(&net);
     let ideal: f64 =
         scenario.paths.iter().map(|p| p.forward.rate_bps as f64 * (1.0 - p.forward.loss.mean_loss())).sum();
     let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
@@ -145,6 +257,9 @@ fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, 
     let goodput = delivered as f64 * 8.0 / elapsed;
     Ok(Row {
         label: scenario.title(),
+        scenario: scenario.name.clone(),
+        point: scenario.label.clone(),
+        seed: scenario.seed,
         mode,
         completion,
         goodput_mbps: goodput / 1e6,
@@ -152,16 +267,26 @@ fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, 
         overhead: repair as f64 / (source + repair).max(1) as f64,
         intact,
         datagrams: net.stats().datagrams_sent,
-        block_delay: block_delays(&net, &flows),
+        blocks: metrics.block_stats(),
+        source_sent: source,
+        repair_sent: repair,
+        recovered,
+        retransmissions,
+        losses,
+        fast_losses,
+        timeouts,
+        metrics,
+        paths,
+        intervals,
     })
 }
 
 /// Joins the sender's first-sent and the receiver's delivered times per block.
-fn block_delays(
+fn record_blocks(
+    metrics: &mut Metrics,
     net: &braid_sim::Network<BulkFlow>,
     flows: &[(braid_sim::EndpointId, braid_sim::EndpointId)],
-) -> Option<(f64, f64, f64)> {
-    let mut delays = Vec::new();
+) {
     for &(client, server) in flows {
         let sent: BTreeMap<u64, Instant> = net
             .endpoint(client)
@@ -175,20 +300,11 @@ fn block_delays(
         for r in net.endpoint(server).block_log() {
             if let BlockRecord::Delivered { block, at } = *r {
                 if let Some(&first) = sent.get(&block) {
-                    delays.push((at - first).as_secs_f64() * 1e3);
+                    metrics.record_block(block, first, at);
                 }
             }
         }
     }
-    if delays.is_empty() {
-        return None;
-    }
-    delays.sort_by(f64::total_cmp);
-    let n = delays.len() as f64;
-    let mean = delays.iter().sum::<f64>() / n;
-    let p99 = delays[((n * 0.99).ceil() as usize).clamp(1, delays.len()) - 1];
-    let jitter = (delays.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n).sqrt();
-    Some((mean, p99, jitter))
 }
 
 fn mode_label(mode: Mode) -> &'static str {
@@ -217,7 +333,10 @@ fn print(rows: &[Row]) {
             r.goodput_mbps,
             r.ratio,
             100.0 * r.overhead,
-            r.block_delay.map_or("—".into(), |(m, p, j)| format!("{m:.0} / {p:.0} / {j:.0}")),
+            r.blocks.map_or("—".into(), |b| format!(
+                "{:.0} / {:.0} / {:.0}",
+                b.mean_delay_ms, b.p99_delay_ms, b.jitter_ms
+            )),
             if r.intact { "yes" } else { "**NO**" }
         );
     }
@@ -248,7 +367,10 @@ fn print(rows: &[Row]) {
                 rs.iter().map(|r| r.goodput_mbps).sum::<f64>() / n,
                 rs.iter().map(|r| r.ratio).sum::<f64>() / n,
                 {
-                    let d: Vec<(f64, f64, f64)> = rs.iter().filter_map(|r| r.block_delay).collect();
+                    let d: Vec<(f64, f64)> = rs
+                        .iter()
+                        .filter_map(|r| r.blocks.map(|b| (b.mean_delay_ms, b.p99_delay_ms)))
+                        .collect();
                     if d.is_empty() {
                         "—".to_string()
                     } else {
@@ -263,4 +385,171 @@ fn print(rows: &[Row]) {
             );
         }
     }
+}
+
+fn option(v: Option<f64>, digits: usize) -> String {
+    v.map_or(String::new(), |v| format!("{v:.digits$}"))
+}
+
+/// `summary.csv` (a row per run) and `timeseries.csv` (a row per run, interval, flow and path).
+fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = String::from(
+        "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,repair_overhead,\
+         source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,timeouts,\
+         block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact\n",
+    );
+    for (run, r) in rows.iter().enumerate() {
+        let b = r.blocks;
+        writeln!(
+            out,
+            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            csv_field(&r.scenario),
+            csv_field(&r.point),
+            r.seed,
+            r.mode.name(),
+            option(r.completion, 6),
+            r.goodput_mbps,
+            r.ratio,
+            r.overhead,
+            r.source_sent,
+            r.repair_sent,
+            r.recovered,
+            option(r.metrics.effective_recovery_rate(), 6),
+            r.retransmissions,
+            r.fast_losses,
+            r.losses,
+            r.timeouts,
+            b.map_or(0, |b| b.count),
+            option(b.map(|b| b.mean_delay_ms), 3),
+            option(b.map(|b| b.p99_delay_ms), 3),
+            option(b.map(|b| b.jitter_ms), 3),
+            r.datagrams,
+            r.intact,
+        )
+        .expect("writing to a String");
+    }
+    std::fs::write(dir.join("summary.csv"), out)?;
+    let mut out = String::from("run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate\n");
+    for (run, r) in rows.iter().enumerate() {
+        let goodput = goodput_series(r);
+        for (i, g) in goodput.iter().enumerate() {
+            let t = i as f64 * INTERVAL.as_secs_f64();
+            for p in &r.paths {
+                let (cwnd, srtt, loss) = p.samples[i];
+                writeln!(out, "{run},{t:.3},{g:.6},{},{},{cwnd},{srtt:.3},{loss:.6}", p.flow, p.path)
+                    .expect("writing to a String");
+            }
+        }
+    }
+    std::fs::write(dir.join("timeseries.csv"), out)
+}
+
+/// Scenario names and sweep labels are plain words, but quote them if they ever hold a comma.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Goodput of every interval run, in Mbit/s (all flows together).
+fn goodput_series(r: &Row) -> Vec<f64> {
+    let mut g: Vec<f64> = r.metrics.goodput_series().into_iter().map(|(_, bps)| bps / 1e6).collect();
+    g.resize(r.intervals, 0.0);
+    g
+}
+
+/// `{"interval_ms": 100, "runs": [{…summary…, "series": {…}, "metrics": {…}}]}`.
+fn to_json(rows: &[Row]) -> String {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        interval_ms: f64,
+        runs: Vec<Run<'a>>,
+    }
+    #[derive(Serialize)]
+    struct Run<'a> {
+        run: usize,
+        scenario: &'a str,
+        point: &'a str,
+        seed: u64,
+        mode: &'static str,
+        completion_s: Option<f64>,
+        goodput_mbps: f64,
+        ratio_ideal: f64,
+        repair_overhead: f64,
+        source_sent: u64,
+        repair_sent: u64,
+        recovered: u64,
+        recovery_rate: Option<f64>,
+        retransmissions: u64,
+        fast_losses: u64,
+        losses: u64,
+        timeouts: u64,
+        blocks: Option<BlockStats>,
+        datagrams: u64,
+        intact: bool,
+        series: Series,
+        /// Everything `Metrics` recorded (links, event-loop counters, …).
+        metrics: Summary,
+    }
+    #[derive(Serialize)]
+    struct Series {
+        time_s: Vec<f64>,
+        goodput_mbps: Vec<f64>,
+        paths: Vec<PathJson>,
+    }
+    #[derive(Serialize)]
+    struct PathJson {
+        flow: usize,
+        path: usize,
+        cwnd_bytes: Vec<u64>,
+        srtt_ms: Vec<f64>,
+        loss_estimate: Vec<f64>,
+    }
+    let runs = rows
+        .iter()
+        .enumerate()
+        .map(|(run, r)| Run {
+            run,
+            scenario: &r.scenario,
+            point: &r.point,
+            seed: r.seed,
+            mode: r.mode.name(),
+            completion_s: r.completion,
+            goodput_mbps: r.goodput_mbps,
+            ratio_ideal: r.ratio,
+            repair_overhead: r.overhead,
+            source_sent: r.source_sent,
+            repair_sent: r.repair_sent,
+            recovered: r.recovered,
+            recovery_rate: r.metrics.effective_recovery_rate(),
+            retransmissions: r.retransmissions,
+            fast_losses: r.fast_losses,
+            losses: r.losses,
+            timeouts: r.timeouts,
+            blocks: r.blocks,
+            datagrams: r.datagrams,
+            intact: r.intact,
+            series: Series {
+                time_s: (0..r.intervals).map(|i| i as f64 * INTERVAL.as_secs_f64()).collect(),
+                goodput_mbps: goodput_series(r),
+                paths: r
+                    .paths
+                    .iter()
+                    .map(|p| PathJson {
+                        flow: p.flow,
+                        path: p.path,
+                        cwnd_bytes: p.samples.iter().map(|s| s.0).collect(),
+                        srtt_ms: p.samples.iter().map(|s| s.1).collect(),
+                        loss_estimate: p.samples.iter().map(|s| s.2).collect(),
+                    })
+                    .collect(),
+            },
+            metrics: r.metrics.summary(),
+        })
+        .collect();
+    let doc = Document { interval_ms: INTERVAL.as_secs_f64() * 1e3, runs };
+    serde_json::to_string_pretty(&doc).expect("plain numbers and strings serialize")
 }

@@ -1,0 +1,134 @@
+//! The runner's `--csv` and `--json` output: a tiny two-path scenario, both modes, checked for
+//! the documented columns and for values that agree with each other and with the transfer.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const TRANSFER: u64 = 300_000;
+
+const SCENARIO: &str = r#"
+name = "tiny"
+seed = 7
+transfer = 300000
+duration = "60s"
+
+[[path]]
+name = "a"
+rate = "10Mbit/s"
+rtt = "40ms"
+loss = [0.02]
+
+[[path]]
+name = "b"
+rate = "5Mbit/s"
+rtt = "60ms"
+"#;
+
+const SUMMARY_COLUMNS: &str = "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,\
+repair_overhead,source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,\
+timeouts,block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact";
+
+const SERIES_COLUMNS: &str = "run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate";
+
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("braid-sim-runner-output-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn num(s: &str) -> f64 {
+    s.parse().unwrap_or_else(|_| panic!("`{s}` is not a number"))
+}
+
+#[test]
+fn csv_and_json_have_the_documented_columns_and_agree() {
+    let dir = scratch();
+    let scenario = dir.join("tiny.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let csv = dir.join("csv");
+    let json = dir.join("out.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_braid-sim"))
+        .args(["--modes", "braid,tcp", "--csv"])
+        .arg(&csv)
+        .arg("--json")
+        .arg(&json)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // summary.csv: a row per run, braid then tcp.
+    let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    assert_eq!(lines.next(), Some(SUMMARY_COLUMNS));
+    let columns: Vec<&str> = SUMMARY_COLUMNS.split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2);
+    let field = |row: usize, name: &str| rows[row][columns.iter().position(|c| *c == name).unwrap()];
+    for (i, mode) in ["braid", "tcp"].into_iter().enumerate() {
+        assert_eq!(rows[i].len(), columns.len());
+        assert_eq!(field(i, "run"), i.to_string());
+        assert_eq!((field(i, "scenario"), field(i, "seed"), field(i, "mode")), ("tiny", "7", mode));
+        assert!(field(i, "point").contains("path.a.loss=0.02"), "{}", field(i, "point"));
+        assert_eq!(field(i, "intact"), "true");
+        let completion = num(field(i, "completion_s"));
+        assert!(completion > 0.1 && completion < 60.0, "{mode}: {completion}");
+        let goodput = num(field(i, "goodput_mbps"));
+        assert!((goodput - TRANSFER as f64 * 8.0 / completion / 1e6).abs() < 1e-3, "{mode}: {goodput}");
+        assert!(num(field(i, "ratio_ideal")) > 0.0 && num(field(i, "ratio_ideal")) < 1.0);
+        assert!(num(field(i, "block_count")) >= 1.0);
+        let (mean, p99) = (num(field(i, "block_delay_mean_ms")), num(field(i, "block_delay_p99_ms")));
+        assert!(mean > 0.0 && p99 >= mean && num(field(i, "block_jitter_ms")) >= 0.0);
+        assert!(num(field(i, "fast_losses")) <= num(field(i, "losses")));
+        assert!(num(field(i, "datagrams")) > (TRANSFER / 1200) as f64);
+    }
+    // braid repairs and recovers; the tcp model retransmits and sends no repair.
+    assert!(num(field(0, "repair_sent")) > 0.0 && num(field(0, "recovered")) > 0.0);
+    let rate = num(field(0, "recovery_rate"));
+    assert!(rate > 0.0 && rate <= 1.0, "{rate}");
+    assert_eq!(num(field(0, "retransmissions")), 0.0);
+    assert_eq!((field(1, "repair_sent"), field(1, "recovery_rate")), ("0", ""));
+    assert!(num(field(1, "retransmissions")) > 0.0);
+
+    // timeseries.csv: every interval of every run, once per path; goodput adds up to the transfer.
+    let series = std::fs::read_to_string(csv.join("timeseries.csv")).unwrap();
+    let mut lines = series.lines();
+    assert_eq!(lines.next(), Some(SERIES_COLUMNS));
+    let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(num).collect()).collect();
+    for run in [0.0, 1.0] {
+        let of_run: Vec<&Vec<f64>> = rows.iter().filter(|r| r[0] == run).collect();
+        assert!(of_run.len() >= 4 && of_run.len().is_multiple_of(2), "two paths per interval");
+        for pair in of_run.chunks(2) {
+            assert_eq!((pair[0][4], pair[1][4]), (0.0, 1.0), "path 0 then path 1");
+            assert_eq!(pair[0][1], pair[1][1]);
+            assert!(pair.iter().all(|r| r[5] > 0.0 && r[6] > 0.0 && (0.0..=1.0).contains(&r[7])));
+        }
+        let bytes: f64 = of_run.iter().step_by(2).map(|r| r[2] * 1e6 / 8.0 * 0.1).sum();
+        assert!((bytes - TRANSFER as f64).abs() < 1.0, "run {run}: {bytes} bytes");
+        let last = of_run.last().unwrap()[1];
+        assert!((last - 0.1 * (of_run.len() / 2 - 1) as f64).abs() < 1e-9);
+    }
+
+    // The JSON document says the same.
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["interval_ms"], 100.0);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (i, run) in runs.iter().enumerate() {
+        assert_eq!(run["mode"], ["braid", "tcp"][i]);
+        assert_eq!(run["metrics"]["delivered_bytes"], TRANSFER);
+        let goodput = run["series"]["goodput_mbps"].as_array().unwrap();
+        let bytes: f64 = goodput.iter().map(|g| g.as_f64().unwrap() * 1e6 / 8.0 * 0.1).sum();
+        assert!((bytes - TRANSFER as f64).abs() < 1.0);
+        let paths = run["series"]["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 2);
+        for p in paths {
+            assert_eq!(p["cwnd_bytes"].as_array().unwrap().len(), goodput.len());
+            assert_eq!(p["srtt_ms"].as_array().unwrap().len(), goodput.len());
+        }
+        assert_eq!(run["blocks"]["count"].as_f64().unwrap(), num(field(i, "block_count")));
+        assert!(run["blocks"]["jitter_ms"].as_f64().unwrap() >= 0.0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
