@@ -13,19 +13,22 @@ use crate::blocks::SendBlock;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Redundancy {
     /// δ̂: accepted probability that a block still lacks symbols after what is in flight
-    /// arrives. Default 0.5: proactive repair carries the *expected* loss and the reactive
-    /// rule the rest, which measured best for bulk goodput in the CTCP Table IV scenario at 5%
-    /// loss (`braid-sim`, seed 1: δ̂ = 0.3 → 0.83 and 0.5 → 0.84 of the ideal; in an earlier
-    /// build, δ̂ = 0.01 / 0.05 / 0.15 → 0.77 / 0.78 / 0.81). FMTCP used 0.05;
-    /// latency-sensitive traffic wants a small δ̂.
+    /// arrives. Default 0.5: the margin carries the *expected* loss and reactive repair the
+    /// rest. FMTCP used 0.05; latency-sensitive traffic wants a small δ̂.
     pub target_failure: f64,
     /// Floor on the loss estimate used, so a loss-free start still sends a margin. Default 0.
     pub min_loss: f64,
+    /// Send the margin ahead of new data (latency first: most blocks decode without waiting a
+    /// round trip for a repair) rather than only in capacity new data leaves unused (goodput
+    /// first: a margin the losses did not need is never paid for in bulk transfers). Default
+    /// false. Measured (CTCP Table IV, 5 seeds, 5% loss): false → 0.859 of the ideal, block
+    /// delay 241 ms mean; true → 0.837, 138 ms (docs/BENCHMARKS.md).
+    pub margin_ahead_of_data: bool,
 }
 
 impl Default for Redundancy {
     fn default() -> Self {
-        Redundancy { target_failure: 0.5, min_loss: 0.0 }
+        Redundancy { target_failure: 0.5, min_loss: 0.0, margin_ahead_of_data: false }
     }
 }
 
@@ -60,8 +63,12 @@ impl RedundancyController for Redundancy {
         "adaptive"
     }
 
-    /// Known losses are replaced at once, ahead of new data.
-    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
+    /// Known losses are replaced at once, ahead of new data (and the margin too, if
+    /// `margin_ahead_of_data`).
+    fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
+        if self.margin_ahead_of_data {
+            return self.deficit(block, path.loss);
+        }
         if block.decoded || !block.all_sources_sent() {
             return 0;
         }
@@ -224,6 +231,9 @@ mod tests {
         let b = tx.blocks().next().unwrap();
         // 64 / 0.95 = 67.4 → 68 symbols: a margin of 4, nothing known lost yet.
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 4));
+        // Latency first: the same margin, ahead of new data.
+        let ahead = Redundancy { margin_ahead_of_data: true, ..Redundancy::default() };
+        assert_eq!((ahead.repairs_wanted(b, &v), ahead.spare_repairs(b, &v)), (4, 0));
         for s in &sent[..3] {
             tx.on_symbol_lost(*s, false);
         }

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
-use braid_proto::conn::Mode;
+use braid_proto::conn::{Mode, Redundancy};
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
 use braid_sim::net::StopReason;
@@ -64,8 +64,9 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--margin-ahead] [--csv DIR] [--json FILE] SCENARIO.toml..."
     );
+    eprintln!("  --margin-ahead: braid sends its repair margin ahead of new data (latency first)");
     eprintln!("  --modes: any of {}", braid_proto::conn::Mode::ALL.map(|m| m.name()).join(", "));
     eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
     eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table;");
@@ -74,8 +75,9 @@ fn usage() -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let mut modes = vec![Mode::Braid, Mode::Tcp];
+    let mut modes = Mode::ALL.to_vec();
     let mut cc = None;
+    let mut margin_ahead = false;
     let mut files = Vec::new();
     let mut csv_dir: Option<PathBuf> = None;
     let mut json_file: Option<PathBuf> = None;
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            "--margin-ahead" => margin_ahead = true,
             "--csv" => {
                 let Some(dir) = args.next() else { return usage() };
                 csv_dir = Some(dir.into());
@@ -133,7 +136,7 @@ fn main() -> ExitCode {
         };
         for scenario in &scenarios {
             for &mode in &modes {
-                match run(scenario, mode, cc) {
+                match run(scenario, mode, cc, margin_ahead) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
                         eprintln!("{}: {e}", scenario.title());
@@ -172,11 +175,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>) -> Result<Row, String> {
+fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>, margin_ahead: bool) -> Result<Row, String> {
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
         .build(|cx| {
-            let config = ConnectionConfig { mode, cc, paths: cx.paths as u8, ..ConnectionConfig::default() };
+            let redundancy = Redundancy { margin_ahead_of_data: margin_ahead, ..Redundancy::default() };
+            let config = ConnectionConfig {
+                mode,
+                cc,
+                redundancy,
+                paths: cx.paths as u8,
+                ..ConnectionConfig::default()
+            };
             (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
         })
         .map_err(|e| e.to_string())?;
