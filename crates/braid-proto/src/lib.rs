@@ -10,6 +10,7 @@ pub mod cc;
 pub mod conn;
 pub mod pipe;
 pub mod redundancy;
+pub mod sched;
 pub mod streams;
 pub mod time;
 pub mod wire;

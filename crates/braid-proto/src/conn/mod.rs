@@ -26,6 +26,7 @@ use crate::Instant;
 
 pub use crate::redundancy::Redundancy;
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
+use crate::sched::{Candidate, MinRtt, Scheduler};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
 pub use policy::Mode;
@@ -161,6 +162,7 @@ pub struct Connection {
     pub stats: ConnectionStats,
     block_log: Vec<BlockRecord>,
     redundancy: Box<dyn RedundancyController>,
+    scheduler: Box<dyn Scheduler>,
     /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
     last_poll: Instant,
 }
@@ -196,6 +198,7 @@ impl Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
             redundancy: config.mode.redundancy(config.redundancy),
+            scheduler: Box::new(MinRtt),
             config,
             state: State::Handshake,
             cid,
@@ -633,10 +636,8 @@ impl Connection {
             if next.is_some_and(|n| n <= at) {
                 continue;
             }
-            // The path `poll_transmit` would choose at `at` (the same expression, now = at).
-            let chosen = (0..self.paths.len())
-                .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= at)
-                .min_by_key(|&i| self.paths[i].rtt.smoothed());
+            // The path `poll_transmit` would choose at `at`.
+            let chosen = self.choose_path(at);
             if chosen.is_some_and(|c| new_source || self.has_symbol(c)) {
                 next = Some(at);
             }
@@ -665,6 +666,25 @@ impl Connection {
         self.session
             .as_ref()
             .is_some_and(|s| s.sender.blocks().any(|b| self.redundancy.repairs_wanted(b, &view) > 0))
+    }
+
+    /// The scheduler's choice among the paths with room in their window whose pacer allows a
+    /// send at `at` (the one place the path choice is made, for sending and for wake-ups).
+    fn choose_path(&self, at: Instant) -> Option<usize> {
+        let mss = self.config.max_datagram as u64;
+        // At most 8 paths: a stack array, no allocation on this hot path.
+        let mut ready = [Candidate::default(); 8];
+        let mut n = 0;
+        for i in 0..self.paths.len() {
+            if self.paths[i].window_room() >= mss && self.paths[i].next_send <= at {
+                ready[n] = Candidate { path: i, view: self.path_view(i) };
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return None;
+        }
+        self.scheduler.pick(&ready[..n])
     }
 
     /// What the redundancy controller may know about `path`.
@@ -709,11 +729,7 @@ impl Connection {
         self.session.as_ref()?;
         self.fill_pipe();
         self.apply_parity_covers(now);
-        let mss = self.config.max_datagram as u64;
-        // The path with room, allowed by its pacer, with the lowest RTT (MPTCP's default).
-        let ready = (0..self.paths.len())
-            .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= now)
-            .min_by_key(|&i| self.paths[i].rtt.smoothed());
+        let ready = self.choose_path(now);
         let ack_due = self
             .paths
             .iter()
@@ -772,6 +788,9 @@ impl Connection {
         let p = &mut self.paths[path];
         let number = p.next_number;
         p.next_number += 1;
+        if !symbols.is_empty() {
+            self.scheduler.on_sent(path);
+        }
         let window_update = std::mem::take(&mut self.window_update_written);
         let ack_eliciting = ack_eliciting || window_update;
         let packet = SentPacket {

@@ -34,7 +34,7 @@ use crate::cc::Congestion;
 use crate::Instant;
 
 /// What a redundancy controller may know about the path about to carry a symbol.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct PathView {
     pub smoothed_rtt: Duration,
     pub min_rtt: Duration,
