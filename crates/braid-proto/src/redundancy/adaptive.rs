@@ -22,7 +22,7 @@ pub struct Redundancy {
     /// round trip for a repair) rather than only in capacity new data leaves unused (goodput
     /// first: a margin the losses did not need is never paid for in bulk transfers). Default
     /// false. Measured (CTCP Table IV, 5 seeds, 5% loss): false → 0.859 of the ideal, block
-    /// delay 241 ms mean; true → 0.837, 138 ms (docs/BENCHMARKS.md).
+    /// delay 241 ms mean; true with δ̂ = 0.3 → 0.825, 124 ms (docs/BENCHMARKS.md).
     pub margin_ahead_of_data: bool,
 }
 

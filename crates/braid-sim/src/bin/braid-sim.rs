@@ -64,9 +64,10 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--margin-ahead] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
     );
     eprintln!("  --margin-ahead: braid sends its repair margin ahead of new data (latency first)");
+    eprintln!("  --delta D: braid's δ̂, the accepted chance a block's margin falls short (default 0.5)");
     eprintln!("  --modes: any of {}", braid_proto::conn::Mode::ALL.map(|m| m.name()).join(", "));
     eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
     eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table;");
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
     let mut modes = Mode::ALL.to_vec();
     let mut cc = None;
     let mut margin_ahead = false;
+    let mut delta = None;
     let mut files = Vec::new();
     let mut csv_dir: Option<PathBuf> = None;
     let mut json_file: Option<PathBuf> = None;
@@ -105,6 +107,16 @@ fn main() -> ExitCode {
                 }
             }
             "--margin-ahead" => margin_ahead = true,
+            "--delta" => {
+                let Some(value) = args.next() else { return usage() };
+                match value.parse::<f64>() {
+                    Ok(d) if d > 0.0 && d < 1.0 => delta = Some(d),
+                    _ => {
+                        eprintln!("--delta: `{value}` is not a probability strictly between 0 and 1");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             "--csv" => {
                 let Some(dir) = args.next() else { return usage() };
                 csv_dir = Some(dir.into());
@@ -136,7 +148,12 @@ fn main() -> ExitCode {
         };
         for scenario in &scenarios {
             for &mode in &modes {
-                match run(scenario, mode, cc, margin_ahead) {
+                let redundancy = Redundancy {
+                    margin_ahead_of_data: margin_ahead,
+                    target_failure: delta.unwrap_or(Redundancy::default().target_failure),
+                    ..Redundancy::default()
+                };
+                match run(scenario, mode, cc, redundancy) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
                         eprintln!("{}: {e}", scenario.title());
@@ -175,11 +192,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(scenario: &Scenario, mode: Mode, cc: Option<CcAlgorithm>, margin_ahead: bool) -> Result<Row, String> {
+fn run(
+    scenario: &Scenario,
+    mode: Mode,
+    cc: Option<CcAlgorithm>,
+    redundancy: Redundancy,
+) -> Result<Row, String> {
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
         .build(|cx| {
-            let redundancy = Redundancy { margin_ahead_of_data: margin_ahead, ..Redundancy::default() };
             let config = ConnectionConfig {
                 mode,
                 cc,
