@@ -7,6 +7,7 @@
 //! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp` (see [`Mode`]); the multipath schedulers
 //! are still to come (issue 4).
 
+mod lifecycle;
 mod path;
 mod policy;
 
@@ -27,7 +28,8 @@ use crate::Instant;
 pub use crate::redundancy::Redundancy;
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
 use crate::sched::{Candidate, MinRtt, Scheduler};
-pub use path::{LossEstimator, PathStats};
+pub use lifecycle::PathError;
+pub use path::{LossEstimator, PathState, PathStats};
 use path::{Path, SentPacket};
 pub use policy::Mode;
 
@@ -51,7 +53,9 @@ pub struct ConnectionConfig {
     pub mode: Mode,
     /// How much redundancy to send (the `braid` mode). Default: braid's adaptive policy.
     pub redundancy: Redundancy,
-    /// Number of paths. Default 1.
+    /// Paths the client starts with (ids 0..paths, at most 8); more can be opened with
+    /// [`Connection::add_path`]. The server ignores it: it accepts each path id with the first
+    /// valid packet on it (PROTOCOL.md §12.1). Default 1.
     pub paths: u8,
 }
 
@@ -74,6 +78,12 @@ pub enum Event {
     Connected,
     Stream(StreamEvent),
     Closed(CloseReason),
+    /// A path stopped answering and no longer carries data (it is probed).
+    PathFailed(u8),
+    /// A failed path answered a probe and carries data again.
+    PathRecovered(u8),
+    /// The peer abandoned a path (PATH_ABANDON).
+    PathRemoved(u8),
 }
 
 /// Why a connection ended.
@@ -157,6 +167,13 @@ pub struct Connection {
     handshake_copies: u32,
     /// The packet being built carries window updates.
     window_update_written: bool,
+    /// Paths (bit = id) whose PATH_ABANDON is still to be sent, and those in the packet being
+    /// built.
+    abandon_pending: u8,
+    abandon_written: u8,
+    /// The path the handshake flight goes on (the client's path 0; the server answers on the
+    /// path the Initial came on).
+    handshake_path: usize,
     last_heard: Instant,
     idle_timeout: Duration,
     pub stats: ConnectionStats,
@@ -193,7 +210,9 @@ impl Connection {
             config.params.max_block_len = config.params.max_block_len.max(len);
         }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
-        let paths = (0..config.paths.clamp(1, 8)).map(|id| Path::new(id, cc.build(mss), now)).collect();
+        // The server starts with none: it accepts each path with its first packet.
+        let count = if side == Side::Client { config.paths.clamp(1, 8) } else { 0 };
+        let paths = (0..count).map(|id| Path::new(id, cc.build(mss), now, true)).collect();
         Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
@@ -209,6 +228,9 @@ impl Connection {
             handshake_due: None,
             handshake_copies: 0,
             window_update_written: false,
+            abandon_pending: 0,
+            abandon_written: 0,
+            handshake_path: 0,
             last_heard: now,
             stats: ConnectionStats::default(),
             block_log: Vec::new(),
@@ -329,7 +351,7 @@ impl Connection {
     /// A datagram arrived on `path`. Anything malformed is dropped (counted); a protocol
     /// violation inside a valid packet closes the connection.
     pub fn handle_datagram(&mut self, now: Instant, path: u8, datagram: &[u8]) {
-        if self.state == State::Closed || usize::from(path) >= self.paths.len() {
+        if self.state == State::Closed || !self.path_acceptable(path) {
             self.stats.datagrams_dropped += 1;
             return;
         }
@@ -354,6 +376,15 @@ impl Connection {
             self.stats.datagrams_dropped += 1;
             return;
         };
+        if self.paths.get(usize::from(path)).is_none_or(|p| !p.heard) {
+            // PROTOCOL.md §12.1: a new path id is accepted with its first valid packet, once
+            // the connection exists (or with the Initial that creates it).
+            if self.session.is_none() && header.ty != PacketType::Initial {
+                self.stats.datagrams_dropped += 1;
+                return;
+            }
+            self.accept_path(now, path);
+        }
         let eliciting = frames.iter().any(Frame::is_ack_eliciting);
         if !self.paths[usize::from(path)].on_received(now, header.number, eliciting) {
             return; // duplicate
@@ -363,11 +394,12 @@ impl Connection {
             if self.state == State::Closed {
                 return;
             }
-            self.on_frame(now, header.ty, frame);
+            self.on_frame(now, usize::from(path), header.ty, frame);
         }
     }
 
-    fn on_frame(&mut self, now: Instant, ty: PacketType, frame: Frame<'_>) {
+    /// One frame of a packet that arrived on path `arrival`.
+    fn on_frame(&mut self, now: Instant, arrival: usize, ty: PacketType, frame: Frame<'_>) {
         match frame {
             Frame::Padding | Frame::Ping => {}
             Frame::Handshake(peer) => match (self.side, ty, self.state) {
@@ -386,8 +418,12 @@ impl Connection {
                     self.config.params = params.clone();
                     self.start_session(&params, &peer);
                     self.handshake_due = Some(now);
+                    self.handshake_path = arrival;
                 }
-                (Side::Server, PacketType::Initial, State::Established) => self.handshake_due = Some(now),
+                (Side::Server, PacketType::Initial, State::Established) => {
+                    self.handshake_due = Some(now);
+                    self.handshake_path = arrival;
+                }
                 (Side::Client, PacketType::Accept, State::Handshake) => {
                     // Adopt the server's answer, which may only shrink the proposal.
                     let own = &self.config.params;
@@ -416,7 +452,8 @@ impl Connection {
                 self.finish(CloseReason::Peer { code: c.code, reason });
             }
             _ if self.session.is_none() => {}
-            Frame::Ack(ack) => self.on_ack(now, &ack),
+            Frame::Ack(ack) => self.on_ack(now, arrival, &ack),
+            Frame::PathAbandon(id) => self.on_path_abandon(now, id),
             Frame::BlockAck(b) => {
                 self.session.as_mut().expect("checked").sender.on_block_ack(&b);
                 self.redundancy.on_blocks_released(b.lowest_undecoded);
@@ -463,7 +500,10 @@ impl Connection {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &crate::wire::AckFrame) {
+    fn on_ack(&mut self, now: Instant, arrival: usize, ack: &crate::wire::AckFrame) {
+        if !self.ack_for_path(now, arrival, usize::from(ack.path), ack) {
+            return;
+        }
         let threshold = self.redundancy.packet_threshold();
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
         path.set_packet_threshold(threshold);
@@ -523,6 +563,8 @@ impl Connection {
         if lost.iter().any(|p| p.window_update) {
             session.streams.resend_windows();
         }
+        // A lost PATH_ABANDON is sent again (PROTOCOL.md §12.3).
+        self.abandon_pending |= lost.iter().fold(0, |bits, p| bits | p.abandons);
         let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
@@ -582,11 +624,15 @@ impl Connection {
                 self.paths[i].set_packet_threshold(self.redundancy.packet_threshold());
                 let (lost, probe) = self.paths[i].on_timer(now);
                 self.after_losses(now, i, Vec::new(), lost, probe);
+                if probe {
+                    self.check_failure(now, i);
+                }
                 if self.state == State::Handshake && self.side == Side::Client {
                     self.handshake_due = Some(now);
                 }
             }
         }
+        self.on_probe_timers(now);
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -603,6 +649,9 @@ impl Connection {
             }
         }
         if let Some(t) = self.next_symbol_time() {
+            next = next.min(t);
+        }
+        if let Some(t) = self.next_probe() {
             next = next.min(t);
         }
         if self.session.is_some() {
@@ -631,8 +680,8 @@ impl Connection {
         let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
         let mss = self.config.max_datagram as u64;
         let mut next: Option<Instant> = None;
-        for candidate in self.paths.iter().filter(|p| p.window_room() >= mss) {
-            let at = candidate.next_send.max(self.last_poll);
+        for i in (0..self.paths.len()).filter(|&i| self.data_room(i) >= mss) {
+            let at = self.paths[i].next_send.max(self.last_poll);
             if next.is_some_and(|n| n <= at) {
                 continue;
             }
@@ -676,7 +725,7 @@ impl Connection {
         let mut ready = [Candidate::default(); 8];
         let mut n = 0;
         for i in 0..self.paths.len() {
-            if self.paths[i].window_room() >= mss && self.paths[i].next_send <= at {
+            if self.data_room(i) >= mss && self.paths[i].next_send <= at {
                 ready[n] = Candidate { path: i, view: self.path_view(i) };
                 n += 1;
             }
@@ -705,10 +754,13 @@ impl Connection {
         buf.clear();
         self.last_poll = self.last_poll.max(now);
         if let Some((code, reason)) = self.close_pending.take() {
-            self.begin_packet(0, PacketType::Data, buf);
+            // Any path this end may address (none: the peer was never heard, nothing to tell).
+            let heard = self.paths.iter().position(|p| p.heard && p.state() != PathState::Removed);
+            let path = self.control_path().or(heard)?;
+            self.begin_packet(path, PacketType::Data, buf);
             let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
             close.write(&mut Writer::new(buf)).expect("valid");
-            return Some(self.end_packet(now, 0, buf, false, Vec::new()));
+            return Some(self.end_packet(now, path, buf, false, Vec::new()));
         }
         if self.state == State::Closed {
             return None;
@@ -719,14 +771,23 @@ impl Connection {
             self.handshake_copies += 1;
             self.handshake_due = (self.handshake_copies % 2 == 1).then(|| now + Duration::from_millis(2));
             let ty = if self.side == Side::Client { PacketType::Initial } else { PacketType::Accept };
-            self.begin_packet(0, ty, buf);
+            let path = self.handshake_path;
+            self.begin_packet(path, ty, buf);
             Frame::Handshake(self.config.params.clone()).write(&mut Writer::new(buf)).expect("valid");
             if self.side == Side::Client && buf.len() < MIN_INITIAL {
                 buf.resize(MIN_INITIAL, 0);
             }
-            return Some(self.end_packet(now, 0, buf, true, Vec::new()));
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
         }
         self.session.as_ref()?;
+        // A failed path's probe: a PING alone (PROTOCOL.md §12.2). Nothing that must arrive
+        // rides on it, since its loss is never declared.
+        if let Some(path) = self.paths.iter().position(|p| p.probe_pending) {
+            self.paths[path].probe_pending = false;
+            self.begin_packet(path, PacketType::Data, buf);
+            Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
         self.fill_pipe();
         self.apply_parity_covers(now);
         let ready = self.choose_path(now);
@@ -734,7 +795,10 @@ impl Connection {
             .paths
             .iter()
             .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
-            .or(self.session.as_ref().is_some_and(|s| s.streams.has_window_updates()).then_some(0));
+            .or_else(|| {
+                let updates = self.session.as_ref().is_some_and(|s| s.streams.has_window_updates());
+                (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
+            });
         let max = self.config.max_datagram;
         if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
             self.begin_packet(path, PacketType::Data, buf);
@@ -754,7 +818,9 @@ impl Connection {
         }
         // TCP-IR's parity goes out at its fixed rate even when the window is full.
         if self.redundancy.repair_ignores_window() {
-            let fastest = (0..self.paths.len()).min_by_key(|&i| self.paths[i].rtt.smoothed());
+            let fastest = (0..self.paths.len())
+                .filter(|&i| self.paths[i].can_send())
+                .min_by_key(|&i| self.paths[i].rtt.smoothed());
             if let Some(path) = fastest.filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
                 let symbol = self.write_symbol(now, path, buf, true);
@@ -767,7 +833,13 @@ impl Connection {
         }
         let path = ack_due?;
         self.begin_packet(path, PacketType::Data, buf);
-        self.write_control(now, buf, 32, max);
+        if self.paths[path].can_send() {
+            self.write_control(now, buf, 32, max);
+        } else {
+            // The ACK of a failed path's probe goes back on that path (PROTOCOL.md §12.2);
+            // frames that must arrive go on paths that answer.
+            self.write_acks(now, buf, 32, max);
+        }
         Some(self.end_packet(now, path, buf, false, Vec::new()))
     }
 
@@ -792,13 +864,15 @@ impl Connection {
             self.scheduler.on_sent(path);
         }
         let window_update = std::mem::take(&mut self.window_update_written);
-        let ack_eliciting = ack_eliciting || window_update;
+        let abandons = std::mem::take(&mut self.abandon_written);
+        let ack_eliciting = ack_eliciting || window_update || abandons != 0;
         let packet = SentPacket {
             time: now,
             size: buf.len() as u64,
             ack_eliciting,
             symbols,
             window_update,
+            abandons,
             delivered: 0,
             delivered_time: now,
         };
@@ -810,21 +884,16 @@ impl Connection {
     /// decoder state, and flow-control updates — as many as keep the packet within `max` bytes.
     /// What does not fit stays due (an ACK-only packet carries it).
     fn write_control(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        let mut frame = Vec::new();
-        for p in self.paths.iter_mut().filter(|p| p.ack_pending) {
-            let unacked = p.unacked_eliciting;
-            if let Some(mut ack) = p.ack_frame(now) {
-                ack.ranges.truncate(ranges);
-                frame.clear();
-                Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
-                if buf.len() + frame.len() <= max {
-                    buf.extend_from_slice(&frame);
-                } else {
-                    p.ack_pending = true;
-                    p.unacked_eliciting = unacked;
-                }
+        self.write_acks(now, buf, ranges, max);
+        // PATH_ABANDON takes 2 bytes (PROTOCOL.md §12.3).
+        for id in 0..8u8 {
+            if self.abandon_pending & (1 << id) != 0 && buf.len() + 2 <= max {
+                Frame::PathAbandon(id).write(&mut Writer::new(buf)).expect("valid path id");
+                self.abandon_pending &= !(1 << id);
+                self.abandon_written |= 1 << id;
             }
         }
+        let mut frame = Vec::new();
         if let Some(s) = self.session.as_mut() {
             if s.block_ack_dirty {
                 frame.clear();
@@ -845,6 +914,25 @@ impl Connection {
                 }
                 for (stream, max) in streams {
                     Frame::MaxStreamData { stream, max }.write(&mut w).expect("valid");
+                }
+            }
+        }
+    }
+
+    /// The ACK frames of `write_control` alone.
+    fn write_acks(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize, max: usize) {
+        let mut frame = Vec::new();
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending) {
+            let unacked = p.unacked_eliciting;
+            if let Some(mut ack) = p.ack_frame(now) {
+                ack.ranges.truncate(ranges);
+                frame.clear();
+                Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
+                if buf.len() + frame.len() <= max {
+                    buf.extend_from_slice(&frame);
+                } else {
+                    p.ack_pending = true;
+                    p.unacked_eliciting = unacked;
                 }
             }
         }

@@ -18,6 +18,26 @@ const PACKET_THRESHOLD: u64 = 3;
 const TIME_THRESHOLD: f64 = 9.0 / 8.0;
 /// Keep at most this many received ranges (older ones are forgotten; see `AckFrame`).
 const MAX_RANGES: usize = 32;
+/// Consecutive probe timeouts without an ACK after which a path is declared failed (issue 4
+/// item 4: "no ACK for a few RTOs"). With the PTO's doubling that is about 7 PTOs of silence.
+pub(crate) const FAIL_AFTER_PTOS: u32 = 3;
+/// A failed path's PING probes back off from its PTO up to this interval.
+const MAX_PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// Probes of a failed path kept awaiting an ACK (older ones are forgotten).
+const MAX_PROBES_KEPT: usize = 8;
+
+/// Where a path is in its life (PROTOCOL.md §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathState {
+    /// Carries data (the server: once it has heard on the path).
+    #[default]
+    Active,
+    /// Stopped answering: carries no data, only PING probes at a backed-off interval, until an
+    /// ACK of a probe arrives on it.
+    Failed,
+    /// Removed by either end (PATH_ABANDON); its id is never used again.
+    Removed,
+}
 
 /// What a sent packet carried.
 #[derive(Debug, Clone)]
@@ -28,6 +48,8 @@ pub(crate) struct SentPacket {
     pub symbols: Vec<OutgoingSymbol>,
     /// It carried flow-control window updates (resent if the packet is lost).
     pub window_update: bool,
+    /// PATH_ABANDON frames it carried (bit = path id; resent if the packet is lost).
+    pub abandons: u8,
     /// The path's delivered-bytes counter and its time when this packet was sent (for
     /// delivery-rate samples).
     pub delivered: u64,
@@ -95,10 +117,22 @@ pub(crate) struct Path {
     /// showed in profiles). What it depends on — `sent`, `rtt`, `largest_acked`, `pto_count` —
     /// changes only in `on_sent`, `on_ack` and `on_timer`, which clear it.
     loss_timeout_cache: Cell<Option<Option<Instant>>>,
+    /// This end may send on the path: the client opened it, or the server received a valid
+    /// packet on it (a real runtime can only address a path whose peer address it has seen).
+    pub heard: bool,
+    /// A failed path's next PING probe, and the interval after it.
+    probe_due: Option<Instant>,
+    probe_interval: Duration,
+    /// A PING probe should go out on this (failed) path.
+    pub probe_pending: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PathStats {
+    pub state: PathState,
+    /// Times the path was declared failed, and times it came back.
+    pub failures: u64,
+    pub recoveries: u64,
     pub packets_sent: u64,
     pub bytes_sent: u64,
     pub packets_lost: u64,
@@ -111,7 +145,7 @@ pub struct PathStats {
 }
 
 impl Path {
-    pub fn new(id: u8, cc: Box<dyn CongestionController>, now: Instant) -> Path {
+    pub fn new(id: u8, cc: Box<dyn CongestionController>, now: Instant, heard: bool) -> Path {
         Path {
             id,
             next_number: 0,
@@ -133,7 +167,95 @@ impl Path {
             delivered_time: now,
             stats: PathStats::default(),
             loss_timeout_cache: Cell::new(None),
+            heard,
+            probe_due: None,
+            probe_interval: Duration::ZERO,
+            probe_pending: false,
         }
+    }
+
+    pub fn state(&self) -> PathState {
+        self.stats.state
+    }
+
+    /// This end may put data on the path.
+    pub fn can_send(&self) -> bool {
+        self.heard && self.stats.state == PathState::Active
+    }
+
+    /// Declares the path failed: whatever is still in flight is returned as lost (for the
+    /// blocks to cover elsewhere), and PING probes start after one more PTO.
+    pub fn fail(&mut self, now: Instant) -> Vec<SentPacket> {
+        self.probe_interval = self.pto_base().min(MAX_PROBE_INTERVAL);
+        self.probe_due = Some(now + self.probe_interval);
+        self.stats.state = PathState::Failed;
+        self.stats.failures += 1;
+        self.take_in_flight()
+    }
+
+    /// Removes the path for good; what was in flight is returned as lost.
+    pub fn remove(&mut self) -> Vec<SentPacket> {
+        self.stats.state = PathState::Removed;
+        self.probe_due = None;
+        self.probe_pending = false;
+        self.ack_pending = false;
+        self.take_in_flight()
+    }
+
+    fn take_in_flight(&mut self) -> Vec<SentPacket> {
+        self.loss_timeout_cache.set(None);
+        self.in_flight = 0;
+        let lost: Vec<SentPacket> = std::mem::take(&mut self.sent).into_values().collect();
+        self.stats.packets_lost += lost.len() as u64;
+        lost
+    }
+
+    /// When a failed path's next probe is due.
+    pub fn probe_due(&self) -> Option<Instant> {
+        self.probe_due.filter(|_| self.stats.state == PathState::Failed)
+    }
+
+    /// The probe timer fired: a PING goes out, the next one after twice the interval (capped).
+    pub fn on_probe_timer(&mut self, now: Instant) {
+        if self.probe_due().is_some_and(|t| t <= now) {
+            self.probe_pending = true;
+            self.probe_interval = (self.probe_interval * 2).min(MAX_PROBE_INTERVAL);
+            self.probe_due = Some(now + self.probe_interval);
+            // Unanswered probes are kept for a late ACK, but not without bound.
+            while self.sent.len() >= MAX_PROBES_KEPT {
+                if let Some((_, old)) = self.sent.pop_first() {
+                    self.in_flight = self.in_flight.saturating_sub(old.size);
+                }
+            }
+        }
+    }
+
+    /// Whether `ack` acknowledges any packet still awaiting one.
+    pub fn acks_any(&self, ack: &AckFrame) -> bool {
+        ack.ranges.iter().any(|r| self.sent.range(r.start..=r.end).next().is_some())
+    }
+
+    /// A failed path answered a probe: it returns with a fresh congestion controller and RTT
+    /// estimate (the path may have changed while it was down; the probe's ACK gives the first
+    /// RTT sample). Packet numbers go on.
+    pub fn revive(&mut self, now: Instant, cc: Box<dyn CongestionController>) {
+        self.loss_timeout_cache.set(None);
+        self.cc = cc;
+        self.rtt = RttEstimator::default();
+        self.loss = LossEstimator::new(1.0 / 64.0);
+        self.pto_count = 0;
+        self.next_send = now;
+        self.delivered_time = now;
+        self.probe_due = None;
+        self.probe_pending = false;
+        self.stats.state = PathState::Active;
+        self.stats.recoveries += 1;
+    }
+
+    /// RFC 9002 §6.2.1's PTO before backoff (see `compute_loss_timeout`).
+    fn pto_base(&self) -> Duration {
+        let base = self.rtt.rto(Duration::from_millis(10)).max(self.rtt.smoothed().mul_f64(1.5));
+        base + Duration::from_millis(5)
     }
 
     /// Sets the packet threshold of loss detection (`None`: RFC 9002's 3; `Some`: the mode's).
@@ -328,6 +450,10 @@ impl Path {
     }
 
     fn compute_loss_timeout(&self) -> Option<Instant> {
+        // A failed path's probes run on their own timer (`probe_due`).
+        if self.stats.state != PathState::Active {
+            return None;
+        }
         // `sent` holds only ack-eliciting packets (see `on_sent`), so the oldest is the first.
         let (&first, oldest) = self.sent.first_key_value()?;
         debug_assert!(oldest.ack_eliciting);
@@ -337,8 +463,7 @@ impl Path {
         // RFC 9002 §6.2.1: PTO = srtt + max(4·rttvar, granularity) + max_ack_delay; braid also
         // keeps it above 1.5 × srtt, because pacing and queues make single RTTs run long and a
         // spurious timeout collapses the window.
-        let base = self.rtt.rto(Duration::from_millis(10)).max(self.rtt.smoothed().mul_f64(1.5));
-        let pto = (base + Duration::from_millis(5)) * 2u32.saturating_pow(self.pto_count.min(10));
+        let pto = self.pto_base() * 2u32.saturating_pow(self.pto_count.min(10));
         Some(oldest.time + pto)
     }
 
@@ -400,6 +525,7 @@ mod tests {
             ack_eliciting: true,
             symbols: Vec::new(),
             window_update: false,
+            abandons: 0,
             delivered: 0,
             delivered_time: Instant::ZERO,
         }
@@ -407,7 +533,7 @@ mod tests {
 
     #[test]
     fn ack_ranges_merge_and_detect_duplicates() {
-        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
         for n in [0, 1, 2, 5, 7, 6, 9] {
             assert!(p.on_received(Instant::ZERO, n, true));
         }
@@ -421,7 +547,7 @@ mod tests {
     /// re-arms, and must not become a probe timeout that presumes the whole flight lost.
     #[test]
     fn early_time_threshold_timer_is_not_a_probe_timeout() {
-        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
         for n in 0..3 {
             p.on_sent(Instant::from_micros(n * 1000), n, packet(n * 1000));
         }
@@ -459,7 +585,7 @@ mod tests {
             *ranges = merged;
             true
         }
-        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
         let mut expected = Vec::new();
         let mut x = 7u64;
         for i in 0..20_000u64 {
@@ -473,7 +599,7 @@ mod tests {
 
     #[test]
     fn packet_threshold_declares_loss_and_in_flight_balances() {
-        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
         for n in 0..6 {
             p.on_sent(Instant::from_micros(n * 10), n, packet(n * 10));
         }
@@ -493,7 +619,7 @@ mod tests {
 
     #[test]
     fn the_time_threshold_timer_declares_the_loss_it_was_set_for() {
-        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO);
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
         p.on_sent(Instant::ZERO, 0, packet(0));
         p.on_sent(Instant::from_micros(10), 1, packet(10));
         // RTT 100.001 ms: the loss delay, 9/8 of it, is 112.501125 ms — not whole microseconds.

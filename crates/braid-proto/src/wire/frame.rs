@@ -23,6 +23,7 @@ const MAX_DATA: u64 = 0x06;
 const MAX_STREAM_DATA: u64 = 0x07;
 const CLOSE: u64 = 0x08;
 const HANDSHAKE: u64 = 0x09;
+const PATH_ABANDON: u64 = 0x0a;
 
 /// Packet numbers `start..=end` of one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +90,8 @@ pub enum Frame<'a> {
     MaxStreamData { stream: u64, max: u64 },
     Close(CloseFrame<'a>),
     Handshake(TransportParams),
+    /// The sender stopped using this path for good (§8.9); its id is never used again.
+    PathAbandon(u8),
 }
 
 impl Frame<'_> {
@@ -165,6 +168,13 @@ impl Frame<'_> {
                 w.varint(HANDSHAKE);
                 p.write(w);
             }
+            Frame::PathAbandon(path) => {
+                if u64::from(*path) >= super::packet::MAX_PATHS {
+                    return Err(WireError::OutOfRange("abandoned path"));
+                }
+                w.varint(PATH_ABANDON);
+                w.varint((*path).into());
+            }
         }
         Ok(())
     }
@@ -231,6 +241,9 @@ impl<'a> FrameIter<'a> {
                 Frame::Close(CloseFrame { code: r.varint()?, reason: r.bytes(MAX_REASON, "close reason")? })
             }
             HANDSHAKE => Frame::Handshake(TransportParams::parse(r)?),
+            PATH_ABANDON => {
+                Frame::PathAbandon(r.varint_max(super::packet::MAX_PATHS - 1, "abandoned path")? as u8)
+            }
             other => return Err(WireError::UnknownFrame(other)),
         })
     }
@@ -304,6 +317,7 @@ mod tests {
             (0..MAX_VARINT, 0usize..100)
                 .prop_map(move |(code, n)| Frame::Close(CloseFrame { code, reason: &payload[..n] })),
             Just(Frame::Handshake(TransportParams::default())),
+            (0u8..8).prop_map(Frame::PathAbandon),
         ]
     }
 
@@ -356,6 +370,11 @@ mod tests {
             w.varint(v);
         }
         assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range")));
+        // PATH_ABANDON of a path id beyond the limit.
+        assert_eq!(
+            FrameIter::new(&[PATH_ABANDON as u8, 8]).next().unwrap(),
+            Err(WireError::OutOfRange("abandoned path"))
+        );
         // Unknown frame type.
         assert_eq!(FrameIter::new(&[0x3f]).next().unwrap(), Err(WireError::UnknownFrame(0x3f)));
         // A symbol length beyond the bound.

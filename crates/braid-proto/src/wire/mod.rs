@@ -11,7 +11,7 @@ mod params;
 pub use frame::{
     AckFrame, AckRange, BlockAckFrame, CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame,
 };
-pub use packet::{ConnectionId, PacketHeader, PacketType};
+pub use packet::{ConnectionId, PacketHeader, PacketType, MAX_PATHS};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
 
 /// Why bytes from a peer were refused.

@@ -1,0 +1,188 @@
+//! Path lifecycle (issue 4, items 1 and 4; PROTOCOL.md §12): paths opened and removed during a
+//! connection, a path that stops answering declared failed and its symbols covered on the
+//! others, and a failed path probed until it answers again.
+//!
+//! The rules, in one place:
+//! - Ids are allocated in increasing order and never reused: at most [`MAX_PATHS`] paths over a
+//!   connection's whole life. Only the client opens paths (it knows the addresses); the server
+//!   accepts an id with the first valid packet that arrives on it and sends only on ids it has
+//!   heard on.
+//! - A path whose probe timer fires [`FAIL_AFTER_PTOS`] times in a row (doubling each time) with
+//!   no ACK is failed, unless it is the last path that can carry data. After the first of these
+//!   timeouts the path is only trusted with two packets (RFC 9002 §6.2.4's probes) while another
+//!   path answers, so the symbols the timeout presumed lost go to the others at once.
+//! - A failed path carries a PING at a doubling interval (from its PTO up to 1 s). An ACK that
+//!   acknowledges a probe and arrives *on that path* brings it back with a fresh congestion
+//!   controller and RTT estimate; an ACK for it carried on another path proves only one
+//!   direction and is ignored.
+
+use super::path::{PathState, FAIL_AFTER_PTOS};
+use super::{Connection, Event, Path, State};
+use crate::cc::CongestionController;
+use crate::streams::Side;
+use crate::wire::MAX_PATHS;
+use crate::Instant;
+
+/// Why a path could not be opened or removed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("a connection opens at most {MAX_PATHS} paths over its life (ids are never reused)")]
+    TooManyPaths,
+    #[error("only the client opens paths; the server accepts them as packets arrive on them")]
+    ServerCannotOpen,
+    #[error("no path {0} (never opened, or already removed)")]
+    NoSuchPath(u8),
+    #[error("path {0} is the last that can carry data; close the connection instead")]
+    LastPath(u8),
+    #[error("paths can be removed once the connection is established")]
+    NotEstablished,
+}
+
+impl Connection {
+    /// Opens a new path (client only) and returns its id, the next unused one. It carries data at
+    /// once; the server accepts it with its first packet (PROTOCOL.md §12.1).
+    pub fn add_path(&mut self, now: Instant) -> Result<u8, PathError> {
+        if self.side == Side::Server {
+            return Err(PathError::ServerCannotOpen);
+        }
+        if self.paths.len() as u64 >= MAX_PATHS {
+            return Err(PathError::TooManyPaths);
+        }
+        let id = self.paths.len() as u8;
+        let cc = self.new_cc();
+        self.paths.push(Path::new(id, cc, now, true));
+        Ok(id)
+    }
+
+    /// Stops using path `id` for good and tells the peer (PATH_ABANDON, PROTOCOL.md §12.3). What
+    /// was in flight on it is handed back to the blocks at once.
+    pub fn remove_path(&mut self, now: Instant, id: u8) -> Result<(), PathError> {
+        if self.state != State::Established {
+            return Err(PathError::NotEstablished);
+        }
+        let i = usize::from(id);
+        if self.paths.get(i).is_none_or(|p| p.state() == PathState::Removed) {
+            return Err(PathError::NoSuchPath(id));
+        }
+        if !self.paths.iter().enumerate().any(|(j, p)| j != i && p.can_send()) {
+            return Err(PathError::LastPath(id));
+        }
+        let lost = self.paths[i].remove();
+        self.after_losses(now, i, Vec::new(), lost, true);
+        self.abandon_pending |= 1 << id;
+        Ok(())
+    }
+
+    /// Each path's state (index = path id).
+    pub fn path_states(&self) -> Vec<PathState> {
+        self.paths.iter().map(Path::state).collect()
+    }
+
+    /// A congestion controller for a new or returning path.
+    fn new_cc(&self) -> Box<dyn CongestionController> {
+        self.config.cc.unwrap_or(self.config.mode.default_cc()).build(self.config.max_datagram as u64)
+    }
+
+    /// A valid packet arrived on `path`, an id this end had not heard on (PROTOCOL.md §12.1):
+    /// accept it. Ids below it that were never heard get placeholders this end will not send on.
+    pub(super) fn accept_path(&mut self, now: Instant, path: u8) {
+        while self.paths.len() <= usize::from(path) {
+            let id = self.paths.len() as u8;
+            let cc = self.new_cc();
+            self.paths.push(Path::new(id, cc, now, false));
+        }
+        self.paths[usize::from(path)].heard = true;
+    }
+
+    /// Whether a datagram on `path` may be processed: an id within the limit, not removed.
+    pub(super) fn path_acceptable(&self, path: u8) -> bool {
+        u64::from(path) < MAX_PATHS && self.paths.get(usize::from(path)).is_none_or(|p| p.state() != PathState::Removed)
+    }
+
+    /// Room for data on path `i`: none unless it can send; after a probe timeout, while another
+    /// path still answers, only the two probes RFC 9002 §6.2.4 allows.
+    pub(super) fn data_room(&self, i: usize) -> u64 {
+        let p = &self.paths[i];
+        if !p.can_send() {
+            return 0;
+        }
+        let room = p.window_room();
+        let answering_elsewhere =
+            p.pto_count > 0 && self.paths.iter().enumerate().any(|(j, q)| j != i && q.can_send() && q.pto_count == 0);
+        if answering_elsewhere {
+            let probes = 2 * self.config.max_datagram as u64;
+            return room.min(probes.saturating_sub(p.in_flight));
+        }
+        room
+    }
+
+    /// The path for control frames sent on their own (window updates, PATH_ABANDON): the
+    /// lowest-RTT path that can carry data.
+    pub(super) fn control_path(&self) -> Option<usize> {
+        (0..self.paths.len()).filter(|&i| self.paths[i].can_send()).min_by_key(|&i| self.paths[i].rtt.smoothed())
+    }
+
+    /// After a probe timeout on path `i`: declare it failed once it has gone
+    /// [`FAIL_AFTER_PTOS`] timeouts without an ACK, if another path can carry the data.
+    pub(super) fn check_failure(&mut self, now: Instant, i: usize) {
+        let p = &self.paths[i];
+        if self.state != State::Established || p.state() != PathState::Active || p.pto_count < FAIL_AFTER_PTOS {
+            return;
+        }
+        if !self.paths.iter().enumerate().any(|(j, q)| j != i && q.can_send()) {
+            return;
+        }
+        let lost = self.paths[i].fail(now);
+        self.after_losses(now, i, Vec::new(), lost, true);
+        self.events.push_back(Event::PathFailed(i as u8));
+    }
+
+    /// Before an ACK frame for path `id` is processed, which arrived on path `arrival`: whether
+    /// to process it. An ACK of a failed path's probe that came back on the path itself brings
+    /// the path back.
+    pub(super) fn ack_for_path(&mut self, now: Instant, arrival: usize, id: usize, ack: &crate::wire::AckFrame) -> bool {
+        let Some(p) = self.paths.get(id) else { return false };
+        match p.state() {
+            PathState::Active => true,
+            PathState::Removed => false,
+            PathState::Failed => {
+                if arrival != id || !p.acks_any(ack) {
+                    return false;
+                }
+                let cc = self.new_cc();
+                self.paths[id].revive(now, cc);
+                self.events.push_back(Event::PathRecovered(id as u8));
+                true
+            }
+        }
+    }
+
+    /// The peer abandoned path `id` (PROTOCOL.md §12.3).
+    pub(super) fn on_path_abandon(&mut self, now: Instant, id: u8) {
+        let i = usize::from(id);
+        if i >= self.paths.len() {
+            // Never heard on: remember the id as used, so it is never accepted later.
+            self.accept_path(now, id);
+            self.paths[i].heard = false;
+        }
+        if self.paths[i].state() == PathState::Removed {
+            return;
+        }
+        let lost = self.paths[i].remove();
+        self.after_losses(now, i, Vec::new(), lost, true);
+        self.abandon_pending &= !(1 << id);
+        self.events.push_back(Event::PathRemoved(id));
+    }
+
+    /// Fires the probe timers of failed paths that are due.
+    pub(super) fn on_probe_timers(&mut self, now: Instant) {
+        for p in &mut self.paths {
+            p.on_probe_timer(now);
+        }
+    }
+
+    /// The earliest probe timer of a failed path.
+    pub(super) fn next_probe(&self) -> Option<Instant> {
+        self.paths.iter().filter_map(Path::probe_due).min()
+    }
+}
