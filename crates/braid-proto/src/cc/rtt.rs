@@ -65,6 +65,17 @@ impl RttEstimator {
         }
     }
 
+    /// Starts the minimum over from the latest sample. For when the route of this path's ACKs
+    /// may have changed: a receiver may return a path's ACKs on another path, so a path that
+    /// fails takes the others' fastest return route with it, and a minimum learned over it
+    /// would stay below every sample from then on (a delay-based controller would read it as a
+    /// standing queue).
+    pub fn restart_min(&mut self) {
+        if self.has_sample() {
+            self.min = self.latest;
+        }
+    }
+
     /// RFC 6298 §2.3: RTO = SRTT + max(G, 4·RTTVAR), at least `floor`.
     pub fn rto(&self, floor: Duration) -> Duration {
         (self.smoothed() + (4 * self.variation).max(Duration::from_millis(1))).max(floor)
@@ -91,5 +102,9 @@ mod tests {
         // Ack delay is subtracted only while the result stays above min_rtt.
         r.update(Duration::from_millis(130), Duration::from_millis(20));
         assert_eq!(r.latest(), Duration::from_millis(130));
+        r.restart_min();
+        assert_eq!(r.min(), Duration::from_millis(130));
+        r.update(Duration::from_millis(120), Duration::ZERO);
+        assert_eq!(r.min(), Duration::from_millis(120));
     }
 }

@@ -69,6 +69,7 @@ impl Connection {
         }
         let lost = self.paths[i].remove();
         self.after_losses(now, i, Vec::new(), lost, true);
+        self.paths_changed();
         self.abandon_pending |= 1 << id;
         Ok(())
     }
@@ -134,6 +135,7 @@ impl Connection {
         }
         let lost = self.paths[i].fail(now);
         self.after_losses(now, i, Vec::new(), lost, true);
+        self.paths_changed();
         self.events.push_back(Event::PathFailed(i as u8));
     }
 
@@ -151,6 +153,7 @@ impl Connection {
                 }
                 let cc = self.new_cc();
                 self.paths[id].revive(now, cc);
+                self.paths_changed();
                 self.events.push_back(Event::PathRecovered(id as u8));
                 true
             }
@@ -171,7 +174,18 @@ impl Connection {
         let lost = self.paths[i].remove();
         self.after_losses(now, i, Vec::new(), lost, true);
         self.abandon_pending &= !(1 << id);
+        self.paths_changed();
         self.events.push_back(Event::PathRemoved(id));
+    }
+
+    /// A path failed, returned or went away: the peer's ACKs may now come back by other
+    /// routes, so every path's minimum RTT is learned again ([`RttEstimator::restart_min`]).
+    ///
+    /// [`RttEstimator::restart_min`]: crate::cc::RttEstimator::restart_min
+    fn paths_changed(&mut self) {
+        for p in &mut self.paths {
+            p.rtt.restart_min();
+        }
     }
 
     /// Fires the probe timers of failed paths that are due.
