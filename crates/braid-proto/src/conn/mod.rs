@@ -599,7 +599,8 @@ impl Connection {
 
     /// Lets the redundancy controller form parity groups over what was sent (XOR modes).
     fn apply_parity_covers(&mut self, now: Instant) {
-        let Some(path) = (0..self.paths.len()).min_by_key(|&i| self.paths[i].rtt.smoothed()) else { return };
+        let fastest = (0..self.paths.len()).filter(|&i| self.paths[i].can_send()).min_by_key(|&i| self.paths[i].rtt.smoothed());
+        let Some(path) = fastest else { return };
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut().filter(|s| s.xor_groups) else { return };
         let covers = self.redundancy.parity_covers(now, &mut session.sender.blocks(), &view);
