@@ -85,6 +85,11 @@ impl BulkFlow {
         &self.conn
     }
 
+    /// The connection itself, e.g. to open or remove a path during the transfer.
+    pub fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
     /// Bytes received in order and intact (receiver).
     pub fn received(&self) -> u64 {
         match self.role {

@@ -389,6 +389,10 @@ impl Connection {
         if !self.paths[usize::from(path)].on_received(now, header.number, eliciting) {
             return; // duplicate
         }
+        // PROTOCOL.md §12.2: a probe (PING alone) is acknowledged on its own path.
+        if eliciting && frames.iter().all(|f| matches!(f, Frame::Ping | Frame::Padding)) {
+            self.paths[usize::from(path)].ack_here = true;
+        }
         self.last_heard = now;
         for frame in frames {
             if self.state == State::Closed {
@@ -807,7 +811,7 @@ impl Connection {
             // promise the code may not keep (an XOR block has no complete group to repair):
             // then the control frames go out alone.
             let symbol = self.write_symbol(now, path, buf, false);
-            self.write_control(now, buf, 2, max);
+            self.write_control(now, path, buf, 2, max);
             return Some(match symbol {
                 Some(symbol) => {
                     let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
@@ -825,7 +829,7 @@ impl Connection {
             if let Some(path) = fastest.filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
                 let symbol = self.write_symbol(now, path, buf, true);
-                self.write_control(now, buf, 2, max);
+                self.write_control(now, path, buf, 2, max);
                 return Some(match symbol {
                     Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
                     None => self.end_packet(now, path, buf, false, Vec::new()),
@@ -835,11 +839,11 @@ impl Connection {
         let path = ack_due?;
         self.begin_packet(path, PacketType::Data, buf);
         if self.paths[path].can_send() {
-            self.write_control(now, buf, 32, max);
+            self.write_control(now, path, buf, 32, max);
         } else {
             // The ACK of a failed path's probe goes back on that path (PROTOCOL.md §12.2);
             // frames that must arrive go on paths that answer.
-            self.write_acks(now, buf, 32, max);
+            self.write_acks(now, path, buf, 32, max);
         }
         Some(self.end_packet(now, path, buf, false, Vec::new()))
     }
@@ -884,8 +888,8 @@ impl Connection {
     /// ACKs for every path with something to acknowledge (at most `ranges` ranges each), the
     /// decoder state, and flow-control updates — as many as keep the packet within `max` bytes.
     /// What does not fit stays due (an ACK-only packet carries it).
-    fn write_control(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        self.write_acks(now, buf, ranges, max);
+    fn write_control(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
+        self.write_acks(now, path, buf, ranges, max);
         // PATH_ABANDON takes 2 bytes (PROTOCOL.md §12.3).
         for id in 0..8u8 {
             if self.abandon_pending & (1 << id) != 0 && buf.len() + 2 <= max {
@@ -920,10 +924,11 @@ impl Connection {
         }
     }
 
-    /// The ACK frames of `write_control` alone.
-    fn write_acks(&mut self, now: Instant, buf: &mut Vec<u8>, ranges: usize, max: usize) {
+    /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
+    /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
+    fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
         let mut frame = Vec::new();
-        for p in self.paths.iter_mut().filter(|p| p.ack_pending) {
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path)) {
             let unacked = p.unacked_eliciting;
             if let Some(mut ack) = p.ack_frame(now) {
                 ack.ranges.truncate(ranges);

@@ -125,6 +125,8 @@ pub(crate) struct Path {
     probe_interval: Duration,
     /// A PING probe should go out on this (failed) path.
     pub probe_pending: bool,
+    /// The peer probed this path: its next ACK goes on this path only (PROTOCOL.md §12.2).
+    pub ack_here: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -171,6 +173,7 @@ impl Path {
             probe_due: None,
             probe_interval: Duration::ZERO,
             probe_pending: false,
+            ack_here: false,
         }
     }
 
@@ -327,6 +330,7 @@ impl Path {
             return None;
         }
         self.ack_pending = false;
+        self.ack_here = false;
         self.unacked_eliciting = 0;
         let delay = self.largest_received_at.map_or(Duration::ZERO, |t| now - t);
         Some(AckFrame {
