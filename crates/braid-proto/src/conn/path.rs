@@ -535,6 +535,49 @@ mod tests {
         }
     }
 
+    /// A failed path hands back what was in flight, sends no data (no loss timer), probes at a
+    /// doubling interval capped at `MAX_PROBE_INTERVAL`, keeps a bounded number of probes, and
+    /// comes back with a fresh RTT estimate.
+    #[test]
+    fn failed_path_probes_back_off_and_revive_resets_estimates() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
+        for n in 0..4 {
+            p.on_sent(Instant::from_micros(n * 10), n, packet(n * 10));
+        }
+        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 0, end: 0 }] };
+        p.on_ack(Instant::from_micros(50_000), &ack);
+        let lost = p.fail(Instant::from_micros(100_000));
+        assert_eq!((lost.len(), p.in_flight, p.state()), (3, 0, PathState::Failed));
+        assert!(!p.can_send() && p.loss_timeout().is_none());
+        let mut due = p.probe_due().unwrap();
+        let mut gaps = Vec::new();
+        let mut last_probe = due;
+        for n in 4..24u64 {
+            p.on_probe_timer(due - Duration::from_micros(1));
+            assert!(!p.probe_pending, "probe before it was due");
+            p.on_probe_timer(due);
+            assert!(p.probe_pending);
+            p.probe_pending = false;
+            p.on_sent(due, n, packet(due.as_micros()));
+            last_probe = due;
+            let next = p.probe_due().unwrap();
+            gaps.push(next - due);
+            due = next;
+        }
+        assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{gaps:?}");
+        assert_eq!(*gaps.last().unwrap(), MAX_PROBE_INTERVAL);
+        assert!(p.sent.len() <= MAX_PROBES_KEPT);
+        let newest = p.sent.last_key_value().map(|(&n, _)| n).unwrap();
+        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: newest, end: newest }] };
+        assert!(p.acks_any(&ack));
+        p.revive(last_probe, CcAlgorithm::NewReno.build(1200));
+        assert_eq!((p.state(), p.stats.recoveries, p.pto_count), (PathState::Active, 1, 0));
+        assert!(!p.rtt.has_sample());
+        p.on_ack(last_probe + Duration::from_millis(40), &ack);
+        assert_eq!(p.rtt.smoothed(), Duration::from_millis(40));
+        assert!(p.probe_due().is_none());
+    }
+
     #[test]
     fn ack_ranges_merge_and_detect_duplicates() {
         let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
