@@ -53,7 +53,8 @@ impl Run {
         self.run_until(limit);
         let r = self.net.endpoint(self.rx);
         assert_eq!(r.corrupt_at(), None, "{what}: corrupted byte");
-        let done = r.done_at().unwrap_or_else(|| panic!("{what}: {} of {bytes} bytes by {limit:?}", r.received()));
+        let done =
+            r.done_at().unwrap_or_else(|| panic!("{what}: {} of {bytes} bytes by {limit:?}", r.received()));
         assert_eq!(r.received(), bytes, "{what}");
         done
     }
@@ -146,7 +147,8 @@ fn a_path_added_mid_transfer_is_used() {
     for mode in [Mode::Braid, Mode::Tcp, Mode::Fmtcp] {
         let seed = 5;
         let what = format!("{mode:?} seed {seed}");
-        let mut run = setup(mode, 1, &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())], seed, BYTES);
+        let mut run =
+            setup(mode, 1, &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())], seed, BYTES);
         run.run_until(at(1000));
         assert_eq!(run.net.endpoint(run.rx).connection().path_stats().len(), 1, "{what}");
         let now = run.net.now();
@@ -169,7 +171,8 @@ fn a_removed_path_gets_nothing_after_removal() {
     for mode in [Mode::Braid, Mode::Tcp, Mode::Dfec] {
         let seed = 9;
         let what = format!("{mode:?} seed {seed}");
-        let mut run = setup(mode, 2, &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())], seed, BYTES);
+        let mut run =
+            setup(mode, 2, &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())], seed, BYTES);
         run.run_until(at(1000));
         let now = run.net.now();
         let conn = run.net.endpoint_mut(run.tx).connection_mut();
@@ -184,8 +187,16 @@ fn a_removed_path_gets_nothing_after_removal() {
         run.finish(&what, BYTES, at(60_000));
         assert_eq!(run.client_path(0).packets_sent, sent_at_removal, "{what}: client sent on a removed path");
         assert_eq!(run.client_path(0).state, PathState::Removed, "{what}");
-        assert_eq!(run.net.link(run.links[0].1).stats().sent, reverse_at, "{what}: server sent on a removed path");
-        assert_eq!(run.net.endpoint(run.rx).connection().path_stats()[0].packets_sent, server.packets_sent, "{what}");
+        assert_eq!(
+            run.net.link(run.links[0].1).stats().sent,
+            reverse_at,
+            "{what}: server sent on a removed path"
+        );
+        assert_eq!(
+            run.net.endpoint(run.rx).connection().path_stats()[0].packets_sent,
+            server.packets_sent,
+            "{what}"
+        );
     }
 }
 

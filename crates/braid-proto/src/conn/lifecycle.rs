@@ -97,7 +97,8 @@ impl Connection {
 
     /// Whether a datagram on `path` may be processed: an id within the limit, not removed.
     pub(super) fn path_acceptable(&self, path: u8) -> bool {
-        u64::from(path) < MAX_PATHS && self.paths.get(usize::from(path)).is_none_or(|p| p.state() != PathState::Removed)
+        u64::from(path) < MAX_PATHS
+            && self.paths.get(usize::from(path)).is_none_or(|p| p.state() != PathState::Removed)
     }
 
     /// Room for data on path `i`: none unless it can send; after a probe timeout, while another
@@ -108,8 +109,8 @@ impl Connection {
             return 0;
         }
         let room = p.window_room();
-        let answering_elsewhere =
-            p.pto_count > 0 && self.paths.iter().enumerate().any(|(j, q)| j != i && q.can_send() && q.pto_count == 0);
+        let answering_elsewhere = p.pto_count > 0
+            && self.paths.iter().enumerate().any(|(j, q)| j != i && q.can_send() && q.pto_count == 0);
         if answering_elsewhere {
             let probes = 2 * self.config.max_datagram as u64;
             return room.min(probes.saturating_sub(p.in_flight));
@@ -120,14 +121,17 @@ impl Connection {
     /// The path for control frames sent on their own (window updates, PATH_ABANDON): the
     /// lowest-RTT path that can carry data.
     pub(super) fn control_path(&self) -> Option<usize> {
-        (0..self.paths.len()).filter(|&i| self.paths[i].can_send()).min_by_key(|&i| self.paths[i].rtt.smoothed())
+        (0..self.paths.len())
+            .filter(|&i| self.paths[i].can_send())
+            .min_by_key(|&i| self.paths[i].rtt.smoothed())
     }
 
     /// After a probe timeout on path `i`: declare it failed once it has gone
     /// [`FAIL_AFTER_PTOS`] timeouts without an ACK, if another path can carry the data.
     pub(super) fn check_failure(&mut self, now: Instant, i: usize) {
         let p = &self.paths[i];
-        if self.state != State::Established || p.state() != PathState::Active || p.pto_count < FAIL_AFTER_PTOS {
+        if self.state != State::Established || p.state() != PathState::Active || p.pto_count < FAIL_AFTER_PTOS
+        {
             return;
         }
         if !self.paths.iter().enumerate().any(|(j, q)| j != i && q.can_send()) {
@@ -142,7 +146,13 @@ impl Connection {
     /// Before an ACK frame for path `id` is processed, which arrived on path `arrival`: whether
     /// to process it. An ACK of a failed path's probe that came back on the path itself brings
     /// the path back.
-    pub(super) fn ack_for_path(&mut self, now: Instant, arrival: usize, id: usize, ack: &crate::wire::AckFrame) -> bool {
+    pub(super) fn ack_for_path(
+        &mut self,
+        now: Instant,
+        arrival: usize,
+        id: usize,
+        ack: &crate::wire::AckFrame,
+    ) -> bool {
         let Some(p) = self.paths.get(id) else { return false };
         match p.state() {
             PathState::Active => true,

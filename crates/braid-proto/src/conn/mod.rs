@@ -603,7 +603,9 @@ impl Connection {
 
     /// Lets the redundancy controller form parity groups over what was sent (XOR modes).
     fn apply_parity_covers(&mut self, now: Instant) {
-        let fastest = (0..self.paths.len()).filter(|&i| self.paths[i].can_send()).min_by_key(|&i| self.paths[i].rtt.smoothed());
+        let fastest = (0..self.paths.len())
+            .filter(|&i| self.paths[i].can_send())
+            .min_by_key(|&i| self.paths[i].rtt.smoothed());
         let Some(path) = fastest else { return };
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut().filter(|s| s.xor_groups) else { return };
@@ -928,7 +930,8 @@ impl Connection {
     /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
     fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
         let mut frame = Vec::new();
-        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path)) {
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
+        {
             let unacked = p.unacked_eliciting;
             if let Some(mut ack) = p.ack_frame(now) {
                 ack.ranges.truncate(ranges);

@@ -568,7 +568,8 @@ mod tests {
         assert_eq!(*gaps.last().unwrap(), MAX_PROBE_INTERVAL);
         assert!(p.sent.len() <= MAX_PROBES_KEPT);
         let newest = p.sent.last_key_value().map(|(&n, _)| n).unwrap();
-        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: newest, end: newest }] };
+        let ack =
+            AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: newest, end: newest }] };
         assert!(p.acks_any(&ack));
         p.revive(last_probe, CcAlgorithm::NewReno.build(1200));
         assert_eq!((p.state(), p.stats.recoveries, p.pto_count), (PathState::Active, 1, 0));

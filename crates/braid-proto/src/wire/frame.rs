@@ -87,7 +87,10 @@ pub enum Frame<'a> {
     Symbol(SymbolFrame<'a>),
     FecStatus(FecStatusFrame),
     MaxData(u64),
-    MaxStreamData { stream: u64, max: u64 },
+    MaxStreamData {
+        stream: u64,
+        max: u64,
+    },
     Close(CloseFrame<'a>),
     Handshake(TransportParams),
     /// The sender stopped using this path for good (§8.9); its id is never used again.
