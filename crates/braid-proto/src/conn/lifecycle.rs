@@ -162,7 +162,7 @@ impl Connection {
                     return false;
                 }
                 let cc = self.new_cc();
-                self.paths[id].revive(now, cc);
+                self.paths[id].revive(now, cc, ack);
                 self.paths_changed();
                 self.events.push_back(Event::PathRecovered(id as u8));
                 true

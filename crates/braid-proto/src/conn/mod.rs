@@ -932,7 +932,7 @@ impl Connection {
         let mut frame = Vec::new();
         for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
         {
-            let unacked = p.unacked_eliciting;
+            let (unacked, here) = (p.unacked_eliciting, p.ack_here);
             if let Some(mut ack) = p.ack_frame(now) {
                 ack.ranges.truncate(ranges);
                 frame.clear();
@@ -942,6 +942,7 @@ impl Connection {
                 } else {
                     p.ack_pending = true;
                     p.unacked_eliciting = unacked;
+                    p.ack_here = here;
                 }
             }
         }

@@ -238,11 +238,16 @@ impl Path {
         ack.ranges.iter().any(|r| self.sent.range(r.start..=r.end).next().is_some())
     }
 
-    /// A failed path answered a probe: it returns with a fresh congestion controller and RTT
-    /// estimate (the path may have changed while it was down; the probe's ACK gives the first
-    /// RTT sample). Packet numbers go on.
-    pub fn revive(&mut self, now: Instant, cc: Box<dyn CongestionController>) {
+    /// A failed path answered a probe with `ack`: it returns with a fresh congestion controller
+    /// and RTT estimate (the path may have changed while it was down; the probe's ACK, processed
+    /// next, gives the first RTT sample). Earlier probes that `ack` does not cover are
+    /// forgotten, so they cannot count as losses against the new controller. Packet numbers go
+    /// on.
+    pub fn revive(&mut self, now: Instant, cc: Box<dyn CongestionController>, ack: &AckFrame) {
         self.loss_timeout_cache.set(None);
+        let covered = |n: u64| ack.ranges.iter().any(|r| r.start <= n && n <= r.end);
+        self.sent.retain(|&n, _| covered(n));
+        self.in_flight = self.sent.values().filter(|p| p.ack_eliciting).map(|p| p.size).sum();
         self.cc = cc;
         self.rtt = RttEstimator::default();
         self.loss = LossEstimator::new(1.0 / 64.0);
@@ -571,10 +576,12 @@ mod tests {
         let ack =
             AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: newest, end: newest }] };
         assert!(p.acks_any(&ack));
-        p.revive(last_probe, CcAlgorithm::NewReno.build(1200));
+        p.revive(last_probe, CcAlgorithm::NewReno.build(1200), &ack);
+        assert_eq!((p.sent.len(), p.in_flight), (1, 1000), "earlier probes are forgotten");
         assert_eq!((p.state(), p.stats.recoveries, p.pto_count), (PathState::Active, 1, 0));
         assert!(!p.rtt.has_sample());
-        p.on_ack(last_probe + Duration::from_millis(40), &ack);
+        let out = p.on_ack(last_probe + Duration::from_millis(40), &ack);
+        assert_eq!((out.acked.len(), out.lost.len(), p.in_flight), (1, 0, 0));
         assert_eq!(p.rtt.smoothed(), Duration::from_millis(40));
         assert!(p.probe_due().is_none());
     }
