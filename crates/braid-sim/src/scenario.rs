@@ -52,6 +52,7 @@
 //! a file expands to the cartesian product of its arrays, in file order, each run labelled with
 //! its values (`loss=0.01 rtt=200ms`). Errors point at `file:line:column`.
 
+mod ideal;
 mod parse;
 mod write;
 

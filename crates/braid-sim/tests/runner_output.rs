@@ -26,7 +26,8 @@ rtt = "60ms"
 
 const SUMMARY_COLUMNS: &str = "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,\
 repair_overhead,source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,\
-timeouts,block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact";
+timeouts,block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
+ideal_mbps,path_packets_sent,path_packets_acked,path_share";
 
 const SERIES_COLUMNS: &str = "run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate";
 
@@ -57,6 +58,13 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The printed tables: a row per run with the ideal and the path shares, then one row per
+    // sweep point with the modes side by side.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| ideal Mbit/s | × ideal |") && stdout.contains("| path share % |"), "{stdout}");
+    let side = stdout.split("Modes side by side").nth(1).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(side.contains("| scenario | ideal Mbit/s | braid | tcp (model) |"), "{side}");
+    assert!(side.contains("| tiny path.a.loss=0.02 | 14.80 |"), "{side}");
 
     // summary.csv: a row per run, braid then tcp.
     let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
@@ -82,6 +90,17 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         assert!(mean > 0.0 && p99 >= mean && num(field(i, "block_jitter_ms")) >= 0.0);
         assert!(num(field(i, "fast_losses")) <= num(field(i, "losses")));
         assert!(num(field(i, "datagrams")) > (TRANSFER / 1200) as f64);
+        // The ideal: 10 Mbit/s × 0.98 + 5 Mbit/s, and the ratio is goodput over it.
+        assert!((num(field(i, "ideal_mbps")) - 14.8).abs() < 1e-6, "{}", field(i, "ideal_mbps"));
+        assert!((num(field(i, "ratio_ideal")) * 14.8 - goodput).abs() < 1e-3);
+        // Per path, `;`-separated: both paths carried data, the shares add up to 1.
+        let list = |name: &str| field(i, name).split(';').map(num).collect::<Vec<f64>>();
+        let (sent, acked, share) =
+            (list("path_packets_sent"), list("path_packets_acked"), list("path_share"));
+        assert_eq!((sent.len(), acked.len(), share.len()), (2, 2, 2), "{mode}");
+        assert!(sent.iter().zip(&acked).all(|(s, a)| *a > 0.0 && a <= s), "{mode}: {sent:?} {acked:?}");
+        assert!((share.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{mode}: {share:?}");
+        assert!((share[0] - acked[0] / (acked[0] + acked[1])).abs() < 1e-5);
     }
     // braid repairs and recovers; the tcp model retransmits and sends no repair.
     assert!(num(field(0, "repair_sent")) > 0.0 && num(field(0, "recovered")) > 0.0);
@@ -118,6 +137,15 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
     for (i, run) in runs.iter().enumerate() {
         assert_eq!(run["mode"], ["braid", "tcp"][i]);
         assert_eq!(run["metrics"]["delivered_bytes"], TRANSFER);
+        assert!((run["ideal_mbps"].as_f64().unwrap() - 14.8).abs() < 1e-9);
+        let path_stats = run["path_stats"].as_array().unwrap();
+        assert_eq!(path_stats.len(), 2);
+        let share: f64 = path_stats.iter().map(|p| p["share"].as_f64().unwrap()).sum();
+        assert!((share - 1.0).abs() < 1e-9);
+        assert_eq!(path_stats[1]["packets_acked"].as_f64().unwrap(), {
+            let acked = field(i, "path_packets_acked");
+            num(acked.split(';').nth(1).unwrap())
+        });
         let goodput = run["series"]["goodput_mbps"].as_array().unwrap();
         let bytes: f64 = goodput.iter().map(|g| g.as_f64().unwrap() * 1e6 / 8.0 * 0.1).sum();
         assert!((bytes - TRANSFER as f64).abs() < 1.0);

@@ -114,6 +114,9 @@ pub struct Transmit {
 pub struct ReceiveBuffered {
     /// Symbols held by the block decoders, in bytes.
     pub decoder_bytes: u64,
+    /// Of `decoder_bytes`, symbols already delivered to the streams: a block's decoder keeps
+    /// them until the whole block is delivered (later repair symbols are reduced by them).
+    pub delivered_bytes: u64,
     /// Stream bytes received in order but not yet read by the application.
     pub stream_bytes: u64,
 }
@@ -259,10 +262,13 @@ impl Connection {
     }
 
     /// Bytes this end holds of the peer's data (read-only, memory accounting): symbols in the
-    /// block decoders (`held_symbols × symbol_size`) and stream bytes not yet read.
+    /// block decoders (`held_symbols × symbol_size`, those already delivered among them) and
+    /// stream bytes not yet read.
     pub fn receive_buffered(&self) -> ReceiveBuffered {
+        let size = u64::from(self.config.params.symbol_size);
         self.session.as_ref().map_or(ReceiveBuffered::default(), |s| ReceiveBuffered {
-            decoder_bytes: s.receiver.held_symbols() as u64 * u64::from(self.config.params.symbol_size),
+            decoder_bytes: s.receiver.held_symbols() as u64 * size,
+            delivered_bytes: s.receiver.held_delivered() as u64 * size,
             stream_bytes: s.streams.recv_buffered(),
         })
     }

@@ -301,7 +301,10 @@ rtt = "10ms"
 
     let built = scenario.build(|_| (Idle, Idle)).unwrap();
     let names: Vec<&str> = built.network.links().map(|(_, name, _)| name).collect();
-    assert_eq!(names, ["core.fwd", "core.rev", "wifi.fwd", "wifi.rev", "lte.fwd", "lte.rev", "own.fwd", "own.rev"]);
+    assert_eq!(
+        names,
+        ["core.fwd", "core.rev", "wifi.fwd", "wifi.rev", "lte.fwd", "lte.rev", "own.fwd", "own.rev"]
+    );
     let (c, s) = built.flows[0];
     // Own link, then the shared one; back the other way round.
     assert_eq!(built.network.route(c, 0), vec![LinkId(2), LinkId(0)]);
