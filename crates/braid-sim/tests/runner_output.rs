@@ -27,7 +27,7 @@ rtt = "60ms"
 const SUMMARY_COLUMNS: &str = "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,\
 repair_overhead,source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,\
 timeouts,block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
-ideal_mbps,path_packets_sent,path_packets_acked,path_share";
+ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s";
 
 const SERIES_COLUMNS: &str = "run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate";
 
@@ -80,6 +80,7 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         assert_eq!((field(i, "scenario"), field(i, "seed"), field(i, "mode")), ("tiny", "7", mode));
         assert!(field(i, "point").contains("path.a.loss=0.02"), "{}", field(i, "point"));
         assert_eq!(field(i, "intact"), "true");
+        assert_eq!(field(i, "stalled_at_s"), "", "finished runs did not stall");
         let completion = num(field(i, "completion_s"));
         assert!(completion > 0.1 && completion < 60.0, "{mode}: {completion}");
         let goodput = num(field(i, "goodput_mbps"));

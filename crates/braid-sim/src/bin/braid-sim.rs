@@ -33,6 +33,9 @@ struct Row {
     seed: u64,
     mode: Mode,
     completion: Option<f64>,
+    /// When an unfinished run went idle (nothing scheduled at any endpoint or link: a
+    /// deadlock), in seconds.
+    stalled_at: Option<f64>,
     goodput_mbps: f64,
     /// The physical limit Σ rateᵢ × (1 − pᵢ), averaged over the run (Scenario::ideal_goodput_bps).
     ideal_mbps: f64,
@@ -235,6 +238,7 @@ fn run(
     // Metrics bins it) and sample between intervals. Stopping at a deadline moves no event: the
     // run continues exactly as one call would.
     let mut intervals = 0usize;
+    let mut stalled_at = None;
     let mut delivered_before = 0u64;
     loop {
         let end = Instant::ZERO + INTERVAL * (intervals as u32 + 1);
@@ -254,6 +258,9 @@ fn run(
             }
         }
         intervals += 1;
+        if report.stop == StopReason::Idle {
+            stalled_at = Some(net.now().as_micros() as f64 / 1e6);
+        }
         if report.stop != StopReason::Deadline || deadline >= limit {
             break;
         }
@@ -297,7 +304,9 @@ fn run(
     record_blocks(&mut metrics, &net, &flows);
     metrics.record_network(&net);
     let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
-    let elapsed = completion.unwrap_or(net.now().as_micros() as f64 / 1e6).max(1e-9);
+    // An unfinished run is measured over the whole limit, also when it stalled earlier.
+    let elapsed = completion.unwrap_or(limit.as_micros() as f64 / 1e6).max(1e-9);
+    let stalled_at = stalled_at.filter(|_| completion.is_none());
     let goodput = delivered as f64 * 8.0 / elapsed;
     let ideal = scenario.ideal_goodput_bps(Duration::from_secs_f64(elapsed));
     Ok(Row {
@@ -307,6 +316,7 @@ fn run(
         seed: scenario.seed,
         mode,
         completion,
+        stalled_at,
         goodput_mbps: goodput / 1e6,
         ideal_mbps: ideal / 1e6,
         ratio: goodput / ideal,
@@ -395,7 +405,11 @@ fn print(rows: &[Row]) {
             "| {} | {} | {} | {:.2} | {:.2} | {:.3} | {:.1}% | {} | {} | {} |",
             r.label,
             mode_label(r.mode),
-            r.completion.map_or("did not finish".into(), |c| format!("{c:.2}")),
+            match (r.completion, r.stalled_at) {
+                (Some(c), _) => format!("{c:.2}"),
+                (None, Some(t)) => format!("stalled at {t:.1}"),
+                (None, None) => "did not finish".into(),
+            },
             r.goodput_mbps,
             r.ideal_mbps,
             r.ratio,
@@ -496,7 +510,13 @@ fn print_side_by_side(rows: &[Row]) {
                 } else {
                     format!("{:.0}", p99.iter().sum::<f64>() / p99.len() as f64)
                 };
-                let unfinished = if rs.iter().all(|r| r.completion.is_some()) { "" } else { " (unfinished)" };
+                let unfinished = if rs.iter().any(|r| r.stalled_at.is_some()) {
+                    " (stalled)"
+                } else if rs.iter().any(|r| r.completion.is_none()) {
+                    " (unfinished)"
+                } else {
+                    ""
+                };
                 let broken = if rs.iter().all(|r| r.intact) { "" } else { " **NOT INTACT**" };
                 format!("{goodput:.2} ({ratio:.2}) · {p99}{unfinished}{broken}")
             })
@@ -516,13 +536,13 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
         "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,repair_overhead,\
          source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,timeouts,\
          block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
-         ideal_mbps,path_packets_sent,path_packets_acked,path_share\n",
+         ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s\n",
     );
     for (run, r) in rows.iter().enumerate() {
         let b = r.blocks;
         writeln!(
             out,
-            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{}",
+            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{}",
             csv_field(&r.scenario),
             csv_field(&r.point),
             r.seed,
@@ -549,6 +569,7 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
             list(r.path_sent.iter().map(u64::to_string)),
             list(r.path_acked.iter().map(u64::to_string)),
             list(shares(r).into_iter().map(|s| format!("{s:.6}"))),
+            option(r.stalled_at, 6),
         )
         .expect("writing to a String");
     }
@@ -610,6 +631,7 @@ fn to_json(rows: &[Row]) -> String {
         seed: u64,
         mode: &'static str,
         completion_s: Option<f64>,
+        stalled_at_s: Option<f64>,
         goodput_mbps: f64,
         ideal_mbps: f64,
         ratio_ideal: f64,
@@ -662,6 +684,7 @@ fn to_json(rows: &[Row]) -> String {
             seed: r.seed,
             mode: r.mode.name(),
             completion_s: r.completion,
+            stalled_at_s: r.stalled_at,
             goodput_mbps: r.goodput_mbps,
             ideal_mbps: r.ideal_mbps,
             ratio_ideal: r.ratio,
