@@ -31,8 +31,8 @@ ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s";
 
 const SERIES_COLUMNS: &str = "run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate";
 
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("braid-sim-runner-output-{}", std::process::id()));
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("braid-sim-runner-output-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -44,7 +44,7 @@ fn num(s: &str) -> f64 {
 
 #[test]
 fn csv_and_json_have_the_documented_columns_and_agree() {
-    let dir = scratch();
+    let dir = scratch("columns");
     let scenario = dir.join("tiny.toml");
     std::fs::write(&scenario, SCENARIO).unwrap();
     let csv = dir.join("csv");
@@ -159,5 +159,36 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         assert_eq!(run["blocks"]["count"].as_f64().unwrap(), num(field(i, "block_count")));
         assert!(run["blocks"]["jitter_ms"].as_f64().unwrap() >= 0.0);
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `receive_window` reaches both ends' flow control: with 16 KiB over a 100 ms path the
+/// connection cannot exceed 16 KiB per round trip (1.31 Mbit/s), far below the link's 10 Mbit/s
+/// that the same transfer reaches without it.
+#[test]
+fn receive_window_limits_the_connection() {
+    let dir = scratch("window");
+    let goodput = |window: &str| {
+        let scenario = dir.join(format!("w{}.toml", window.len()));
+        let text = format!(
+            "transfer = 600000\nduration = \"60s\"\n{window}\n[[path]]\nrate = \"10Mbit/s\"\nrtt = \"100ms\"\n"
+        );
+        std::fs::write(&scenario, text).unwrap();
+        let csv = dir.join(format!("csv{}", window.len()));
+        let out = Command::new(env!("CARGO_BIN_EXE_braid-sim"))
+            .args(["--modes", "braid", "--csv"])
+            .arg(&csv)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+        let row: Vec<String> = summary.lines().nth(1).unwrap().split(',').map(str::to_owned).collect();
+        num(&row[6])
+    };
+    let limited = goodput("receive_window = \"16KiB\"");
+    let open = goodput("");
+    assert!(limited > 0.3 && limited < 16.0 * 1024.0 * 8.0 / 0.1 / 1e6, "{limited} Mbit/s");
+    assert!(open > 3.0 * limited, "{open} vs {limited} Mbit/s");
     let _ = std::fs::remove_dir_all(&dir);
 }
