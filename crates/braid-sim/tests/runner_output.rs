@@ -27,7 +27,7 @@ rtt = "60ms"
 const SUMMARY_COLUMNS: &str = "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,\
 repair_overhead,source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,\
 timeouts,block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
-ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s";
+ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s,outage_recovery_s";
 
 const SERIES_COLUMNS: &str = "run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate";
 
@@ -81,6 +81,7 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         assert!(field(i, "point").contains("path.a.loss=0.02"), "{}", field(i, "point"));
         assert_eq!(field(i, "intact"), "true");
         assert_eq!(field(i, "stalled_at_s"), "", "finished runs did not stall");
+        assert_eq!(field(i, "outage_recovery_s"), "", "no outage in this scenario");
         let completion = num(field(i, "completion_s"));
         assert!(completion > 0.1 && completion < 60.0, "{mode}: {completion}");
         let goodput = num(field(i, "goodput_mbps"));
@@ -190,5 +191,38 @@ fn receive_window_limits_the_connection() {
     let open = goodput("");
     assert!(limited > 0.3 && limited < 16.0 * 1024.0 * 8.0 / 0.1 / 1e6, "{limited} Mbit/s");
     assert!(open > 3.0 * limited, "{open} vs {limited} Mbit/s");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `outage_recovery_s`: with path `a` dark from 2 s to 2.5 s, the recovery is measured from 2 s
+/// against the survivor's capacity (5 Mbit/s), and braid holds 0.8 of it from then on.
+#[test]
+fn outage_recovery_is_measured_from_the_outage() {
+    let dir = scratch("outage");
+    let scenario = dir.join("outage.toml");
+    std::fs::write(
+        &scenario,
+        "seed = 3\ntransfer = \"8MB\"\nduration = \"60s\"\n\
+         [[path]]\nname = \"a\"\nrate = \"10Mbit/s\"\nrtt = \"40ms\"\noutages = [[\"2s\", \"2.5s\"]]\n\
+         [[path]]\nname = \"b\"\nrate = \"5Mbit/s\"\nrtt = \"60ms\"\n",
+    )
+    .unwrap();
+    let csv = dir.join("csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_braid-sim"))
+        .args(["--modes", "braid", "--csv"])
+        .arg(&csv)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Recovery after the first outage"), "{stdout}");
+    let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+    let columns: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = summary.lines().nth(1).unwrap().split(',').collect();
+    let field = |name: &str| row[columns.iter().position(|c| *c == name).unwrap()];
+    let recovery = num(field("outage_recovery_s"));
+    let completion = num(field("completion_s"));
+    assert!((0.0..=1.0).contains(&recovery) && completion > 3.0, "{recovery} s, completed at {completion} s");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -36,6 +36,11 @@ struct Row {
     /// When an unfinished run went idle (nothing scheduled at any endpoint or link: a
     /// deadlock), in seconds.
     stalled_at: Option<f64>,
+    /// Seconds from the scenario's first outage to the first 1-s window of goodput at 0.8 × the
+    /// ideal (see `outage_recovery`); `None` without an outage or without recovery.
+    recovery: Option<f64>,
+    /// The scenario has an outage during the run (so `recovery: None` means "never").
+    outage: bool,
     goodput_mbps: f64,
     /// The physical limit Σ rateᵢ × (1 − pᵢ), averaged over the run (Scenario::ideal_goodput_bps).
     ideal_mbps: f64,
@@ -309,6 +314,8 @@ fn run(
     let stalled_at = stalled_at.filter(|_| completion.is_none());
     let goodput = delivered as f64 * 8.0 / elapsed;
     let ideal = scenario.ideal_goodput_bps(Duration::from_secs_f64(elapsed));
+    let outage = scenario.first_outage().filter(|&t| t.as_micros() as f64 / 1e6 < elapsed);
+    let recovery = outage.and_then(|t| outage_recovery(scenario, &metrics, t, completion, intervals));
     Ok(Row {
         label: scenario.title(),
         scenario: scenario.name.clone(),
@@ -317,6 +324,8 @@ fn run(
         mode,
         completion,
         stalled_at,
+        recovery,
+        outage: outage.is_some(),
         goodput_mbps: goodput / 1e6,
         ideal_mbps: ideal / 1e6,
         ratio: goodput / ideal,
@@ -337,6 +346,42 @@ fn run(
         paths,
         intervals,
     })
+}
+
+/// Issue 4's path-failure target ("goodput back above 0.8 × capacity within 1 s"): the time from
+/// `outage` to the first instant `t` (on the 100-ms bins) from which every 1-s window, up to the
+/// completion (or the end of the run: `intervals` bins), averages at least 0.8 × the ideal at its start — the
+/// recovery must hold, not just touch the line once (the data already on the surviving path can
+/// make one window look good before a stall). `None`: never recovered.
+fn outage_recovery(
+    scenario: &Scenario,
+    metrics: &Metrics,
+    outage: Instant,
+    completion: Option<f64>,
+    intervals: usize,
+) -> Option<f64> {
+    let mut bins: Vec<f64> = metrics.goodput_series().into_iter().map(|(_, bps)| bps).collect();
+    // Bins stop at the last delivery; the run went on (without delivering) to `intervals`.
+    bins.resize(bins.len().max(intervals), 0.0);
+    let per_window = (Duration::from_secs(1).as_micros() / INTERVAL.as_micros()) as usize;
+    let first = outage.as_micros().div_ceil(INTERVAL.as_micros() as u64) as usize;
+    let end = completion.map_or(bins.len(), |c| ((c / INTERVAL.as_secs_f64()) as usize).min(bins.len()));
+    let last = end.checked_sub(per_window)?;
+    if first > last {
+        return None;
+    }
+    let good = |i: usize| {
+        let start = Instant::ZERO + INTERVAL * i as u32;
+        let mean = bins[i..i + per_window].iter().sum::<f64>() / per_window as f64;
+        mean >= 0.8 * scenario.ideal_goodput_bps_at(start)
+    };
+    // The latest window that falls short; recovery starts right after it.
+    let recovered_from = match (first..=last).rev().find(|&i| !good(i)) {
+        Some(i) if i == last => return None,
+        Some(i) => i + 1,
+        None => first,
+    };
+    Some((Instant::ZERO + INTERVAL * recovered_from as u32 - outage).as_secs_f64())
 }
 
 /// Joins the sender's first-sent and the receiver's delivered times per block.
@@ -420,6 +465,21 @@ fn print(rows: &[Row]) {
             )),
             path_shares(r),
             if r.intact { "yes" } else { "**NO**" }
+        );
+    }
+    let recoveries: Vec<String> = rows
+        .iter()
+        .filter(|r| r.outage)
+        .map(|r| {
+            let t = r.recovery.map_or("never".to_string(), |t| format!("{t:.1} s"));
+            format!("{} {}: {t}", r.label, mode_label(r.mode))
+        })
+        .collect();
+    if !recoveries.is_empty() {
+        println!();
+        println!(
+            "Recovery after the first outage (to a 1-s window at 0.8 × ideal): {}",
+            recoveries.join("; ")
         );
     }
     print_side_by_side(rows);
@@ -536,13 +596,13 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
         "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,repair_overhead,\
          source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,timeouts,\
          block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
-         ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s\n",
+         ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s,outage_recovery_s\n",
     );
     for (run, r) in rows.iter().enumerate() {
         let b = r.blocks;
         writeln!(
             out,
-            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{}",
+            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{}",
             csv_field(&r.scenario),
             csv_field(&r.point),
             r.seed,
@@ -570,6 +630,7 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
             list(r.path_acked.iter().map(u64::to_string)),
             list(shares(r).into_iter().map(|s| format!("{s:.6}"))),
             option(r.stalled_at, 6),
+            option(r.recovery, 3),
         )
         .expect("writing to a String");
     }
@@ -632,6 +693,7 @@ fn to_json(rows: &[Row]) -> String {
         mode: &'static str,
         completion_s: Option<f64>,
         stalled_at_s: Option<f64>,
+        outage_recovery_s: Option<f64>,
         goodput_mbps: f64,
         ideal_mbps: f64,
         ratio_ideal: f64,
@@ -685,6 +747,7 @@ fn to_json(rows: &[Row]) -> String {
             mode: r.mode.name(),
             completion_s: r.completion,
             stalled_at_s: r.stalled_at,
+            outage_recovery_s: r.recovery,
             goodput_mbps: r.goodput_mbps,
             ideal_mbps: r.ideal_mbps,
             ratio_ideal: r.ratio,

@@ -30,19 +30,19 @@ impl Scenario {
         cuts.sort();
         cuts.dedup();
         if over.is_zero() {
-            return self.ideal_at(Instant::ZERO);
+            return self.ideal_goodput_bps_at(Instant::ZERO);
         }
         let mut total = 0.0;
         let mut from = Instant::ZERO;
         for to in cuts.into_iter().chain([end]) {
-            total += self.ideal_at(from) * (to - from).as_secs_f64();
+            total += self.ideal_goodput_bps_at(from) * (to - from).as_secs_f64();
             from = to;
         }
         total / over.as_secs_f64()
     }
 
-    /// The ideal goodput at `at`, in bit/s.
-    fn ideal_at(&self, at: Instant) -> f64 {
+    /// The ideal goodput at `at`, in bit/s (see [`ideal_goodput_bps`](Self::ideal_goodput_bps)).
+    pub fn ideal_goodput_bps_at(&self, at: Instant) -> f64 {
         let flows = self.flows as f64;
         let mut through: Vec<f64> = vec![0.0; self.bottlenecks.len()];
         let mut total = 0.0;
@@ -58,6 +58,19 @@ impl Scenario {
             total += carried.min(rate) * (1.0 - loss);
         }
         total
+    }
+}
+
+impl Scenario {
+    /// The first instant after time zero at which a forward link (a path's or a bottleneck's)
+    /// goes dark, if any: where a run's recovery from a path failure is measured from.
+    pub fn first_outage(&self) -> Option<Instant> {
+        self.paths
+            .iter()
+            .chain(&self.bottlenecks)
+            .flat_map(|p| p.forward.outages.iter().map(|o| o.start))
+            .filter(|&t| t > Instant::ZERO)
+            .min()
     }
 }
 
@@ -114,6 +127,8 @@ outages = [["5s", "15s"]]
         // 0–5 s: 9 + 20; 5–10 s: 9; 10–15 s: 5; 15–20 s: 5 + 20.
         let expected = (29.0 * 5.0 + 9.0 * 5.0 + 5.0 * 5.0 + 25.0 * 5.0) / 20.0 * 1e6;
         assert!((s.ideal_goodput_bps(Duration::from_secs(20)) - expected).abs() < 1.0);
+        assert_eq!(s.ideal_goodput_bps_at(Instant::from_micros(12_000_000)), 5e6);
+        assert_eq!(s.first_outage(), Some(Instant::from_micros(5_000_000)));
     }
 
     #[test]
