@@ -353,6 +353,11 @@ impl Streams {
         (data, streams)
     }
 
+    /// Received stream bytes the application has not read yet (read-only, memory accounting).
+    pub fn recv_buffered(&self) -> u64 {
+        self.recv.values().map(|s| s.buf.len() as u64).sum()
+    }
+
     /// Whether window updates wait to be sent.
     pub fn has_window_updates(&self) -> bool {
         self.max_data_dirty || !self.dirty_streams.is_empty()

@@ -10,10 +10,17 @@
 //! transfer = "11492499B"     # bytes per flow; and/or
 //! duration = "120s"          # run length (the limit of the run)
 //! stagger = "0s"             # flow i starts at i × stagger (handed to the factory)
+//! receive_window = "128KB"   # the connections' flow-control window (handed to the factory)
+//!
+//! [[bottleneck]]             # a link pair shared by every path that names it in `via`
+//! name = "core"
+//! rate = "10Mbit/s"
+//! delay = "5ms"
 //!
 //! [[path]]
 //! name = "wifi"
 //! shared = false             # true: one link pair shared by all flows (a dumbbell bottleneck)
+//! via = "core"               # then through this [[bottleneck]] (routes: own link → core → server)
 //! rate = "20Mbit/s"
 //! rtt = "100ms"              # or delay = "50ms" (one way)
 //! queue = "1bdp"             # or "300packets", "64KB"; default one BDP
@@ -36,11 +43,16 @@
 //! (Bernoulli), `"none"`, or a table `{ model = "gilbert-elliott", p_good_to_bad = 0.01,
 //! p_bad_to_good = 0.3, loss_good = 0, loss_bad = 1 }`.
 //!
-//! Sweeps: `seed`, `mode`, `flows`, `duration`, `transfer`, `stagger` and the link keys `rate`,
+//! A `[[bottleneck]]` takes the link keys and `[bottleneck.forward]`/`[bottleneck.reverse]` like
+//! a path; it is one link pair for the whole network, so every path (of every flow) with its
+//! `via` shares it: two paths of one connection sharing a bottleneck, for a coupled controller.
+//!
+//! Sweeps: `seed`, `mode`, `flows`, `duration`, `transfer`, `stagger`, `receive_window` and the link keys `rate`,
 //! `delay`, `rtt`, `queue`, `loss`, `jitter`, `reorder` and `duplication` may be given as an array;
 //! a file expands to the cartesian product of its arrays, in file order, each run labelled with
 //! its values (`loss=0.01 rtt=200ms`). Errors point at `file:line:column`.
 
+mod ideal;
 mod parse;
 mod write;
 
@@ -73,6 +85,13 @@ pub struct Scenario {
     pub transfer: Option<u64>,
     /// Flow i starts at i × stagger. Default 0.
     pub stagger: Duration,
+    /// The connection's receive window in bytes (flow control: the transport parameters
+    /// `initial_max_data` and `initial_max_stream_data` of both ends), if the scenario sets one.
+    /// Opaque to the simulator, like `mode`.
+    pub receive_window: Option<u64>,
+    /// Links shared by every path that names them in `via` (and by every flow): two paths of one
+    /// connection through one bottleneck.
+    pub bottlenecks: Vec<PathSpec>,
     pub paths: Vec<PathSpec>,
 }
 
@@ -81,6 +100,8 @@ pub struct Scenario {
 pub struct PathSpec {
     pub name: String,
     pub shared: bool,
+    /// The [`Scenario::bottlenecks`] entry this path crosses after its own link, if any.
+    pub via: Option<String>,
     pub forward: LinkConfig,
     pub reverse: LinkConfig,
 }
@@ -172,6 +193,14 @@ impl Scenario {
         mut factory: impl FnMut(&FlowContext<'_>) -> (E, E),
     ) -> Result<ScenarioNetwork<E>, NetError> {
         let mut network = Network::new(self.seed);
+        let mut bottlenecks = Vec::with_capacity(self.bottlenecks.len());
+        for b in &self.bottlenecks {
+            bottlenecks.push((
+                b.name.as_str(),
+                network.add_link(format!("{}.fwd", b.name), b.forward.clone())?,
+                network.add_link(format!("{}.rev", b.name), b.reverse.clone())?,
+            ));
+        }
         let mut shared: Vec<Option<(LinkId, LinkId)>> = Vec::with_capacity(self.paths.len());
         for path in &self.paths {
             shared.push(if path.shared {
@@ -209,7 +238,14 @@ impl Scenario {
                         )
                     }
                 };
-                network.add_path(client, server, &[forward], &[reverse])?;
+                // A path through a bottleneck: its own link, then the shared one (and back the
+                // other way round).
+                match path.via.as_deref().and_then(|v| bottlenecks.iter().find(|b| b.0 == v)) {
+                    Some(&(_, b_forward, b_reverse)) => {
+                        network.add_path(client, server, &[forward, b_forward], &[b_reverse, reverse])?
+                    }
+                    None => network.add_path(client, server, &[forward], &[reverse])?,
+                };
             }
             flows.push((client, server));
         }

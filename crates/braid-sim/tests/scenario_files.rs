@@ -24,7 +24,7 @@ fn every_file_parses_and_round_trips() {
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 7, "{files:?}");
+    assert!(files.len() >= 10, "{files:?}");
     for file in files {
         let runs = Scenario::load(&file).unwrap_or_else(|e| panic!("{e}"));
         for run in runs {
@@ -210,4 +210,69 @@ fn path_dies_for_good_at_5_s() {
     let wifi_fwd = net.links().find(|(_, name, _)| *name == "wifi.fwd").unwrap().2.stats();
     assert_eq!(wifi_fwd.lost_outage + wifi_fwd.lost + wifi_fwd.delivered, wifi_fwd.sent);
     assert!(wifi_fwd.lost_outage >= 3000);
+}
+
+#[test]
+fn multipath_files_carry_a_transfer_and_a_source() {
+    for name in [
+        "fmtcp-table2-loss.toml",
+        "fmtcp-table2-delay.toml",
+        "fmtcp-receive-buffer.toml",
+        "fmtcp-loss-surge.toml",
+        "dfec-table3.toml",
+        "path-dies.toml",
+        "shared-bottleneck.toml",
+        "satellite-cellular.toml",
+    ] {
+        for r in load(name) {
+            assert!(r.transfer.is_some_and(|t| t >= 10_000_000), "{name}: the runner needs a transfer");
+            assert!(!r.source.is_empty(), "{name}: no source");
+            assert!(r.paths.len() >= 2, "{name}");
+        }
+    }
+    // FMTCP Table II: both paths 10 Mbit/s.
+    for r in load("fmtcp-table2-loss.toml").into_iter().chain(load("fmtcp-table2-delay.toml")) {
+        assert!(r.paths.iter().all(|p| p.forward.rate_bps == 10_000_000));
+    }
+}
+
+#[test]
+fn fmtcp_receive_buffer_sweeps_32_to_256_kib() {
+    let runs = load("fmtcp-receive-buffer.toml");
+    assert_eq!(runs.len(), 4 * 2 * 2);
+    let mut windows: Vec<u64> = runs.iter().filter_map(|r| r.receive_window).collect();
+    windows.dedup();
+    assert_eq!(windows, [32 << 10, 64 << 10, 128 << 10, 256 << 10]);
+    for r in &runs {
+        assert_eq!(r.paths[0].forward.loss, LossModel::Bernoulli { p: 0.001 });
+        assert!([100, 300].contains(&(r.paths[1].forward.delay.as_millis() * 2)));
+    }
+}
+
+#[test]
+fn shared_bottleneck_routes_both_paths_through_one_link() {
+    let scenario = load("shared-bottleneck.toml").remove(0);
+    assert_eq!(scenario.bottlenecks.len(), 1);
+    assert!(scenario.paths.iter().all(|p| p.via.as_deref() == Some("core")));
+    assert_eq!(scenario.ideal_goodput_bps(Duration::from_secs(10)), 20e6);
+    let built = scenario.build(|cx| (Probe::new(true, cx.paths), Probe::new(false, cx.paths))).unwrap();
+    let (client, _) = built.flows[0];
+    let core = built.network.links().find(|(_, name, _)| *name == "core.fwd").unwrap().0;
+    for path in 0..2 {
+        assert_eq!(built.network.route(client, path).last(), Some(&core), "path {path}");
+    }
+}
+
+#[test]
+fn satellite_cellular() {
+    let r = load("satellite-cellular.toml").remove(0);
+    let (sat, cell) = (&r.paths[0].forward, &r.paths[1].forward);
+    assert_eq!(
+        (sat.rate_bps, sat.delay, sat.loss.mean_loss()),
+        (1_500_000, Duration::from_millis(250), 0.05)
+    );
+    assert_eq!(
+        (cell.rate_bps, cell.delay, cell.loss.mean_loss()),
+        (10_000_000, Duration::from_millis(40), 0.0)
+    );
 }

@@ -50,6 +50,23 @@ impl BlockReceiver {
         self.lowest
     }
 
+    /// Symbols the open blocks' decoders hold (their degrees of freedom, source and repair
+    /// alike; a partly delivered block's delivered symbols included, as it keeps them until the
+    /// whole block is delivered). Read-only, for memory accounting.
+    pub fn held_symbols(&self) -> usize {
+        self.blocks.iter().flatten().map(|d| d.rank()).sum()
+    }
+
+    /// Of [`held_symbols`](Self::held_symbols), those already delivered (the lowest block's
+    /// first symbols, kept until the block is delivered whole).
+    pub fn held_delivered(&self) -> usize {
+        if matches!(self.blocks.front(), Some(Some(_))) {
+            self.next_symbol
+        } else {
+            0
+        }
+    }
+
     /// Offers a symbol. `block_len` is the block's number of source symbols when the sender
     /// has closed it (PROTOCOL.md §8.5), else `None`.
     pub fn on_symbol(

@@ -119,6 +119,18 @@ pub struct Transmit {
     pub size: usize,
 }
 
+/// What [`Connection::receive_buffered`] reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiveBuffered {
+    /// Symbols held by the block decoders, in bytes.
+    pub decoder_bytes: u64,
+    /// Of `decoder_bytes`, symbols already delivered to the streams: a block's decoder keeps
+    /// them until the whole block is delivered (later repair symbols are reduced by them).
+    pub delivered_bytes: u64,
+    /// Stream bytes received in order but not yet read by the application.
+    pub stream_bytes: u64,
+}
+
 /// Connection-wide counters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConnectionStats {
@@ -269,6 +281,18 @@ impl Connection {
 
     pub fn path_stats(&self) -> Vec<PathStats> {
         self.paths.iter().map(|p| p.stats).collect()
+    }
+
+    /// Bytes this end holds of the peer's data (read-only, memory accounting): symbols in the
+    /// block decoders (`held_symbols × symbol_size`, those already delivered among them) and
+    /// stream bytes not yet read.
+    pub fn receive_buffered(&self) -> ReceiveBuffered {
+        let size = u64::from(self.config.params.symbol_size);
+        self.session.as_ref().map_or(ReceiveBuffered::default(), |s| ReceiveBuffered {
+            decoder_bytes: s.receiver.held_symbols() as u64 * size,
+            delivered_bytes: s.receiver.held_delivered() as u64 * size,
+            stream_bytes: s.streams.recv_buffered(),
+        })
     }
 
     /// Smoothed RTT, congestion window and loss estimate of each path.

@@ -33,7 +33,17 @@ struct Row {
     seed: u64,
     mode: Mode,
     completion: Option<f64>,
+    /// When an unfinished run went idle (nothing scheduled at any endpoint or link: a
+    /// deadlock), in seconds.
+    stalled_at: Option<f64>,
+    /// Seconds from the scenario's first outage to the first 1-s window of goodput at 0.8 × the
+    /// ideal (see `outage_recovery`); `None` without an outage or without recovery.
+    recovery: Option<f64>,
+    /// The scenario has an outage during the run (so `recovery: None` means "never").
+    outage: bool,
     goodput_mbps: f64,
+    /// The physical limit Σ rateᵢ × (1 − pᵢ), averaged over the run (Scenario::ideal_goodput_bps).
+    ideal_mbps: f64,
     ratio: f64,
     overhead: f64,
     intact: bool,
@@ -48,6 +58,9 @@ struct Row {
     losses: u64,
     fast_losses: u64,
     timeouts: u64,
+    /// Per path index (summed over flows): packets the sender sent and had acknowledged.
+    path_sent: Vec<u64>,
+    path_acked: Vec<u64>,
     /// Recorded run: goodput bins, blocks, counters, links.
     metrics: Metrics,
     /// Per flow and path: (congestion window bytes, smoothed RTT ms, loss estimate) at the end of
@@ -201,13 +214,18 @@ fn run(
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
         .build(|cx| {
-            let config = ConnectionConfig {
+            let mut config = ConnectionConfig {
                 mode,
                 cc,
                 redundancy,
                 paths: cx.paths as u8,
                 ..ConnectionConfig::default()
             };
+            // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).
+            if let Some(window) = scenario.receive_window {
+                config.params.initial_max_data = window;
+                config.params.initial_max_stream_data = window;
+            }
             (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
         })
         .map_err(|e| e.to_string())?;
@@ -225,6 +243,7 @@ fn run(
     // Metrics bins it) and sample between intervals. Stopping at a deadline moves no event: the
     // run continues exactly as one call would.
     let mut intervals = 0usize;
+    let mut stalled_at = None;
     let mut delivered_before = 0u64;
     loop {
         let end = Instant::ZERO + INTERVAL * (intervals as u32 + 1);
@@ -244,6 +263,9 @@ fn run(
             }
         }
         intervals += 1;
+        if report.stop == StopReason::Idle {
+            stalled_at = Some(net.now().as_micros() as f64 / 1e6);
+        }
         if report.stop != StopReason::Deadline || deadline >= limit {
             break;
         }
@@ -252,6 +274,9 @@ fn run(
     let (mut source, mut repair) = (0u64, 0u64);
     let (mut recovered, mut retransmissions, mut losses, mut fast_losses, mut timeouts) = (0, 0, 0, 0, 0);
     let mut intact = true;
+    let path_count = flows.iter().map(|&(c, _)| net.endpoint(c).connection().path_stats().len()).max();
+    let mut path_sent = vec![0u64; path_count.unwrap_or(0)];
+    let mut path_acked = path_sent.clone();
     for &(client, server) in &flows {
         let rx = net.endpoint(server);
         intact &= rx.corrupt_at().is_none() && (rx.done_at().is_none() || rx.received() == bytes);
@@ -264,7 +289,9 @@ fn run(
         repair += stats.repair_symbols_sent;
         retransmissions += stats.retransmissions;
         recovered += rx.connection().stats.symbols_recovered;
-        for p in net.endpoint(client).connection().path_stats() {
+        for (i, p) in net.endpoint(client).connection().path_stats().into_iter().enumerate() {
+            path_sent[i] += p.packets_sent;
+            path_acked[i] += p.packets_acked;
             losses += p.packets_lost;
             fast_losses += p.fast_losses;
             timeouts += p.timeouts;
@@ -281,11 +308,14 @@ fn run(
     metrics.count("timeouts", timeouts);
     record_blocks(&mut metrics, &net, &flows);
     metrics.record_network(&net);
-    let ideal: f64 =
-        scenario.paths.iter().map(|p| p.forward.rate_bps as f64 * (1.0 - p.forward.loss.mean_loss())).sum();
     let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
-    let elapsed = completion.unwrap_or(net.now().as_micros() as f64 / 1e6).max(1e-9);
+    // An unfinished run is measured over the whole limit, also when it stalled earlier.
+    let elapsed = completion.unwrap_or(limit.as_micros() as f64 / 1e6).max(1e-9);
+    let stalled_at = stalled_at.filter(|_| completion.is_none());
     let goodput = delivered as f64 * 8.0 / elapsed;
+    let ideal = scenario.ideal_goodput_bps(Duration::from_secs_f64(elapsed));
+    let outage = scenario.first_outage().filter(|&t| t.as_micros() as f64 / 1e6 < elapsed);
+    let recovery = outage.and_then(|t| outage_recovery(scenario, &metrics, t, completion, intervals));
     Ok(Row {
         label: scenario.title(),
         scenario: scenario.name.clone(),
@@ -293,7 +323,11 @@ fn run(
         seed: scenario.seed,
         mode,
         completion,
+        stalled_at,
+        recovery,
+        outage: outage.is_some(),
         goodput_mbps: goodput / 1e6,
+        ideal_mbps: ideal / 1e6,
         ratio: goodput / ideal,
         overhead: repair as f64 / (source + repair).max(1) as f64,
         intact,
@@ -306,10 +340,48 @@ fn run(
         losses,
         fast_losses,
         timeouts,
+        path_sent,
+        path_acked,
         metrics,
         paths,
         intervals,
     })
+}
+
+/// Issue 4's path-failure target ("goodput back above 0.8 × capacity within 1 s"): the time from
+/// `outage` to the first instant `t` (on the 100-ms bins) from which every 1-s window, up to the
+/// completion (or the end of the run: `intervals` bins), averages at least 0.8 × the ideal at its start — the
+/// recovery must hold, not just touch the line once (the data already on the surviving path can
+/// make one window look good before a stall). `None`: never recovered.
+fn outage_recovery(
+    scenario: &Scenario,
+    metrics: &Metrics,
+    outage: Instant,
+    completion: Option<f64>,
+    intervals: usize,
+) -> Option<f64> {
+    let mut bins: Vec<f64> = metrics.goodput_series().into_iter().map(|(_, bps)| bps).collect();
+    // Bins stop at the last delivery; the run went on (without delivering) to `intervals`.
+    bins.resize(bins.len().max(intervals), 0.0);
+    let per_window = (Duration::from_secs(1).as_micros() / INTERVAL.as_micros()) as usize;
+    let first = outage.as_micros().div_ceil(INTERVAL.as_micros() as u64) as usize;
+    let end = completion.map_or(bins.len(), |c| ((c / INTERVAL.as_secs_f64()) as usize).min(bins.len()));
+    let last = end.checked_sub(per_window)?;
+    if first > last {
+        return None;
+    }
+    let good = |i: usize| {
+        let start = Instant::ZERO + INTERVAL * i as u32;
+        let mean = bins[i..i + per_window].iter().sum::<f64>() / per_window as f64;
+        mean >= 0.8 * scenario.ideal_goodput_bps_at(start)
+    };
+    // The latest window that falls short; recovery starts right after it.
+    let recovered_from = match (first..=last).rev().find(|&i| !good(i)) {
+        Some(i) if i == last => return None,
+        Some(i) => i + 1,
+        None => first,
+    };
+    Some((Instant::ZERO + INTERVAL * recovered_from as u32 - outage).as_secs_f64())
 }
 
 /// Joins the sender's first-sent and the receiver's delivered times per block.
@@ -350,33 +422,71 @@ fn mode_label(mode: Mode) -> &'static str {
     }
 }
 
+/// Each path's share of the packets the peer acknowledged, in percent: `71/29`.
+fn path_shares(r: &Row) -> String {
+    let total: u64 = r.path_acked.iter().sum();
+    if total == 0 {
+        return "—".into();
+    }
+    let shares: Vec<String> =
+        r.path_acked.iter().map(|&a| format!("{:.0}", 100.0 * a as f64 / total as f64)).collect();
+    shares.join("/")
+}
+
+/// The label of a run without its `seed=` part (runs that differ only by seed form one point).
+fn point_key(r: &Row) -> String {
+    let label = r.label.replace(['[', ']'], " ");
+    let key: Vec<&str> = label.split_whitespace().filter(|w| !w.contains("seed=")).collect();
+    key.join(" ")
+}
+
 fn print(rows: &[Row]) {
     println!(
-        "| scenario | mode | completion s | goodput Mbit/s | × ideal | repair overhead | block delay mean / p99 / jitter ms | intact |"
+        "| scenario | mode | completion s | goodput Mbit/s | ideal Mbit/s | × ideal | repair overhead | block delay mean / p99 / jitter ms | path share % | intact |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|:-:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|");
     for r in rows {
         println!(
-            "| {} | {} | {} | {:.2} | {:.3} | {:.1}% | {} | {} |",
+            "| {} | {} | {} | {:.2} | {:.2} | {:.3} | {:.1}% | {} | {} | {} |",
             r.label,
             mode_label(r.mode),
-            r.completion.map_or("did not finish".into(), |c| format!("{c:.2}")),
+            match (r.completion, r.stalled_at) {
+                (Some(c), _) => format!("{c:.2}"),
+                (None, Some(t)) => format!("stalled at {t:.1}"),
+                (None, None) => "did not finish".into(),
+            },
             r.goodput_mbps,
+            r.ideal_mbps,
             r.ratio,
             100.0 * r.overhead,
             r.blocks.map_or("—".into(), |b| format!(
                 "{:.0} / {:.0} / {:.0}",
                 b.mean_delay_ms, b.p99_delay_ms, b.jitter_ms
             )),
+            path_shares(r),
             if r.intact { "yes" } else { "**NO**" }
         );
     }
+    let recoveries: Vec<String> = rows
+        .iter()
+        .filter(|r| r.outage)
+        .map(|r| {
+            let t = r.recovery.map_or("never".to_string(), |t| format!("{t:.1} s"));
+            format!("{} {}: {t}", r.label, mode_label(r.mode))
+        })
+        .collect();
+    if !recoveries.is_empty() {
+        println!();
+        println!(
+            "Recovery after the first outage (to a 1-s window at 0.8 × ideal): {}",
+            recoveries.join("; ")
+        );
+    }
+    print_side_by_side(rows);
     // Averages over seeds: group by the label without its `seed=` part.
     let mut groups: BTreeMap<(String, &'static str), Vec<&Row>> = BTreeMap::new();
     for r in rows {
-        let label = r.label.replace(['[', ']'], " ");
-        let key: Vec<&str> = label.split_whitespace().filter(|w| !w.contains("seed=")).collect();
-        groups.entry((key.join(" "), mode_label(r.mode))).or_default().push(r);
+        groups.entry((point_key(r), mode_label(r.mode))).or_default().push(r);
     }
     if groups.len() < rows.len() {
         println!();
@@ -418,6 +528,63 @@ fn print(rows: &[Row]) {
     }
 }
 
+/// One row per sweep point (seeds averaged), one column per mode: goodput, its ratio to the
+/// ideal and the p99 block delay. Printed when more than one mode ran.
+fn print_side_by_side(rows: &[Row]) {
+    let mut modes: Vec<Mode> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for r in rows {
+        if !modes.contains(&r.mode) {
+            modes.push(r.mode);
+        }
+        let key = point_key(r);
+        if !points.contains(&key) {
+            points.push(key);
+        }
+    }
+    if modes.len() < 2 {
+        return;
+    }
+    println!();
+    println!("Modes side by side: goodput Mbit/s (× ideal) · p99 block delay ms; means over seeds");
+    println!();
+    let names: Vec<&str> = modes.iter().map(|&m| mode_label(m)).collect();
+    println!("| scenario | ideal Mbit/s | {} |", names.join(" | "));
+    println!("|---|---:|{}", "---:|".repeat(modes.len()));
+    for point in &points {
+        let of_point: Vec<&Row> = rows.iter().filter(|r| point_key(r) == *point).collect();
+        let ideal = of_point.iter().map(|r| r.ideal_mbps).sum::<f64>() / of_point.len() as f64;
+        let cells: Vec<String> = modes
+            .iter()
+            .map(|&m| {
+                let rs: Vec<&&Row> = of_point.iter().filter(|r| r.mode == m).collect();
+                if rs.is_empty() {
+                    return "—".into();
+                }
+                let n = rs.len() as f64;
+                let goodput = rs.iter().map(|r| r.goodput_mbps).sum::<f64>() / n;
+                let ratio = rs.iter().map(|r| r.ratio).sum::<f64>() / n;
+                let p99: Vec<f64> = rs.iter().filter_map(|r| r.blocks.map(|b| b.p99_delay_ms)).collect();
+                let p99 = if p99.is_empty() {
+                    "—".to_string()
+                } else {
+                    format!("{:.0}", p99.iter().sum::<f64>() / p99.len() as f64)
+                };
+                let unfinished = if rs.iter().any(|r| r.stalled_at.is_some()) {
+                    " (stalled)"
+                } else if rs.iter().any(|r| r.completion.is_none()) {
+                    " (unfinished)"
+                } else {
+                    ""
+                };
+                let broken = if rs.iter().all(|r| r.intact) { "" } else { " **NOT INTACT**" };
+                format!("{goodput:.2} ({ratio:.2}) · {p99}{unfinished}{broken}")
+            })
+            .collect();
+        println!("| {point} | {ideal:.2} | {} |", cells.join(" | "));
+    }
+}
+
 fn option(v: Option<f64>, digits: usize) -> String {
     v.map_or(String::new(), |v| format!("{v:.digits$}"))
 }
@@ -428,13 +595,14 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
     let mut out = String::from(
         "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,repair_overhead,\
          source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,timeouts,\
-         block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact\n",
+         block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
+         ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s,outage_recovery_s\n",
     );
     for (run, r) in rows.iter().enumerate() {
         let b = r.blocks;
         writeln!(
             out,
-            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{run},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{}",
             csv_field(&r.scenario),
             csv_field(&r.point),
             r.seed,
@@ -457,6 +625,12 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
             option(b.map(|b| b.jitter_ms), 3),
             r.datagrams,
             r.intact,
+            r.ideal_mbps,
+            list(r.path_sent.iter().map(u64::to_string)),
+            list(r.path_acked.iter().map(u64::to_string)),
+            list(shares(r).into_iter().map(|s| format!("{s:.6}"))),
+            option(r.stalled_at, 6),
+            option(r.recovery, 3),
         )
         .expect("writing to a String");
     }
@@ -474,6 +648,17 @@ fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
         }
     }
     std::fs::write(dir.join("timeseries.csv"), out)
+}
+
+/// Per-path values in one CSV cell, `;`-separated, path 0 first.
+fn list(values: impl Iterator<Item = String>) -> String {
+    values.collect::<Vec<_>>().join(";")
+}
+
+/// Each path's share of the acknowledged packets (0..=1; all zero if nothing was acknowledged).
+fn shares(r: &Row) -> Vec<f64> {
+    let total: u64 = r.path_acked.iter().sum();
+    r.path_acked.iter().map(|&a| if total == 0 { 0.0 } else { a as f64 / total as f64 }).collect()
 }
 
 /// Scenario names and sweep labels are plain words, but quote them if they ever hold a comma.
@@ -507,7 +692,10 @@ fn to_json(rows: &[Row]) -> String {
         seed: u64,
         mode: &'static str,
         completion_s: Option<f64>,
+        stalled_at_s: Option<f64>,
+        outage_recovery_s: Option<f64>,
         goodput_mbps: f64,
+        ideal_mbps: f64,
         ratio_ideal: f64,
         repair_overhead: f64,
         source_sent: u64,
@@ -521,9 +709,18 @@ fn to_json(rows: &[Row]) -> String {
         blocks: Option<BlockStats>,
         datagrams: u64,
         intact: bool,
+        /// Per path index (summed over flows): the sender's packets sent and acknowledged.
+        path_stats: Vec<PathStatsJson>,
         series: Series,
         /// Everything `Metrics` recorded (links, event-loop counters, …).
         metrics: Summary,
+    }
+    #[derive(Serialize)]
+    struct PathStatsJson {
+        path: usize,
+        packets_sent: u64,
+        packets_acked: u64,
+        share: f64,
     }
     #[derive(Serialize)]
     struct Series {
@@ -549,7 +746,10 @@ fn to_json(rows: &[Row]) -> String {
             seed: r.seed,
             mode: r.mode.name(),
             completion_s: r.completion,
+            stalled_at_s: r.stalled_at,
+            outage_recovery_s: r.recovery,
             goodput_mbps: r.goodput_mbps,
+            ideal_mbps: r.ideal_mbps,
             ratio_ideal: r.ratio,
             repair_overhead: r.overhead,
             source_sent: r.source_sent,
@@ -563,6 +763,16 @@ fn to_json(rows: &[Row]) -> String {
             blocks: r.blocks,
             datagrams: r.datagrams,
             intact: r.intact,
+            path_stats: shares(r)
+                .into_iter()
+                .enumerate()
+                .map(|(path, share)| PathStatsJson {
+                    path,
+                    packets_sent: r.path_sent[path],
+                    packets_acked: r.path_acked[path],
+                    share,
+                })
+                .collect(),
             series: Series {
                 time_s: (0..r.intervals).map(|i| i as f64 * INTERVAL.as_secs_f64()).collect(),
                 goodput_mbps: goodput_series(r),

@@ -32,6 +32,9 @@ struct RawScenario {
     duration: Field,
     transfer: Field,
     stagger: Field,
+    receive_window: Field,
+    #[serde(default)]
+    bottleneck: Vec<RawBottleneck>,
     #[serde(default)]
     path: Vec<RawPath>,
 }
@@ -78,6 +81,12 @@ link_table!(RawLink {});
 link_table!(RawPath {
     name: Option<String>,
     shared: Option<bool>,
+    via: Option<Spanned<String>>,
+    forward: Option<RawLink>,
+    reverse: Option<RawLink>,
+});
+link_table!(RawBottleneck {
+    name: Option<Spanned<String>>,
     forward: Option<RawLink>,
     reverse: Option<RawLink>,
 });
@@ -313,17 +322,58 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         let span = raw.duration.as_ref().map_or(0..0, |f| f.span());
         return Err(cx.error(span, "duration: must be longer than zero"));
     }
+    let receive_window = raw
+        .receive_window
+        .as_ref()
+        .map(|f| {
+            cx.value("receive_window", f, |v| match as_size(v)? {
+                0 => Err("the receive window must hold at least one byte".to_owned()),
+                n => Ok(n),
+            })
+        })
+        .transpose()?;
     if raw.path.is_empty() {
         return Err(cx.error(0..0, "no [[path]] given: a scenario needs at least one path"));
+    }
+    let mut bottlenecks: Vec<PathSpec> = Vec::with_capacity(raw.bottleneck.len());
+    for (i, b) in raw.bottleneck.iter().enumerate() {
+        let Some(spanned) = &b.name else {
+            let span = b.rate.as_ref().map_or(0..0, |f| f.span());
+            return Err(cx.error(span, format!("bottleneck[{i}]: no `name` given (paths name it in `via`)")));
+        };
+        let name = spanned.get_ref().clone();
+        if bottlenecks.iter().any(|o| o.name == name) {
+            return Err(cx.error(spanned.span(), format!("bottleneck `{name}` is defined twice")));
+        }
+        let prefix = format!("bottleneck.{name}");
+        let both = b.keys();
+        let forward = link(cx, &prefix, "forward", direction_keys(&b.forward), both)?;
+        let reverse = link(cx, &prefix, "reverse", direction_keys(&b.reverse), both)?;
+        bottlenecks.push(PathSpec { name, shared: true, via: None, forward, reverse });
     }
     let mut paths = Vec::with_capacity(raw.path.len());
     for (i, p) in raw.path.iter().enumerate() {
         let name = p.name.clone().unwrap_or_else(|| format!("p{i}"));
         let prefix = format!("path.{name}");
+        let via = match &p.via {
+            Some(v) if bottlenecks.iter().any(|b| b.name == *v.get_ref()) => Some(v.get_ref().clone()),
+            Some(v) => {
+                let known: Vec<&str> = bottlenecks.iter().map(|b| b.name.as_str()).collect();
+                return Err(cx.error(
+                    v.span(),
+                    format!(
+                        "{prefix}.via: no [[bottleneck]] named `{}` (defined: {})",
+                        v.get_ref(),
+                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    ),
+                ));
+            }
+            None => None,
+        };
         let both = p.keys();
         let forward = link(cx, &prefix, "forward", direction_keys(&p.forward), both)?;
         let reverse = link(cx, &prefix, "reverse", direction_keys(&p.reverse), both)?;
-        paths.push(PathSpec { name, shared: p.shared.unwrap_or(false), forward, reverse });
+        paths.push(PathSpec { name, shared: p.shared.unwrap_or(false), via, forward, reverse });
     }
     Ok(Scenario {
         name: raw.name.clone().unwrap_or_else(|| default_name.to_owned()),
@@ -336,6 +386,8 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         duration,
         transfer,
         stagger,
+        receive_window,
+        bottlenecks,
         paths,
     })
 }

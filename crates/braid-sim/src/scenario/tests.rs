@@ -263,3 +263,57 @@ delay = "5ms"
     assert_eq!(seen[2].3, Instant::from_micros(2_000_000));
     assert_ne!(seen[0].4, seen[1].4, "flows get distinct seeds");
 }
+
+#[test]
+fn bottleneck_is_shared_by_the_paths_that_name_it() {
+    let text = r#"
+transfer = "1MB"
+receive_window = ["32KB", "256KB"]
+[[bottleneck]]
+name = "core"
+rate = "10Mbit/s"
+delay = "5ms"
+queue = "1bdp"
+[[path]]
+name = "wifi"
+rate = "100Mbit/s"
+rtt = "20ms"
+via = "core"
+[[path]]
+name = "lte"
+rate = "100Mbit/s"
+rtt = "60ms"
+via = "core"
+[[path]]
+name = "own"
+rate = "1Mbit/s"
+rtt = "10ms"
+"#;
+    let runs = parse(text).unwrap();
+    assert_eq!(runs.iter().map(|r| r.receive_window).collect::<Vec<_>>(), [Some(32_000), Some(256_000)]);
+    assert_eq!(runs[0].label, "receive_window=32KB");
+    let scenario = &runs[0];
+    assert_eq!(scenario.bottlenecks.len(), 1);
+    assert_eq!(scenario.bottlenecks[0].forward.rate_bps, 10_000_000);
+    assert_eq!(scenario.paths[0].via.as_deref(), Some("core"));
+    assert_eq!(scenario.paths[2].via, None);
+    assert_eq!(Scenario::parse(&scenario.to_toml(), "x.toml").unwrap(), vec![scenario.clone()]);
+
+    let built = scenario.build(|_| (Idle, Idle)).unwrap();
+    let names: Vec<&str> = built.network.links().map(|(_, name, _)| name).collect();
+    assert_eq!(
+        names,
+        ["core.fwd", "core.rev", "wifi.fwd", "wifi.rev", "lte.fwd", "lte.rev", "own.fwd", "own.rev"]
+    );
+    let (c, s) = built.flows[0];
+    // Own link, then the shared one; back the other way round.
+    assert_eq!(built.network.route(c, 0), vec![LinkId(2), LinkId(0)]);
+    assert_eq!(built.network.route(c, 1), vec![LinkId(4), LinkId(0)]);
+    assert_eq!(built.network.route(s, 1), vec![LinkId(1), LinkId(5)]);
+    assert_eq!(built.network.route(c, 2), vec![LinkId(6)]);
+
+    let e = error("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\nvia = \"core\"\n");
+    assert!(e.contains(":5:7: path.p0.via: no [[bottleneck]] named `core` (defined: none)"), "{e}");
+    let e = error("transfer = 1\nreceive_window = 0\n[[path]]\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n");
+    assert!(e.contains("receive_window: the receive window must hold at least one byte"), "{e}");
+}

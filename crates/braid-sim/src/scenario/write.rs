@@ -27,6 +27,23 @@ pub(super) fn to_toml(s: &Scenario) -> String {
         root.insert("transfer".into(), Value::Integer(i64::try_from(t).unwrap_or(i64::MAX)));
     }
     root.insert("stagger".into(), Value::String(format_duration(s.stagger)));
+    if let Some(w) = s.receive_window {
+        root.insert("receive_window".into(), Value::Integer(i64::try_from(w).unwrap_or(i64::MAX)));
+    }
+    if !s.bottlenecks.is_empty() {
+        let bottlenecks = s
+            .bottlenecks
+            .iter()
+            .map(|b| {
+                let mut t = Table::new();
+                t.insert("name".into(), Value::String(b.name.clone()));
+                t.insert("forward".into(), Value::Table(link(&b.forward)));
+                t.insert("reverse".into(), Value::Table(link(&b.reverse)));
+                Value::Table(t)
+            })
+            .collect();
+        root.insert("bottleneck".into(), Value::Array(bottlenecks));
+    }
     let paths = s
         .paths
         .iter()
@@ -34,6 +51,9 @@ pub(super) fn to_toml(s: &Scenario) -> String {
             let mut t = Table::new();
             t.insert("name".into(), Value::String(p.name.clone()));
             t.insert("shared".into(), Value::Boolean(p.shared));
+            if let Some(via) = &p.via {
+                t.insert("via".into(), Value::String(via.clone()));
+            }
             t.insert("forward".into(), Value::Table(link(&p.forward)));
             t.insert("reverse".into(), Value::Table(link(&p.reverse)));
             Value::Table(t)
