@@ -16,7 +16,7 @@ use std::time::Duration;
 use braid_fec::{CodeFamily, CodecConfig};
 
 use crate::blocks::{BlockReceiver, BlockSender};
-use crate::cc::{CcAlgorithm, Congestion};
+use crate::cc::{Aggregate, CcAlgorithm, Congestion};
 use crate::pipe::PipeParser;
 use crate::streams::{Limits, PeerViolation, Side, StreamEvent, Streams};
 use crate::wire::{
@@ -24,7 +24,7 @@ use crate::wire::{
 };
 use crate::Instant;
 
-pub use crate::redundancy::Redundancy;
+pub use crate::redundancy::{Redundancy, RepairPlacement};
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
 use crate::sched::{Candidate, MinRtt, Scheduler};
 pub use path::{LossEstimator, PathStats};
@@ -53,6 +53,16 @@ pub struct ConnectionConfig {
     pub redundancy: Redundancy,
     /// Number of paths. Default 1.
     pub paths: u8,
+    /// Where repair symbols may go. Default (`None`): the mode's ([`Mode::default_placement`]:
+    /// per path for `mptcp-dfec`, across paths otherwise).
+    pub repair_placement: Option<RepairPlacement>,
+}
+
+impl ConnectionConfig {
+    /// The repair placement in force: the configured one, else the mode's.
+    pub fn placement(&self) -> RepairPlacement {
+        self.repair_placement.unwrap_or(self.mode.default_placement())
+    }
 }
 
 impl Default for ConnectionConfig {
@@ -64,6 +74,7 @@ impl Default for ConnectionConfig {
             mode: Mode::Braid,
             redundancy: Redundancy::default(),
             paths: 1,
+            repair_placement: None,
         }
     }
 }
@@ -197,7 +208,7 @@ impl Connection {
         Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
-            redundancy: config.mode.redundancy(config.redundancy),
+            redundancy: config.mode.redundancy(config.redundancy, config.placement()),
             scheduler: Box::new(MinRtt),
             config,
             state: State::Handshake,
@@ -247,6 +258,12 @@ impl Connection {
 
     pub fn path_stats(&self) -> Vec<PathStats> {
         self.paths.iter().map(|p| p.stats).collect()
+    }
+
+    /// Each path's loss estimate as the redundancy controller sees it: the congestion
+    /// controller's own if it keeps one (CTCP Algorithm 1's `p`, per path), else the path's.
+    pub fn loss_estimates(&self) -> Vec<f64> {
+        (0..self.paths.len()).map(|i| self.path_view(i).loss).collect()
     }
 
     /// Smoothed RTT, congestion window and loss estimate of each path.
@@ -311,6 +328,9 @@ impl Connection {
         let mut sender = BlockSender::new(codec.clone(), window);
         if xor_groups {
             sender.set_manual_groups();
+        }
+        if self.config.placement() == RepairPlacement::PerPath {
+            sender.set_per_path();
         }
         self.session = Some(Session {
             streams: Streams::new(self.side, local, remote),
@@ -464,9 +484,11 @@ impl Connection {
     }
 
     fn on_ack(&mut self, now: Instant, ack: &crate::wire::AckFrame) {
-        let threshold = self.redundancy.packet_threshold();
+        let threshold = self.redundancy.packet_threshold(usize::from(ack.path));
+        let all = self.aggregate();
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
         path.set_packet_threshold(threshold);
+        path.cc.on_aggregate(&all);
         let outcome = path.on_ack(now, ack);
         self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost, false);
     }
@@ -506,6 +528,12 @@ impl Connection {
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
         let retransmit = self.config.mode.retransmits() || self.config.params.code == CodeFamily::Xor;
+        // MPTCP's subflows resend their own losses (and a block mapped to a path stays on it);
+        // a probe timeout (the subflow's RTO) lets the data be reinjected on any path.
+        let pin = (!probe
+            && (self.config.mode.resends_on_same_path()
+                || self.config.placement() == RepairPlacement::PerPath))
+            .then_some(path_id);
         // The newest loss not taken over by the redundancy controller (the XOR modes hold a loss
         // their parity may still repair, and settle it later with `FecAction`s).
         let mut newest = None;
@@ -513,7 +541,7 @@ impl Connection {
             let mut taken = !p.symbols.is_empty();
             for s in &p.symbols {
                 let take = xor_groups && self.redundancy.take_loss(now, path, *s, p.time);
-                session.sender.on_symbol_lost(*s, retransmit && !take);
+                session.sender.on_symbol_lost_on(*s, retransmit && !take, pin);
                 taken &= take;
             }
             if !taken {
@@ -579,7 +607,7 @@ impl Connection {
         self.redundancy.handle_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
-                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold());
+                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold(i));
                 let (lost, probe) = self.paths[i].on_timer(now);
                 self.after_losses(now, i, Vec::new(), lost, probe);
                 if self.state == State::Handshake && self.side == Side::Client {
@@ -629,6 +657,10 @@ impl Connection {
     fn next_symbol_time(&self) -> Option<Instant> {
         let s = self.session.as_ref()?;
         let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
+        // With per-path placement new data joins the open block, which only its path may carry.
+        let new_source_on = |c: usize| {
+            new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
+        };
         let mss = self.config.max_datagram as u64;
         let mut next: Option<Instant> = None;
         for candidate in self.paths.iter().filter(|p| p.window_room() >= mss) {
@@ -637,8 +669,8 @@ impl Connection {
                 continue;
             }
             // The path `poll_transmit` would choose at `at`.
-            let chosen = self.choose_path(at);
-            if chosen.is_some_and(|c| new_source || self.has_symbol(c)) {
+            let chosen = self.pinned_path(at).or_else(|| self.choose_path(at));
+            if chosen.is_some_and(|c| new_source_on(c) || self.has_symbol(c)) {
                 next = Some(at);
             }
         }
@@ -648,24 +680,66 @@ impl Connection {
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
     fn has_symbol(&self, path: usize) -> bool {
         let view = self.path_view(path);
+        let id = path as u8;
         // The cheap questions first: an unsent source anywhere settles it without asking the
         // redundancy controller about every block.
         self.session.as_ref().is_some_and(|s| {
-            s.sender.has_retransmission()
-                || s.sender.blocks().any(|b| !b.all_sources_sent())
+            s.sender.has_retransmission_for(id)
+                || s.sender.has_unsent_for(id)
                 || s.sender.blocks().any(|b| {
-                    self.redundancy.repairs_wanted(b, &view) > 0
-                        || self.redundancy.spare_repairs(b, &view) > 0
+                    b.may_carry(id)
+                        && (self.redundancy.repairs_wanted(b, &view) > 0
+                            || self.redundancy.spare_repairs(b, &view) > 0)
                 })
         })
+    }
+
+    /// Whether `path` has a symbol no other path may carry: a retransmission pinned to it (an
+    /// MPTCP subflow resends its own losses) or, with per-path placement, a block mapped to it
+    /// that still has something to send.
+    fn has_pinned_symbol(&self, path: usize) -> bool {
+        let id = path as u8;
+        let Some(s) = self.session.as_ref() else { return false };
+        if s.sender.has_retransmission_only_for(id) {
+            return true;
+        }
+        if !s.sender.is_per_path() {
+            return false;
+        }
+        let view = self.path_view(path);
+        s.sender.blocks().filter(|b| b.path == Some(id)).any(|b| {
+            !b.all_sources_sent()
+                || self.redundancy.repairs_wanted(b, &view) > 0
+                || self.redundancy.spare_repairs(b, &view) > 0
+        })
+    }
+
+    /// The lowest-RTT path that may send at `at` and has a symbol only it may carry: such work
+    /// goes out whenever its path may send, before the scheduler's choice (a subflow's own
+    /// retransmissions are not the connection scheduler's to place).
+    fn pinned_path(&self, at: Instant) -> Option<usize> {
+        let mss = self.config.max_datagram as u64;
+        (0..self.paths.len())
+            .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= at)
+            .filter(|&i| self.has_pinned_symbol(i))
+            .min_by_key(|&i| (self.paths[i].rtt.smoothed(), i))
     }
 
     /// Whether some block wants a repair symbol sent on `path` now.
     fn repair_due(&self, path: usize) -> bool {
         let view = self.path_view(path);
-        self.session
-            .as_ref()
-            .is_some_and(|s| s.sender.blocks().any(|b| self.redundancy.repairs_wanted(b, &view) > 0))
+        self.session.as_ref().is_some_and(|s| {
+            s.sender.blocks().any(|b| b.may_carry(path as u8) && self.redundancy.repairs_wanted(b, &view) > 0)
+        })
+    }
+
+    /// Every path's window and smoothed RTT, for a coupled congestion controller (LIA).
+    fn aggregate(&self) -> Aggregate {
+        let mut all = Aggregate::default();
+        for p in &self.paths {
+            all.push(p.cc.window(), p.rtt.smoothed());
+        }
+        all
     }
 
     /// The scheduler's choice among the paths with room in their window whose pacer allows a
@@ -691,6 +765,7 @@ impl Connection {
     fn path_view(&self, path: usize) -> PathView {
         let p = &self.paths[path];
         PathView {
+            path: path as u8,
             smoothed_rtt: p.rtt.smoothed(),
             min_rtt: p.rtt.min(),
             loss: p.cc.loss_estimate().unwrap_or(p.loss.rate()),
@@ -729,7 +804,7 @@ impl Connection {
         self.session.as_ref()?;
         self.fill_pipe();
         self.apply_parity_covers(now);
-        let ready = self.choose_path(now);
+        let ready = self.pinned_path(now).or_else(|| self.choose_path(now));
         let ack_due = self
             .paths
             .iter()
@@ -892,16 +967,21 @@ impl Connection {
         repair_only: bool,
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
+        let id = path as u8;
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
-        let retransmission = if repair_only { None } else { s.sender.write_retransmission(&mut w) };
+        let retransmission = if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
         if let Some(sent) = retransmission {
             self.stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
         }
-        let short = s.sender.blocks().find(|b| self.redundancy.repairs_wanted(b, &view) > 0).map(|b| b.id);
+        let short = s
+            .sender
+            .blocks()
+            .find(|b| b.may_carry(id) && self.redundancy.repairs_wanted(b, &view) > 0)
+            .map(|b| b.id);
         if let Some(block) = short {
             if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
                 self.stats.repair_symbols_sent += 1;
@@ -913,10 +993,13 @@ impl Connection {
         if repair_only {
             return None;
         }
-        let Some(sent) = s.sender.write_next_source(&mut w) else {
+        let Some(sent) = s.sender.write_next_source_on(id, &mut w) else {
             // No new data: the spare capacity carries proactive repair.
-            let block =
-                s.sender.blocks().find(|b| self.redundancy.spare_repairs(b, &view) > 0).map(|b| b.id)?;
+            let block = s
+                .sender
+                .blocks()
+                .find(|b| b.may_carry(id) && self.redundancy.spare_repairs(b, &view) > 0)
+                .map(|b| b.id)?;
             let sent = s.sender.write_repair(block, &mut w).ok()??;
             self.stats.repair_symbols_sent += 1;
             self.redundancy.on_event(
