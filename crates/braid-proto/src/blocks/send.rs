@@ -353,7 +353,11 @@ impl BlockSender {
 
     /// Sends the oldest queued retransmission `path` may carry (`None`: whatever path it was
     /// queued for) of a block still open.
-    pub fn write_retransmission_on(&mut self, path: Option<u8>, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+    pub fn write_retransmission_on(
+        &mut self,
+        path: Option<u8>,
+        w: &mut Writer<'_>,
+    ) -> Option<OutgoingSymbol> {
         self.drop_stale_retransmissions();
         let at = self.retransmit.iter().position(|&(_, _, p)| path.is_none() || p.is_none() || p == path)?;
         let (block, index, _) = self.retransmit.remove(at).expect("found");
@@ -375,6 +379,18 @@ impl BlockSender {
     /// Whether a queued retransmission may go on `path` (queued for it, or for any path).
     pub fn has_retransmission_for(&self, path: u8) -> bool {
         self.retransmit.iter().any(|&(_, _, p)| p.is_none_or(|p| p == path))
+    }
+
+    /// Frees what was bound to `path`: its queued retransmissions may go on any path, and the
+    /// blocks mapped to it are mapped again by the next path that sends one of their sources
+    /// (the path stopped answering: MPTCP reinjects its data on the others).
+    pub fn unpin_path(&mut self, path: u8) {
+        for r in self.retransmit.iter_mut().filter(|r| r.2 == Some(path)) {
+            r.2 = None;
+        }
+        for b in self.blocks.iter_mut().filter(|b| b.path == Some(path)) {
+            b.path = None;
+        }
     }
 
     /// Whether a queued retransmission must go on `path` and no other.

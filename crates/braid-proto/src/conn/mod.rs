@@ -24,8 +24,8 @@ use crate::wire::{
 };
 use crate::Instant;
 
-pub use crate::redundancy::{Redundancy, RepairPlacement};
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
+pub use crate::redundancy::{Redundancy, RepairPlacement};
 use crate::sched::{Candidate, MinRtt, Scheduler};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
@@ -551,6 +551,11 @@ impl Connection {
         if lost.iter().any(|p| p.window_update) {
             session.streams.resend_windows();
         }
+        if probe && !lost.is_empty() {
+            // The path's RTO: what only it could carry (its own retransmissions, the blocks
+            // mapped to it) may now go on any path — MPTCP's reinjection.
+            session.sender.unpin_path(path_id);
+        }
         let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
@@ -686,6 +691,9 @@ impl Connection {
         self.session.as_ref().is_some_and(|s| {
             s.sender.has_retransmission_for(id)
                 || s.sender.has_unsent_for(id)
+                || (s.sender.is_per_path()
+                    && (s.streams.has_pipe_data() || !s.partial.is_empty())
+                    && s.sender.has_room())
                 || s.sender.blocks().any(|b| {
                     b.may_carry(id)
                         && (self.redundancy.repairs_wanted(b, &view) > 0
@@ -812,6 +820,7 @@ impl Connection {
             .or(self.session.as_ref().is_some_and(|s| s.streams.has_window_updates()).then_some(0));
         let max = self.config.max_datagram;
         if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
+            self.cut_block_for(path);
             self.begin_packet(path, PacketType::Data, buf);
             // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
             // promise the code may not keep (an XOR block has no complete group to repair):
@@ -925,9 +934,10 @@ impl Connection {
         }
     }
 
-    /// Moves stream data into source symbols while the block window has room.
+    /// Moves stream data into source symbols while the block window has room. With per-path
+    /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).
     fn fill_pipe(&mut self) {
-        let Some(s) = self.session.as_mut() else { return };
+        let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
         let size = s.sender.symbol_size();
         while s.sender.has_room() {
             while s.partial.len() < size
@@ -956,6 +966,39 @@ impl Connection {
         }
     }
 
+    /// Per-path placement: `path` needs new data and no block is left for it — cut the next
+    /// block from the pipe, at most one congestion window of `path` long (MPTCP hands a subflow
+    /// no more than it can send; a whole 64-symbol block on a subflow with a window of three
+    /// packets held the connection's receive buffer for many of its round trips).
+    fn cut_block_for(&mut self, path: usize) {
+        let mss = self.config.max_datagram as u64;
+        let limit = (self.paths[path].cc.window() / mss).max(1) as usize;
+        let Some(s) = self.session.as_mut() else { return };
+        if s.sender.has_unsent_for(path as u8) || !s.sender.has_room() {
+            return;
+        }
+        let size = s.sender.symbol_size();
+        for _ in 0..limit {
+            while s.partial.len() < size
+                && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
+            {
+            }
+            let more = s.streams.has_pipe_data();
+            if s.partial.is_empty() || (s.partial.len() < size && more && size - s.partial.len() > 16) {
+                break;
+            }
+            s.partial.resize(size, 0);
+            if s.sender.push_source(&s.partial).is_err() {
+                break;
+            }
+            s.partial.clear();
+            if !more {
+                break;
+            }
+        }
+        s.sender.close_block();
+    }
+
     /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
     /// source, else nothing.
     /// `repair_only`: nothing but a repair (a parity sent beyond the window).
@@ -970,7 +1013,8 @@ impl Connection {
         let id = path as u8;
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
-        let retransmission = if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
+        let retransmission =
+            if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
         if let Some(sent) = retransmission {
             self.stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };

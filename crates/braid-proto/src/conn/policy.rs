@@ -104,8 +104,11 @@ impl Mode {
 
     /// The smallest block length the mode needs: the XOR modes' groups do not span blocks, so a
     /// block holds at least dFEC's largest FEC block (256) and Sato's widest window (3 × 30).
+    /// MPTCP-dFEC keeps the default length: with per-path placement a block is the unit mapped
+    /// onto one subflow, and 256-symbol blocks (315 KB) would leave a fast subflow idle while the
+    /// others hold the few blocks of a short transfer; its groups are cut at 64 instead.
     pub fn min_block_len(self) -> Option<u16> {
-        (self.code_family() == CodeFamily::Xor).then_some(256)
+        (self.code_family() == CodeFamily::Xor && self != Mode::MptcpDfec).then_some(256)
     }
 
     /// The congestion controller a path gets when the configuration names none. braid and the
@@ -157,9 +160,13 @@ impl Mode {
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
             Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
-            Mode::Tcp | Mode::Fmtcp | Mode::TcpIr | Mode::Dfec | Mode::Sato | Mode::Mptcp | Mode::MptcpDfec => {
-                true
-            }
+            Mode::Tcp
+            | Mode::Fmtcp
+            | Mode::TcpIr
+            | Mode::Dfec
+            | Mode::Sato
+            | Mode::Mptcp
+            | Mode::MptcpDfec => true,
             // CTCP reacts to loss through its own estimate (Algorithm 2's loss-spike rule).
             Mode::Ctcp => false,
         }

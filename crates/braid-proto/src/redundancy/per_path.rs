@@ -59,7 +59,9 @@ const MAX_PATHS: usize = 8;
 #[derive(Debug)]
 pub struct PerPath<C> {
     paths: Vec<C>,
-    /// Which path each open block's symbols went on (acknowledgements carry no path).
+    /// The path each open block was first sent on: its controller keeps the block's groups and
+    /// losses to the end, even if a probe timeout later lets the block's data go on another
+    /// path (acknowledgements carry no path, and a block's groups must be judged in one place).
     owner: BTreeMap<u64, u8>,
 }
 
@@ -101,10 +103,11 @@ impl<C: RedundancyController + Default> RedundancyController for PerPath<C> {
         let (SymbolEvent::Sent { block, path, .. }
         | SymbolEvent::Acked { block, path, .. }
         | SymbolEvent::Lost { block, path, .. }) = event;
-        if matches!(event, SymbolEvent::Sent { .. }) {
-            self.owner.insert(block, path);
-        }
-        self.path_mut(path.into()).on_symbol(now, event);
+        let owner = match event {
+            SymbolEvent::Sent { .. } => *self.owner.entry(block).or_insert(path),
+            _ => self.owner.get(&block).copied().unwrap_or(path),
+        };
+        self.path_mut(owner.into()).on_symbol(now, event);
     }
 
     fn poll_timeout(&self, path: &PathView) -> Option<Instant> {
@@ -121,18 +124,20 @@ impl<C: RedundancyController + Default> RedundancyController for PerPath<C> {
         self.paths[0].groups_at_send_time()
     }
 
-    /// Each path's controller groups the blocks mapped to it (blocks with nothing sent yet
-    /// belong to no path and have nothing to group).
+    /// Each path's controller groups the blocks it owns (blocks with nothing sent yet have
+    /// nothing to group).
     fn parity_covers(
         &mut self,
         now: Instant,
         blocks: &mut dyn Iterator<Item = &SendBlock>,
         path: &PathView,
     ) -> Vec<XorCover> {
-        let blocks: Vec<&SendBlock> = blocks.filter(|b| b.path.is_some()).collect();
+        let owner = &self.owner;
+        let blocks: Vec<(&SendBlock, u8)> =
+            blocks.filter_map(|b| Some((b, owner.get(&b.id).copied().or(b.path)?))).collect();
         let mut covers = Vec::new();
         for (p, c) in self.paths.iter_mut().enumerate() {
-            let mut mine = blocks.iter().copied().filter(|b| b.path == Some(p as u8));
+            let mut mine = blocks.iter().filter(|(_, o)| usize::from(*o) == p).map(|(b, _)| *b);
             let view = PathView { path: p as u8, ..*path };
             covers.extend(c.parity_covers(now, &mut mine, &view));
         }
@@ -147,8 +152,11 @@ impl<C: RedundancyController + Default> RedundancyController for PerPath<C> {
         self.path(path).packet_threshold(path)
     }
 
+    /// The block's owner judges the loss; the path it happened on is the one congestion
+    /// actions name.
     fn take_loss(&mut self, now: Instant, path: usize, symbol: OutgoingSymbol, sent: Instant) -> bool {
-        self.path_mut(path).take_loss(now, path, symbol, sent)
+        let owner = self.owner.get(&symbol.block).map_or(path, |&p| p.into());
+        self.path_mut(owner).take_loss(now, path, symbol, sent)
     }
 
     fn on_symbol_acked(&mut self, now: Instant, symbol: OutgoingSymbol) {

@@ -71,7 +71,9 @@ fn usage() -> ExitCode {
     eprintln!("  --modes: any of {}", braid_proto::conn::Mode::ALL.map(|m| m.name()).join(", "));
     eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
     eprintln!("  --placement: where repair goes, per path or across paths (default: the mode's own)");
-    eprintln!("  mptcp and mptcp-dfec run only on scenarios with two paths or more, unless --modes names them");
+    eprintln!(
+        "  mptcp and mptcp-dfec run only on scenarios with two paths or more, unless --modes names them"
+    );
     eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table;");
     eprintln!("  --csv DIR writes DIR/summary.csv and DIR/timeseries.csv, --json FILE one JSON document");
     ExitCode::from(2)
