@@ -4,8 +4,9 @@
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
 //! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model) and the seed
-//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp` (see [`Mode`]); the multipath schedulers
-//! are still to come (issue 4).
+//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp`, and the multipath `mptcp` (a model)
+//! and `mptcp-dfec` (see [`Mode`]); repair goes per path or across paths
+//! ([`RepairPlacement`]); the multipath schedulers are still to come (issue 4).
 
 mod path;
 mod policy;
