@@ -501,6 +501,42 @@ mod tests {
         assert_eq!(tx.blocks().count(), 0);
     }
 
+    /// MPTCP: a loss is resent on the path that lost it until that path's RTO frees it; with
+    /// per-path placement a block's sources and retransmissions stay on the path that took it.
+    #[test]
+    fn pinned_retransmissions_and_per_path_blocks() {
+        let mut tx = BlockSender::new(config(), 4);
+        tx.set_per_path();
+        for i in 0..16u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        let mut out = Vec::new();
+        let mut w = |tx: &mut BlockSender, path| tx.write_next_source_on(path, &mut Writer::new(&mut out));
+        // Path 1 takes block 0, path 0 then block 1; path 1 keeps to block 0.
+        let a = w(&mut tx, 1).unwrap();
+        let b = w(&mut tx, 0).unwrap();
+        let c = w(&mut tx, 1).unwrap();
+        assert_eq!((a.block, b.block, c.block), (0, 1, 0));
+        assert_eq!((a.source, c.source), (Some(0), Some(1)));
+        assert!(tx.blocks().next().unwrap().may_carry(1) && !tx.blocks().next().unwrap().may_carry(0));
+        // A loss on path 1, pinned to it: path 0 may not send it, path 1 must.
+        tx.on_symbol_lost_on(a, true, Some(1));
+        assert!(tx.has_retransmission_for(1) && tx.has_retransmission_only_for(1));
+        assert!(!tx.has_retransmission_for(0));
+        assert!(tx.write_retransmission_on(Some(0), &mut Writer::new(&mut Vec::new())).is_none());
+        // Path 1's RTO: the retransmission and block 0 are free for any path.
+        tx.unpin_path(1);
+        assert!(tx.has_retransmission_for(0) && !tx.has_retransmission_only_for(1));
+        let again = tx.write_retransmission_on(Some(0), &mut Writer::new(&mut Vec::new())).unwrap();
+        assert_eq!((again.block, again.source), (0, Some(0)));
+        assert_eq!(tx.blocks().next().unwrap().path, None);
+        let d = w(&mut tx, 0).unwrap();
+        assert_eq!((d.block, d.source), (0, Some(2)), "block 0 is path 0's now");
+        // A retransmission queued by the code (a failed XOR group) goes on the block's path.
+        tx.queue_retransmission(0, 1);
+        assert!(tx.has_retransmission_only_for(0));
+    }
+
     #[test]
     fn window_bounds_open_blocks_and_receiver_refuses_beyond_it() {
         let mut tx = BlockSender::new(config(), 2);
