@@ -187,3 +187,47 @@ fn ctcp_keeps_a_loss_estimate_per_path() {
         assert!((0.07..0.3).contains(&estimates[1]), "seed {seed}: {estimates:?}");
     }
 }
+
+/// The runner runs `mptcp` and `mptcp-dfec` only where a scenario has two paths or more,
+/// unless `--modes` names them; `--placement` and `--cc lia` parse and run.
+#[test]
+fn runner_runs_the_mptcp_modes_on_multipath_scenarios() {
+    let dir = std::env::temp_dir().join(format!("braid-sim-multipath-modes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let one = "name = \"one\"\nseed = 3\ntransfer = 100000\nduration = \"30s\"\n\n[[path]]\nname = \"a\"\nrate = \"10Mbit/s\"\nrtt = \"20ms\"\n";
+    let two = format!("{one}\n[[path]]\nname = \"b\"\nrate = \"10Mbit/s\"\nrtt = \"60ms\"\nloss = 0.02\n");
+    std::fs::write(dir.join("one.toml"), one).unwrap();
+    std::fs::write(dir.join("two.toml"), two).unwrap();
+    let run = |args: &[&str], file: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_braid-sim"))
+            .args(args)
+            .arg(dir.join(file))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?} {file}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rows = |table: &str, mode: &str| table.lines().filter(|l| l.contains(&format!("| {mode} "))).count();
+    let single = run(&["--modes", "braid,mptcp,mptcp-dfec"], "one.toml");
+    assert_eq!(
+        (rows(&single, "braid"), rows(&single, "mptcp (model)"), rows(&single, "mptcp-dfec")),
+        (1, 1, 1)
+    );
+    let default = run(&[], "one.toml");
+    assert_eq!(
+        (rows(&default, "braid"), rows(&default, "mptcp (model)"), rows(&default, "mptcp-dfec")),
+        (1, 0, 0)
+    );
+    let default = run(&[], "two.toml");
+    assert_eq!((rows(&default, "mptcp (model)"), rows(&default, "mptcp-dfec")), (1, 1));
+    let coupled = run(&["--modes", "mptcp-dfec", "--placement", "across-paths", "--cc", "lia"], "two.toml");
+    assert_eq!(rows(&coupled, "mptcp-dfec"), 1);
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_braid-sim"))
+        .args(["--placement", "everywhere"])
+        .arg(dir.join("two.toml"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("per-path, across-paths"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -692,9 +692,6 @@ impl Connection {
         self.session.as_ref().is_some_and(|s| {
             s.sender.has_retransmission_for(id)
                 || s.sender.has_unsent_for(id)
-                || (s.sender.is_per_path()
-                    && (s.streams.has_pipe_data() || !s.partial.is_empty())
-                    && s.sender.has_room())
                 || s.sender.blocks().any(|b| {
                     b.may_carry(id)
                         && (self.redundancy.repairs_wanted(b, &view) > 0
@@ -820,8 +817,10 @@ impl Connection {
             .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
             .or(self.session.as_ref().is_some_and(|s| s.streams.has_window_updates()).then_some(0));
         let max = self.config.max_datagram;
-        if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
+        if let Some(path) = ready {
             self.cut_block_for(path);
+        }
+        if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
             self.begin_packet(path, PacketType::Data, buf);
             // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
             // promise the code may not keep (an XOR block has no complete group to repair):
@@ -967,14 +966,14 @@ impl Connection {
         }
     }
 
-    /// Per-path placement: `path` needs new data and no block is left for it — cut the next
+    /// Per-path placement: `path` may send and no block is left for it — cut the next
     /// block from the pipe, at most one congestion window of `path` long (MPTCP hands a subflow
     /// no more than it can send; a whole 64-symbol block on a subflow with a window of three
     /// packets held the connection's receive buffer for many of its round trips).
     fn cut_block_for(&mut self, path: usize) {
         let mss = self.config.max_datagram as u64;
         let limit = (self.paths[path].cc.window() / mss).max(1) as usize;
-        let Some(s) = self.session.as_mut() else { return };
+        let Some(s) = self.session.as_mut().filter(|s| s.sender.is_per_path()) else { return };
         if s.sender.has_unsent_for(path as u8) || !s.sender.has_room() {
             return;
         }
