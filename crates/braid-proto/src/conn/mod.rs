@@ -204,6 +204,12 @@ impl Connection {
         if let Some(len) = config.mode.min_block_len() {
             config.params.max_block_len = config.params.max_block_len.max(len);
         }
+        if config.placement() == RepairPlacement::PerPath {
+            // Per-path blocks are cut one window long, often shorter than a full block: allow
+            // more of them, so the block window still spans the paths' round trips.
+            config.params.blocks_in_flight =
+                config.params.blocks_in_flight.max(crate::wire::MAX_BLOCKS_IN_FLIGHT as u16);
+        }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         let paths = (0..config.paths.clamp(1, 8)).map(|id| Path::new(id, cc.build(mss), now)).collect();
         Connection {
