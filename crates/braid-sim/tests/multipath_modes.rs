@@ -102,9 +102,13 @@ fn mptcp_dfec_delivers_every_byte_over_two_to_four_paths() {
     check(Mode::MptcpDfec, Some(RepairPlacement::AcrossPaths));
 }
 
+/// Placement is a choice for every mode: per path with RLNC (braid), RaptorQ (fmtcp), XOR
+/// (tcp-ir, whose parity ignores the window) and no coding (mptcp).
 #[test]
-fn braid_with_per_path_placement_delivers_every_byte() {
-    check(Mode::Braid, Some(RepairPlacement::PerPath));
+fn every_code_with_per_path_placement_delivers_every_byte() {
+    for mode in [Mode::Braid, Mode::Fmtcp, Mode::TcpIr, Mode::Mptcp] {
+        check(mode, Some(RepairPlacement::PerPath));
+    }
 }
 
 /// An outage of one path: MPTCP's subflow retransmits its own losses only until its RTO, then
