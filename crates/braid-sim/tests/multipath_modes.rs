@@ -235,3 +235,55 @@ fn runner_runs_the_mptcp_modes_on_multipath_scenarios() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("per-path, across-paths"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// RFC 6356 goal 2 on a shared bottleneck: an `mptcp` connection whose two subflows cross the
+/// same link takes about one TCP's share beside a single-path NewReno flow with LIA, about two
+/// with uncoupled NewReno subflows.
+#[test]
+fn lia_takes_one_share_of_a_shared_bottleneck() {
+    use braid_proto::cc::CcAlgorithm;
+    let share = |cc: CcAlgorithm, seed: u64| {
+        let mut net = Network::new(seed);
+        // 1 % random loss on the data direction sets every subflow's window (Reno's
+        // sqrt(3/2p) packets), so the increase rule alone decides the shares.
+        let bottleneck = LinkConfig::new(10_000_000, Duration::from_millis(20));
+        let lossy = bottleneck.clone().with_loss(LossModel::bernoulli(0.01));
+        let fwd = net.add_link("bottleneck.fwd", lossy).unwrap();
+        let rev = net.add_link("bottleneck.rev", bottleneck).unwrap();
+        let bytes = 1 << 30;
+        // The single-path flow.
+        let tcp = ConnectionConfig {
+            mode: Mode::Tcp,
+            cc: Some(CcAlgorithm::NewReno),
+            ..ConnectionConfig::default()
+        };
+        let a = net.add_endpoint(BulkFlow::sender(tcp.clone(), seed, bytes, Instant::ZERO));
+        let a_rx = net.add_endpoint(BulkFlow::receiver(tcp));
+        net.add_path(a, a_rx, &[fwd], &[rev]).unwrap();
+        // The two-subflow flow: each subflow has its own access link, then the bottleneck.
+        let mp =
+            ConnectionConfig { mode: Mode::Mptcp, cc: Some(cc), paths: 2, ..ConnectionConfig::default() };
+        let b = net.add_endpoint(BulkFlow::sender(mp.clone(), seed + 1, bytes, Instant::ZERO));
+        let b_rx = net.add_endpoint(BulkFlow::receiver(mp));
+        for i in 0..2 {
+            let access = LinkConfig::new(100_000_000, Duration::from_millis(1 + i));
+            let up = net.add_link(format!("access{i}.fwd"), access.clone()).unwrap();
+            let down = net.add_link(format!("access{i}.rev"), access).unwrap();
+            net.add_path(b, b_rx, &[up, fwd], &[rev, down]).unwrap();
+        }
+        net.run_until(Instant::from_micros(5_000_000));
+        let (a0, b0) = (net.endpoint(a_rx).received(), net.endpoint(b_rx).received());
+        net.run_until(Instant::from_micros(30_000_000));
+        let (a1, b1) = (net.endpoint(a_rx).received(), net.endpoint(b_rx).received());
+        (b1 - b0) as f64 / (a1 - a0).max(1) as f64
+    };
+    for seed in 1..3 {
+        let uncoupled = share(CcAlgorithm::NewReno, seed);
+        let coupled = share(CcAlgorithm::Lia, seed);
+        println!(
+            "seed {seed}: two-subflow / single-path goodput: uncoupled {uncoupled:.2}, LIA {coupled:.2}"
+        );
+        assert!(uncoupled > 1.5, "seed {seed}: uncoupled {uncoupled:.2}");
+        assert!(coupled < 1.3 && coupled > 0.6, "seed {seed}: LIA {coupled:.2}");
+    }
+}
