@@ -9,6 +9,7 @@
 //! ([`RepairPlacement`]); the multipath schedulers are still to come (issue 4).
 
 mod path;
+mod placement;
 mod policy;
 
 use std::collections::VecDeque;
@@ -17,7 +18,7 @@ use std::time::Duration;
 use braid_fec::{CodeFamily, CodecConfig};
 
 use crate::blocks::{BlockReceiver, BlockSender};
-use crate::cc::{Aggregate, CcAlgorithm, Congestion};
+use crate::cc::{CcAlgorithm, Congestion};
 use crate::pipe::PipeParser;
 use crate::streams::{Limits, PeerViolation, Side, StreamEvent, Streams};
 use crate::wire::{
@@ -706,52 +707,12 @@ impl Connection {
         })
     }
 
-    /// Whether `path` has a symbol no other path may carry: a retransmission pinned to it (an
-    /// MPTCP subflow resends its own losses) or, with per-path placement, a block mapped to it
-    /// that still has something to send.
-    fn has_pinned_symbol(&self, path: usize) -> bool {
-        let id = path as u8;
-        let Some(s) = self.session.as_ref() else { return false };
-        if s.sender.has_retransmission_only_for(id) {
-            return true;
-        }
-        if !s.sender.is_per_path() {
-            return false;
-        }
-        let view = self.path_view(path);
-        s.sender.blocks().filter(|b| b.path == Some(id)).any(|b| {
-            !b.all_sources_sent()
-                || self.redundancy.repairs_wanted(b, &view) > 0
-                || self.redundancy.spare_repairs(b, &view) > 0
-        })
-    }
-
-    /// The lowest-RTT path that may send at `at` and has a symbol only it may carry: such work
-    /// goes out whenever its path may send, before the scheduler's choice (a subflow's own
-    /// retransmissions are not the connection scheduler's to place).
-    fn pinned_path(&self, at: Instant) -> Option<usize> {
-        let mss = self.config.max_datagram as u64;
-        (0..self.paths.len())
-            .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= at)
-            .filter(|&i| self.has_pinned_symbol(i))
-            .min_by_key(|&i| (self.paths[i].rtt.smoothed(), i))
-    }
-
     /// Whether some block wants a repair symbol sent on `path` now.
     fn repair_due(&self, path: usize) -> bool {
         let view = self.path_view(path);
         self.session.as_ref().is_some_and(|s| {
             s.sender.blocks().any(|b| b.may_carry(path as u8) && self.redundancy.repairs_wanted(b, &view) > 0)
         })
-    }
-
-    /// Every path's window and smoothed RTT, for a coupled congestion controller (LIA).
-    fn aggregate(&self) -> Aggregate {
-        let mut all = Aggregate::default();
-        for p in &self.paths {
-            all.push(p.cc.window(), p.rtt.smoothed());
-        }
-        all
     }
 
     /// The scheduler's choice among the paths with room in their window whose pacer allows a
@@ -970,39 +931,6 @@ impl Connection {
                 return;
             }
         }
-    }
-
-    /// Per-path placement: `path` may send and no block is left for it — cut the next
-    /// block from the pipe, at most one congestion window of `path` long (MPTCP hands a subflow
-    /// no more than it can send; a whole 64-symbol block on a subflow with a window of three
-    /// packets held the connection's receive buffer for many of its round trips).
-    fn cut_block_for(&mut self, path: usize) {
-        let mss = self.config.max_datagram as u64;
-        let limit = (self.paths[path].cc.window() / mss).max(1) as usize;
-        let Some(s) = self.session.as_mut().filter(|s| s.sender.is_per_path()) else { return };
-        if s.sender.has_unsent_for(path as u8) || !s.sender.has_room() {
-            return;
-        }
-        let size = s.sender.symbol_size();
-        for _ in 0..limit {
-            while s.partial.len() < size
-                && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
-            {
-            }
-            let more = s.streams.has_pipe_data();
-            if s.partial.is_empty() || (s.partial.len() < size && more && size - s.partial.len() > 16) {
-                break;
-            }
-            s.partial.resize(size, 0);
-            if s.sender.push_source(&s.partial).is_err() {
-                break;
-            }
-            s.partial.clear();
-            if !more {
-                break;
-            }
-        }
-        s.sender.close_block();
     }
 
     /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
