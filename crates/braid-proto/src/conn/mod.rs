@@ -951,6 +951,7 @@ impl Connection {
             if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
         if let Some(sent) = retransmission {
             self.stats.retransmissions += 1;
+            self.paths[path].stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
