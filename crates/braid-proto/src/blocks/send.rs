@@ -40,9 +40,17 @@ pub struct SendBlock {
     /// Symbols of this block declared lost so far (they use up its proactive margin).
     pub lost: u64,
     pub decoded: bool,
+    /// The path the block is mapped to, with per-path placement ([`BlockSender::set_per_path`]):
+    /// set when its first source symbol goes out; all its symbols then travel on that path.
+    pub path: Option<u8>,
 }
 
 impl SendBlock {
+    /// Whether `path` may carry this block's symbols (any path unless the block is mapped).
+    pub fn may_carry(&self, path: u8) -> bool {
+        self.path.is_none_or(|p| p == path)
+    }
+
     /// Source symbols in the block so far (final once `closed`).
     pub fn len(&self) -> usize {
         self.encoder.source_count()
@@ -103,10 +111,13 @@ pub struct BlockSender {
     blocks: VecDeque<SendBlock>,
     next_block: u64,
     scratch: Vec<u8>,
-    /// Lost source symbols to send again, for the modes that retransmit.
-    retransmit: VecDeque<(u64, u16)>,
+    /// Lost source symbols to send again, for the modes that retransmit, each with the path it
+    /// must go on (`None`: any).
+    retransmit: VecDeque<(u64, u16, Option<u8>)>,
     /// XOR groups are formed at send time by [`BlockSender::cover`] (the seed papers' modes).
     manual_groups: bool,
+    /// Each block is mapped whole onto the path that sends its first source symbol.
+    per_path: bool,
 }
 
 impl BlockSender {
@@ -120,7 +131,20 @@ impl BlockSender {
             scratch,
             retransmit: VecDeque::new(),
             manual_groups: false,
+            per_path: false,
         }
+    }
+
+    /// Per-path placement: from now on a block is mapped to the path that sends its first
+    /// source symbol, and its sources, repairs and retransmissions travel on that path only
+    /// (MPTCP-dFEC's intra-subflow FEC; the block id and index are the DSS-style mapping back
+    /// into the connection stream).
+    pub fn set_per_path(&mut self) {
+        self.per_path = true;
+    }
+
+    pub fn is_per_path(&self) -> bool {
+        self.per_path
     }
 
     /// From the next block on, XOR groups are made only by [`BlockSender::cover`].
@@ -141,10 +165,12 @@ impl BlockSender {
         }
     }
 
-    /// Queues source `index` of `block` to be sent again (a loss the code could not repair).
+    /// Queues source `index` of `block` to be sent again (a loss the code could not repair), on
+    /// the block's path if it is mapped to one.
     pub fn queue_retransmission(&mut self, block: u64, index: u16) {
-        if self.block_mut(block).is_some_and(|b| !b.decoded && usize::from(index) < b.len()) {
-            self.retransmit.push_back((block, index));
+        if let Some(b) = self.block_mut(block).filter(|b| !b.decoded && usize::from(index) < b.len()) {
+            let path = b.path;
+            self.retransmit.push_back((block, index, path));
         }
     }
 
@@ -196,6 +222,7 @@ impl BlockSender {
                 acked: 0,
                 lost: 0,
                 decoded: false,
+                path: None,
             });
         }
         let block = self.blocks.back_mut().expect("just ensured");
@@ -227,6 +254,27 @@ impl BlockSender {
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
         Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
+    }
+
+    /// Writes the oldest source symbol not yet sent that `path` may carry; with per-path
+    /// placement the block is mapped to `path` if it was not yet.
+    pub fn write_next_source_on(&mut self, path: u8, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        if !self.per_path {
+            return self.write_next_source(w);
+        }
+        let block = self.blocks.iter_mut().find(|b| !b.all_sources_sent() && b.may_carry(path))?;
+        block.path = Some(path);
+        let index = block.next_unsent;
+        block.next_unsent += 1;
+        block.in_flight += 1;
+        let payload = block.encoder.source(index as u16).expect("pushed");
+        write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
+        Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
+    }
+
+    /// Whether a source symbol not yet sent exists that `path` may carry.
+    pub fn has_unsent_for(&self, path: u8) -> bool {
+        self.blocks.iter().any(|b| !b.all_sources_sent() && b.may_carry(path))
     }
 
     /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and
@@ -282,29 +330,72 @@ impl BlockSender {
     }
 
     /// A packet carrying `symbol` was declared lost; `retransmit`: queue a lost source symbol
-    /// to be sent again (the modes without coding).
+    /// to be sent again (the modes without coding), on any path.
     pub fn on_symbol_lost(&mut self, symbol: OutgoingSymbol, retransmit: bool) {
+        self.on_symbol_lost_on(symbol, retransmit, None);
+    }
+
+    /// [`BlockSender::on_symbol_lost`], the retransmission to go on `path` only (`None`: any).
+    pub fn on_symbol_lost_on(&mut self, symbol: OutgoingSymbol, retransmit: bool, path: Option<u8>) {
         if let Some(b) = self.block_mut(symbol.block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.lost += 1;
             if let (true, Some(index), false) = (retransmit, symbol.source, b.decoded) {
-                self.retransmit.push_back((symbol.block, index));
+                self.retransmit.push_back((symbol.block, index, path));
             }
         }
     }
 
     /// Sends the oldest queued retransmission of a block still open; `None` if none is queued.
     pub fn write_retransmission(&mut self, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
-        while let Some((block, index)) = self.retransmit.pop_front() {
-            if self.block_mut(block).is_some_and(|b| !b.decoded) {
-                return self.write_source_again(block, index, w);
-            }
-        }
-        None
+        self.write_retransmission_on(None, w)
+    }
+
+    /// Sends the oldest queued retransmission `path` may carry (`None`: whatever path it was
+    /// queued for) of a block still open.
+    pub fn write_retransmission_on(
+        &mut self,
+        path: Option<u8>,
+        w: &mut Writer<'_>,
+    ) -> Option<OutgoingSymbol> {
+        self.drop_stale_retransmissions();
+        let at = self.retransmit.iter().position(|&(_, _, p)| path.is_none() || p.is_none() || p == path)?;
+        let (block, index, _) = self.retransmit.remove(at).expect("found");
+        self.write_source_again(block, index, w)
+    }
+
+    /// Forgets queued retransmissions of blocks decoded or released meanwhile.
+    fn drop_stale_retransmissions(&mut self) {
+        let first = self.blocks.front().map(|b| b.id);
+        let decoded: Vec<u64> = self.blocks.iter().filter(|b| b.decoded).map(|b| b.id).collect();
+        self.retransmit
+            .retain(|&(block, _, _)| first.is_some_and(|f| block >= f) && !decoded.contains(&block));
     }
 
     pub fn has_retransmission(&self) -> bool {
         !self.retransmit.is_empty()
+    }
+
+    /// Whether a queued retransmission may go on `path` (queued for it, or for any path).
+    pub fn has_retransmission_for(&self, path: u8) -> bool {
+        self.retransmit.iter().any(|&(_, _, p)| p.is_none_or(|p| p == path))
+    }
+
+    /// Frees what was bound to `path`: its queued retransmissions may go on any path, and the
+    /// blocks mapped to it are mapped again by the next path that sends one of their sources
+    /// (the path stopped answering: MPTCP reinjects its data on the others).
+    pub fn unpin_path(&mut self, path: u8) {
+        for r in self.retransmit.iter_mut().filter(|r| r.2 == Some(path)) {
+            r.2 = None;
+        }
+        for b in self.blocks.iter_mut().filter(|b| b.path == Some(path)) {
+            b.path = None;
+        }
+    }
+
+    /// Whether a queued retransmission must go on `path` and no other.
+    pub fn has_retransmission_only_for(&self, path: u8) -> bool {
+        self.retransmit.iter().any(|&(_, _, p)| p == Some(path))
     }
 
     /// The receiver's decoder state: release every block below its lowest undecoded one, mark
@@ -408,6 +499,42 @@ mod tests {
         tx.on_block_ack(&ack);
         assert!(tx.is_idle());
         assert_eq!(tx.blocks().count(), 0);
+    }
+
+    /// MPTCP: a loss is resent on the path that lost it until that path's RTO frees it; with
+    /// per-path placement a block's sources and retransmissions stay on the path that took it.
+    #[test]
+    fn pinned_retransmissions_and_per_path_blocks() {
+        let mut tx = BlockSender::new(config(), 4);
+        tx.set_per_path();
+        for i in 0..16u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        let mut out = Vec::new();
+        let mut w = |tx: &mut BlockSender, path| tx.write_next_source_on(path, &mut Writer::new(&mut out));
+        // Path 1 takes block 0, path 0 then block 1; path 1 keeps to block 0.
+        let a = w(&mut tx, 1).unwrap();
+        let b = w(&mut tx, 0).unwrap();
+        let c = w(&mut tx, 1).unwrap();
+        assert_eq!((a.block, b.block, c.block), (0, 1, 0));
+        assert_eq!((a.source, c.source), (Some(0), Some(1)));
+        assert!(tx.blocks().next().unwrap().may_carry(1) && !tx.blocks().next().unwrap().may_carry(0));
+        // A loss on path 1, pinned to it: path 0 may not send it, path 1 must.
+        tx.on_symbol_lost_on(a, true, Some(1));
+        assert!(tx.has_retransmission_for(1) && tx.has_retransmission_only_for(1));
+        assert!(!tx.has_retransmission_for(0));
+        assert!(tx.write_retransmission_on(Some(0), &mut Writer::new(&mut Vec::new())).is_none());
+        // Path 1's RTO: the retransmission and block 0 are free for any path.
+        tx.unpin_path(1);
+        assert!(tx.has_retransmission_for(0) && !tx.has_retransmission_only_for(1));
+        let again = tx.write_retransmission_on(Some(0), &mut Writer::new(&mut Vec::new())).unwrap();
+        assert_eq!((again.block, again.source), (0, Some(0)));
+        assert_eq!(tx.blocks().next().unwrap().path, None);
+        let d = w(&mut tx, 0).unwrap();
+        assert_eq!((d.block, d.source), (0, Some(2)), "block 0 is path 0's now");
+        // A retransmission queued by the code (a failed XOR group) goes on the block's path.
+        tx.queue_retransmission(0, 1);
+        assert!(tx.has_retransmission_only_for(0));
     }
 
     #[test]

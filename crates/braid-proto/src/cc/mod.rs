@@ -10,6 +10,7 @@ mod bbr;
 mod ctcp;
 mod cubic;
 mod hystart;
+mod lia;
 mod newreno;
 mod rtt;
 mod window;
@@ -21,6 +22,7 @@ use std::time::Duration;
 pub use bbr::Bbr;
 pub use ctcp::{CtcpEstimate, CtcpTokens};
 pub use cubic::Cubic;
+pub use lia::Lia;
 pub use newreno::NewReno;
 pub use rtt::RttEstimator;
 
@@ -38,6 +40,37 @@ pub struct Ack {
     pub in_flight: u64,
     /// Delivery-rate sample from this ACK, in bytes per second (for model-based controllers).
     pub delivery_rate: Option<f64>,
+}
+
+/// Most paths an [`Aggregate`] describes (a connection's limit).
+pub const MAX_AGGREGATE_PATHS: usize = 8;
+
+/// A read-only view of all the connection's paths — each one's congestion window and smoothed
+/// RTT — for a coupled controller: RFC 6356's increase on one path needs every path's window
+/// and RTT.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Aggregate {
+    paths: [(u64, Duration); MAX_AGGREGATE_PATHS],
+    len: usize,
+}
+
+impl Aggregate {
+    /// Adds a path (beyond [`MAX_AGGREGATE_PATHS`] it is ignored).
+    pub fn push(&mut self, window: u64, smoothed_rtt: Duration) {
+        if self.len < MAX_AGGREGATE_PATHS {
+            self.paths[self.len] = (window, smoothed_rtt);
+            self.len += 1;
+        }
+    }
+
+    /// Each path's (window bytes, smoothed RTT).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Duration)> + '_ {
+        self.paths[..self.len].iter().copied()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// A congestion signal the mode decided to act on.
@@ -65,6 +98,10 @@ pub trait CongestionController: Send + fmt::Debug {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator);
+
+    /// All the connection's paths, given just before an ACK on this path is processed. Coupled
+    /// controllers (LIA) keep it; the default ignores it.
+    fn on_aggregate(&mut self, _all: &Aggregate) {}
 
     /// A congestion event for a packet sent at `sent`. Controllers react at most once per round
     /// trip: events for packets sent before the last reduction are ignored (RFC 6582 §3.2).
@@ -103,11 +140,13 @@ pub enum CcAlgorithm {
     Bbr,
     /// CTCP's tokens (Algorithm 2), see `ctcp.rs`.
     Ctcp,
+    /// RFC 6356's coupled increase across the connection's paths, see `lia.rs`.
+    Lia,
 }
 
 impl CcAlgorithm {
-    pub const ALL: [CcAlgorithm; 4] =
-        [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr, CcAlgorithm::Ctcp];
+    pub const ALL: [CcAlgorithm; 5] =
+        [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr, CcAlgorithm::Ctcp, CcAlgorithm::Lia];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -115,6 +154,7 @@ impl CcAlgorithm {
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
             CcAlgorithm::Ctcp => "ctcp",
+            CcAlgorithm::Lia => "lia",
         }
     }
 
@@ -125,6 +165,7 @@ impl CcAlgorithm {
             CcAlgorithm::Cubic => Box::new(Cubic::new(mss)),
             CcAlgorithm::Bbr => Box::new(Bbr::new(mss)),
             CcAlgorithm::Ctcp => Box::new(CtcpTokens::new(mss)),
+            CcAlgorithm::Lia => Box::new(Lia::new(mss)),
         }
     }
 }

@@ -4,11 +4,13 @@
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
 //! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model) and the seed
-//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp` (see [`Mode`]); the multipath schedulers
-//! are still to come (issue 4).
+//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp`, and the multipath `mptcp` (a model)
+//! and `mptcp-dfec` (see [`Mode`]); repair goes per path or across paths
+//! ([`RepairPlacement`]); the multipath schedulers are still to come (issue 4).
 
 mod lifecycle;
 mod path;
+mod placement;
 mod policy;
 
 use std::collections::VecDeque;
@@ -25,8 +27,8 @@ use crate::wire::{
 };
 use crate::Instant;
 
-pub use crate::redundancy::Redundancy;
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
+pub use crate::redundancy::{Redundancy, RepairPlacement};
 use crate::sched::{Candidate, MinRtt, Scheduler};
 pub use lifecycle::PathError;
 pub use path::{LossEstimator, PathState, PathStats};
@@ -57,6 +59,16 @@ pub struct ConnectionConfig {
     /// [`Connection::add_path`]. The server ignores it: it accepts each path id with the first
     /// valid packet on it (PROTOCOL.md §12.1). Default 1.
     pub paths: u8,
+    /// Where repair symbols may go. Default (`None`): the mode's ([`Mode::default_placement`]:
+    /// per path for `mptcp-dfec`, across paths otherwise).
+    pub repair_placement: Option<RepairPlacement>,
+}
+
+impl ConnectionConfig {
+    /// The repair placement in force: the configured one, else the mode's.
+    pub fn placement(&self) -> RepairPlacement {
+        self.repair_placement.unwrap_or(self.mode.default_placement())
+    }
 }
 
 impl Default for ConnectionConfig {
@@ -68,6 +80,7 @@ impl Default for ConnectionConfig {
             mode: Mode::Braid,
             redundancy: Redundancy::default(),
             paths: 1,
+            repair_placement: None,
         }
     }
 }
@@ -221,6 +234,12 @@ impl Connection {
         if let Some(len) = config.mode.min_block_len() {
             config.params.max_block_len = config.params.max_block_len.max(len);
         }
+        if config.placement() == RepairPlacement::PerPath {
+            // Per-path blocks are cut one window long, often shorter than a full block: allow
+            // more of them, so the block window still spans the paths' round trips.
+            config.params.blocks_in_flight =
+                config.params.blocks_in_flight.max(crate::wire::MAX_BLOCKS_IN_FLIGHT as u16);
+        }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         // The server starts with none: it accepts each path with its first packet.
         let count = if side == Side::Client { config.paths.clamp(1, 8) } else { 0 };
@@ -228,7 +247,7 @@ impl Connection {
         Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
-            redundancy: config.mode.redundancy(config.redundancy),
+            redundancy: config.mode.redundancy(config.redundancy, config.placement()),
             scheduler: Box::new(MinRtt),
             config,
             state: State::Handshake,
@@ -295,6 +314,12 @@ impl Connection {
         })
     }
 
+    /// Each path's loss estimate as the redundancy controller sees it: the congestion
+    /// controller's own if it keeps one (CTCP Algorithm 1's `p`, per path), else the path's.
+    pub fn loss_estimates(&self) -> Vec<f64> {
+        (0..self.paths.len()).map(|i| self.path_view(i).loss).collect()
+    }
+
     /// Smoothed RTT, congestion window and loss estimate of each path.
     pub fn path_state(&self) -> Vec<(Duration, u64, f64)> {
         self.paths.iter().map(|p| (p.rtt.smoothed(), p.cc.window(), p.loss.rate())).collect()
@@ -357,6 +382,9 @@ impl Connection {
         let mut sender = BlockSender::new(codec.clone(), window);
         if xor_groups {
             sender.set_manual_groups();
+        }
+        if self.config.placement() == RepairPlacement::PerPath {
+            sender.set_per_path();
         }
         self.session = Some(Session {
             streams: Streams::new(self.side, local, remote),
@@ -532,9 +560,11 @@ impl Connection {
         if !self.ack_for_path(now, arrival, usize::from(ack.path), ack) {
             return;
         }
-        let threshold = self.redundancy.packet_threshold();
+        let threshold = self.redundancy.packet_threshold(usize::from(ack.path));
+        let all = self.aggregate();
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
         path.set_packet_threshold(threshold);
+        path.cc.on_aggregate(&all);
         let outcome = path.on_ack(now, ack);
         self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost, false);
     }
@@ -574,6 +604,12 @@ impl Connection {
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
         let retransmit = self.config.mode.retransmits() || self.config.params.code == CodeFamily::Xor;
+        // MPTCP's subflows resend their own losses (and a block mapped to a path stays on it);
+        // a probe timeout (the subflow's RTO) lets the data be reinjected on any path.
+        let pin = (!probe
+            && (self.config.mode.resends_on_same_path()
+                || self.config.placement() == RepairPlacement::PerPath))
+            .then_some(path_id);
         // The newest loss not taken over by the redundancy controller (the XOR modes hold a loss
         // their parity may still repair, and settle it later with `FecAction`s).
         let mut newest = None;
@@ -581,7 +617,7 @@ impl Connection {
             let mut taken = !p.symbols.is_empty();
             for s in &p.symbols {
                 let take = xor_groups && self.redundancy.take_loss(now, path, *s, p.time);
-                session.sender.on_symbol_lost(*s, retransmit && !take);
+                session.sender.on_symbol_lost_on(*s, retransmit && !take, pin);
                 taken &= take;
             }
             if !taken {
@@ -593,6 +629,11 @@ impl Connection {
         }
         // A lost PATH_ABANDON is sent again (PROTOCOL.md §12.3).
         self.abandon_pending |= lost.iter().fold(0, |bits, p| bits | p.abandons);
+        if probe && !lost.is_empty() {
+            // The path's RTO: what only it could carry (its own retransmissions, the blocks
+            // mapped to it) may now go on any path — MPTCP's reinjection.
+            session.sender.unpin_path(path_id);
+        }
         let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
@@ -652,7 +693,7 @@ impl Connection {
         self.redundancy.handle_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
-                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold());
+                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold(i));
                 let (lost, probe) = self.paths[i].on_timer(now);
                 self.after_losses(now, i, Vec::new(), lost, probe);
                 if probe {
@@ -709,6 +750,10 @@ impl Connection {
     fn next_symbol_time(&self) -> Option<Instant> {
         let s = self.session.as_ref()?;
         let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
+        // With per-path placement new data joins the open block, which only its path may carry.
+        let new_source_on = |c: usize| {
+            new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
+        };
         let mss = self.config.max_datagram as u64;
         let mut next: Option<Instant> = None;
         for i in (0..self.paths.len()).filter(|&i| self.data_room(i) >= mss) {
@@ -717,8 +762,8 @@ impl Connection {
                 continue;
             }
             // The path `poll_transmit` would choose at `at`.
-            let chosen = self.choose_path(at);
-            if chosen.is_some_and(|c| new_source || self.has_symbol(c)) {
+            let chosen = self.pinned_path(at).or_else(|| self.choose_path(at));
+            if chosen.is_some_and(|c| new_source_on(c) || self.has_symbol(c)) {
                 next = Some(at);
             }
         }
@@ -728,14 +773,16 @@ impl Connection {
     /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
     fn has_symbol(&self, path: usize) -> bool {
         let view = self.path_view(path);
+        let id = path as u8;
         // The cheap questions first: an unsent source anywhere settles it without asking the
         // redundancy controller about every block.
         self.session.as_ref().is_some_and(|s| {
-            s.sender.has_retransmission()
-                || s.sender.blocks().any(|b| !b.all_sources_sent())
+            s.sender.has_retransmission_for(id)
+                || s.sender.has_unsent_for(id)
                 || s.sender.blocks().any(|b| {
-                    self.redundancy.repairs_wanted(b, &view) > 0
-                        || self.redundancy.spare_repairs(b, &view) > 0
+                    b.may_carry(id)
+                        && (self.redundancy.repairs_wanted(b, &view) > 0
+                            || self.redundancy.spare_repairs(b, &view) > 0)
                 })
         })
     }
@@ -743,9 +790,9 @@ impl Connection {
     /// Whether some block wants a repair symbol sent on `path` now.
     fn repair_due(&self, path: usize) -> bool {
         let view = self.path_view(path);
-        self.session
-            .as_ref()
-            .is_some_and(|s| s.sender.blocks().any(|b| self.redundancy.repairs_wanted(b, &view) > 0))
+        self.session.as_ref().is_some_and(|s| {
+            s.sender.blocks().any(|b| b.may_carry(path as u8) && self.redundancy.repairs_wanted(b, &view) > 0)
+        })
     }
 
     /// The scheduler's choice among the paths with room in their window whose pacer allows a
@@ -771,6 +818,7 @@ impl Connection {
     fn path_view(&self, path: usize) -> PathView {
         let p = &self.paths[path];
         PathView {
+            path: path as u8,
             smoothed_rtt: p.rtt.smoothed(),
             min_rtt: p.rtt.min(),
             loss: p.cc.loss_estimate().unwrap_or(p.loss.rate()),
@@ -821,7 +869,7 @@ impl Connection {
         }
         self.fill_pipe();
         self.apply_parity_covers(now);
-        let ready = self.choose_path(now);
+        let ready = self.pinned_path(now).or_else(|| self.choose_path(now));
         let ack_due = self
             .paths
             .iter()
@@ -831,6 +879,9 @@ impl Connection {
                 (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
             });
         let max = self.config.max_datagram;
+        if let Some(path) = ready {
+            self.cut_block_for(path);
+        }
         if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
             self.begin_packet(path, PacketType::Data, buf);
             // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
@@ -972,9 +1023,10 @@ impl Connection {
         }
     }
 
-    /// Moves stream data into source symbols while the block window has room.
+    /// Moves stream data into source symbols while the block window has room. With per-path
+    /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).
     fn fill_pipe(&mut self) {
-        let Some(s) = self.session.as_mut() else { return };
+        let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
         let size = s.sender.symbol_size();
         while s.sender.has_room() {
             while s.partial.len() < size
@@ -1014,16 +1066,23 @@ impl Connection {
         repair_only: bool,
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
+        let id = path as u8;
         let s = self.session.as_mut()?;
         let mut w = Writer::new(buf);
-        let retransmission = if repair_only { None } else { s.sender.write_retransmission(&mut w) };
+        let retransmission =
+            if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
         if let Some(sent) = retransmission {
             self.stats.retransmissions += 1;
+            self.paths[path].stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
         }
-        let short = s.sender.blocks().find(|b| self.redundancy.repairs_wanted(b, &view) > 0).map(|b| b.id);
+        let short = s
+            .sender
+            .blocks()
+            .find(|b| b.may_carry(id) && self.redundancy.repairs_wanted(b, &view) > 0)
+            .map(|b| b.id);
         if let Some(block) = short {
             if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
                 self.stats.repair_symbols_sent += 1;
@@ -1035,10 +1094,13 @@ impl Connection {
         if repair_only {
             return None;
         }
-        let Some(sent) = s.sender.write_next_source(&mut w) else {
+        let Some(sent) = s.sender.write_next_source_on(id, &mut w) else {
             // No new data: the spare capacity carries proactive repair.
-            let block =
-                s.sender.blocks().find(|b| self.redundancy.spare_repairs(b, &view) > 0).map(|b| b.id)?;
+            let block = s
+                .sender
+                .blocks()
+                .find(|b| b.may_carry(id) && self.redundancy.spare_repairs(b, &view) > 0)
+                .map(|b| b.id)?;
             let sent = s.sender.write_repair(block, &mut w).ok()??;
             self.stats.repair_symbols_sent += 1;
             self.redundancy.on_event(

@@ -144,6 +144,8 @@ pub struct PathStats {
     pub fast_losses: u64,
     /// Probe timeouts (RFC 9002 §6.2), each collapsing the window.
     pub timeouts: u64,
+    /// Source symbols sent again on this path (the retransmitting modes).
+    pub retransmissions: u64,
 }
 
 impl Path {

@@ -11,7 +11,8 @@ use braid_fec::CodeFamily;
 
 use crate::cc::{CcAlgorithm, RttEstimator};
 use crate::redundancy::{
-    CtcpScheduler, Dfec, Fmtcp, NoRedundancy, Redundancy, RedundancyController, Sato, TcpIr,
+    CtcpScheduler, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController, RepairPlacement,
+    Sato, TcpIr,
 };
 
 /// A scheme: how a connection codes, repairs and reacts to loss.
@@ -41,11 +42,34 @@ pub enum Mode {
     /// Sato et al.: cwnd-sized, interleaved XOR groups, dupACK suppression, repaired losses
     /// reduce cwnd by r = 0.7 (`redundancy/sato.rs`).
     Sato,
+    /// The simulator's model of Linux MPTCP (a model, not the kernel): no coding; each subflow
+    /// resends its own losses on itself (fast retransmit, RFC 9002's packet threshold), and only
+    /// a subflow's probe timeout (RTO) lets the lost data be reinjected on any subflow; minimum-
+    /// RTT scheduling; per-subflow CUBIC (upstream Linux MPTCP is uncoupled; `--cc lia` couples);
+    /// and the connection-level receive buffer (flow-control window,
+    /// `TransportParams::initial_max_data`) shared by all subflows, so a slow or lossy subflow
+    /// head-of-line blocks the others (FMTCP §III).
+    Mptcp,
+    /// MPTCP-dFEC (dFEC paper §III-C): every subflow runs its own TCP-dFEC — its own XOR groups
+    /// over what it sent, its own ratio, its own DupACK threshold — and its cwnd reacts only
+    /// to FEC lost or failed on it. Blocks are mapped whole onto one subflow (a DSS-style
+    /// mapping: the symbol header names the block and index, so a repaired packet lands at its
+    /// place in the connection stream). Minimum-RTT scheduling, per-subflow CUBIC.
+    MptcpDfec,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 7] =
-        [Mode::Braid, Mode::Tcp, Mode::TcpIr, Mode::Dfec, Mode::Sato, Mode::Ctcp, Mode::Fmtcp];
+    pub const ALL: [Mode; 9] = [
+        Mode::Braid,
+        Mode::Tcp,
+        Mode::TcpIr,
+        Mode::Dfec,
+        Mode::Sato,
+        Mode::Ctcp,
+        Mode::Fmtcp,
+        Mode::Mptcp,
+        Mode::MptcpDfec,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -56,23 +80,35 @@ impl Mode {
             Mode::TcpIr => "tcp-ir",
             Mode::Dfec => "dfec",
             Mode::Sato => "sato",
+            Mode::Mptcp => "mptcp",
+            Mode::MptcpDfec => "mptcp-dfec",
         }
+    }
+
+    /// Whether the mode is a multipath one by definition (MPTCP and MPTCP-dFEC): the runner
+    /// runs them only where a scenario has two paths or more. Every mode runs on any number of
+    /// paths.
+    pub fn is_multipath(self) -> bool {
+        matches!(self, Mode::Mptcp | Mode::MptcpDfec)
     }
 
     /// The code family the mode is defined with: the client proposes it in the handshake unless
     /// its configuration names another than the default (RLNC).
     pub fn code_family(self) -> CodeFamily {
         match self {
-            Mode::Braid | Mode::Tcp | Mode::Ctcp => CodeFamily::Rlnc,
+            Mode::Braid | Mode::Tcp | Mode::Ctcp | Mode::Mptcp => CodeFamily::Rlnc,
             Mode::Fmtcp => CodeFamily::RaptorQ,
-            Mode::TcpIr | Mode::Dfec | Mode::Sato => CodeFamily::Xor,
+            Mode::TcpIr | Mode::Dfec | Mode::Sato | Mode::MptcpDfec => CodeFamily::Xor,
         }
     }
 
     /// The smallest block length the mode needs: the XOR modes' groups do not span blocks, so a
     /// block holds at least dFEC's largest FEC block (256) and Sato's widest window (3 × 30).
+    /// MPTCP-dFEC keeps the default length: with per-path placement a block is the unit mapped
+    /// onto one subflow, and 256-symbol blocks (315 KB) would leave a fast subflow idle while the
+    /// others hold the few blocks of a short transfer; its groups are cut at 64 instead.
     pub fn min_block_len(self) -> Option<u16> {
-        (self.code_family() == CodeFamily::Xor).then_some(256)
+        (self.code_family() == CodeFamily::Xor && self != Mode::MptcpDfec).then_some(256)
     }
 
     /// The congestion controller a path gets when the configuration names none. braid and the
@@ -80,10 +116,14 @@ impl Mode {
     /// TCP-IR and TCP-dFEC were built into Linux TCP, whose default is CUBIC; Sato et al. ran
     /// NewReno in ns-3 (§4). CTCP: its tokens (Algorithm 2). FMTCP: NewReno — it was built on
     /// IETF-MPTCP in ns-2, whose subflows run NewReno, and says the choice does not matter on
-    /// disjoint paths (§II).
+    /// disjoint paths (§II). MPTCP and MPTCP-dFEC: uncoupled CUBIC per subflow, upstream Linux
+    /// MPTCP's default (the dFEC paper evaluates its FEC apart from the congestion control,
+    /// §I); `--cc lia` gives RFC 6356's coupled increase.
     pub fn default_cc(self) -> CcAlgorithm {
         match self {
-            Mode::Braid | Mode::Tcp | Mode::TcpIr | Mode::Dfec => CcAlgorithm::Cubic,
+            Mode::Braid | Mode::Tcp | Mode::TcpIr | Mode::Dfec | Mode::Mptcp | Mode::MptcpDfec => {
+                CcAlgorithm::Cubic
+            }
             Mode::Sato => CcAlgorithm::NewReno,
             Mode::Ctcp => CcAlgorithm::Ctcp,
             Mode::Fmtcp => CcAlgorithm::NewReno,
@@ -97,22 +137,53 @@ impl Mode {
     }
 
     pub(crate) fn retransmits(self) -> bool {
-        self == Mode::Tcp || self.code_family() == CodeFamily::Xor
+        matches!(self, Mode::Tcp | Mode::Mptcp) || self.code_family() == CodeFamily::Xor
+    }
+
+    /// Where a block's repair symbols may go when the configuration does not say: MPTCP-dFEC's
+    /// FEC is intra-subflow; every other mode places repair on any path (FMTCP's choice).
+    pub fn default_placement(self) -> RepairPlacement {
+        match self {
+            Mode::MptcpDfec => RepairPlacement::PerPath,
+            _ => RepairPlacement::AcrossPaths,
+        }
+    }
+
+    /// Whether a lost packet's data is resent on the path that lost it (MPTCP: a subflow is a
+    /// TCP connection that retransmits its own segments; the dFEC paper, footnote 1: fast
+    /// retransmit resends on the same subflow, an RTO reschedules on another).
+    pub(crate) fn resends_on_same_path(self) -> bool {
+        matches!(self, Mode::Mptcp | Mode::MptcpDfec)
     }
 
     /// Whether losses just detected on a path with this RTT state count as congestion.
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
             Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
-            Mode::Tcp | Mode::Fmtcp | Mode::TcpIr | Mode::Dfec | Mode::Sato => true,
+            Mode::Tcp
+            | Mode::Fmtcp
+            | Mode::TcpIr
+            | Mode::Dfec
+            | Mode::Sato
+            | Mode::Mptcp
+            | Mode::MptcpDfec => true,
             // CTCP reacts to loss through its own estimate (Algorithm 2's loss-spike rule).
             Mode::Ctcp => false,
         }
     }
 
-    /// The mode's redundancy controller; `adaptive` is braid's tuning.
-    pub(crate) fn redundancy(self, adaptive: Redundancy) -> Box<dyn RedundancyController> {
+    /// The mode's redundancy controller; `adaptive` is braid's tuning. MPTCP-dFEC with per-path
+    /// placement runs one dFEC per subflow; across paths, one connection-level dFEC whose
+    /// parities go on any path.
+    pub(crate) fn redundancy(
+        self,
+        adaptive: Redundancy,
+        placement: RepairPlacement,
+    ) -> Box<dyn RedundancyController> {
         match self {
+            Mode::Mptcp => Box::new(NoRedundancy),
+            Mode::MptcpDfec if placement == RepairPlacement::PerPath => Box::new(PerPath::<Dfec>::default()),
+            Mode::MptcpDfec => Box::new(Dfec::default()),
             Mode::Braid => Box::new(adaptive),
             Mode::Tcp => Box::new(NoRedundancy),
             Mode::Ctcp => Box::new(CtcpScheduler::default()),
@@ -145,6 +216,9 @@ mod tests {
     fn each_mode_brings_its_code_family_and_congestion_controller() {
         assert_eq!("FMTCP".parse::<Mode>(), Ok(Mode::Fmtcp));
         assert_eq!("ctcp".parse::<Mode>(), Ok(Mode::Ctcp));
+        assert_eq!("MPTCP-dFEC".parse::<Mode>(), Ok(Mode::MptcpDfec));
+        assert_eq!(Mode::MptcpDfec.default_placement(), RepairPlacement::PerPath);
+        assert_eq!(Mode::Fmtcp.default_placement(), RepairPlacement::AcrossPaths);
         let expected = [
             (Mode::Braid, CodeFamily::Rlnc, "cubic"),
             (Mode::Tcp, CodeFamily::Rlnc, "cubic"),
@@ -153,6 +227,8 @@ mod tests {
             (Mode::TcpIr, CodeFamily::Xor, "cubic"),
             (Mode::Dfec, CodeFamily::Xor, "cubic"),
             (Mode::Sato, CodeFamily::Xor, "newreno"),
+            (Mode::Mptcp, CodeFamily::Rlnc, "cubic"),
+            (Mode::MptcpDfec, CodeFamily::Xor, "cubic"),
         ];
         assert_eq!(expected.len(), Mode::ALL.len());
         for (mode, code, cc) in expected {

@@ -206,7 +206,7 @@ mod tests {
 
     fn view(loss: f64) -> PathView {
         let rtt = std::time::Duration::from_millis(100);
-        PathView { smoothed_rtt: rtt, min_rtt: rtt, loss, window: 100_000, in_flight: 0, mss: 1280 }
+        PathView { path: 0, smoothed_rtt: rtt, min_rtt: rtt, loss, window: 100_000, in_flight: 0, mss: 1280 }
     }
 
     /// Known losses go out ahead of new data, the δ̂ margin only as spare capacity, and each

@@ -131,6 +131,7 @@ mod tests {
 
     fn view(loss: f64) -> PathView {
         PathView {
+            path: 0,
             smoothed_rtt: Duration::from_millis(100),
             min_rtt: Duration::from_millis(100),
             loss,

@@ -167,7 +167,7 @@ impl RedundancyController for Dfec {
         covers
     }
 
-    fn packet_threshold(&self) -> Option<u64> {
+    fn packet_threshold(&self, _path: usize) -> Option<u64> {
         Some(self.ratio() as u64)
     }
 
@@ -212,12 +212,12 @@ mod tests {
     #[test]
     fn ratio_adapts_on_residual_loss_and_clamps() {
         let mut d = Dfec::default();
-        assert_eq!((d.ratio(), d.packet_threshold()), (9, Some(9)));
+        assert_eq!((d.ratio(), d.packet_threshold(0)), (9, Some(9)));
         // Residual 10 / 90 = 11 % > 1 %: ratio × 0.67 (more FEC).
         period(&mut d, 0, 100, 10);
         period(&mut d, 30, 100, 0);
         assert_eq!(d.ratio(), 6, "9 × 0.67");
-        assert_eq!(d.packet_threshold(), Some(6), "the dupACK threshold follows the FEC block size");
+        assert_eq!(d.packet_threshold(0), Some(6), "the dupACK threshold follows the FEC block size");
         // The clean period is averaged with the lossy one (N = 2): mean 5.5 % — still down.
         period(&mut d, 60, 100, 0);
         assert_eq!(d.ratio(), 4, "6.03 × 0.67 = 4.04");

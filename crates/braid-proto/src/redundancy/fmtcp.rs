@@ -174,6 +174,7 @@ mod tests {
         while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
         // ŵ = min(6-symbol block, 100-packet window) = 6; p = 5 % → one appended symbol.
         let path = PathView {
+            path: 0,
             smoothed_rtt: Duration::from_millis(100),
             min_rtt: Duration::from_millis(100),
             loss: 0.05,

@@ -14,6 +14,7 @@ mod ctcp;
 mod dfec;
 mod fmtcp;
 mod groups;
+mod per_path;
 mod sato;
 mod tcp_ir;
 
@@ -26,6 +27,7 @@ pub use ctcp::CtcpScheduler;
 pub use dfec::Dfec;
 pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
 pub use groups::{GroupTracker, RecoveredLoss};
+pub use per_path::{PerPath, RepairPlacement};
 pub use sato::Sato;
 pub use tcp_ir::TcpIr;
 
@@ -36,6 +38,8 @@ use crate::Instant;
 /// What a redundancy controller may know about the path about to carry a symbol.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PathView {
+    /// The path's index in the connection.
+    pub path: u8,
     pub smoothed_rtt: Duration,
     pub min_rtt: Duration,
     /// The path's random-loss estimate (CTCP Algorithm 1's p).
@@ -127,8 +131,8 @@ pub trait RedundancyController: Send + fmt::Debug {
     }
 
     /// The packet threshold for loss detection (RFC 9002 §6.1.1's 3, TCP's dupACK threshold)
-    /// this controller wants (dFEC: the FEC block size).
-    fn packet_threshold(&self) -> Option<u64> {
+    /// this controller wants on `path` (dFEC: the FEC block size).
+    fn packet_threshold(&self, _path: usize) -> Option<u64> {
         None
     }
 
@@ -212,6 +216,7 @@ pub(crate) mod testing {
     /// A path with a window of `packets` 1000-byte packets and the given smoothed RTT.
     pub fn view(packets: u64, srtt_ms: u64) -> PathView {
         PathView {
+            path: 0,
             smoothed_rtt: Duration::from_millis(srtt_ms),
             min_rtt: Duration::from_millis(srtt_ms),
             loss: 0.0,

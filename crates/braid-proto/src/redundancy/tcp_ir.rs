@@ -112,7 +112,7 @@ impl RedundancyController for TcpIr {
 
     /// TCP's three duplicate ACKs, stated so that loss detection also keeps its time-threshold
     /// timer strict (see `Path::set_packet_threshold`).
-    fn packet_threshold(&self) -> Option<u64> {
+    fn packet_threshold(&self, _path: usize) -> Option<u64> {
         Some(3)
     }
 

@@ -53,6 +53,7 @@ mod tests {
     #[test]
     fn min_rtt_picks_the_fastest_ready_path() {
         let view = |ms| PathView {
+            path: 0,
             smoothed_rtt: Duration::from_millis(ms),
             min_rtt: Duration::from_millis(ms),
             loss: 0.0,

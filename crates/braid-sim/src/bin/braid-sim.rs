@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
-use braid_proto::conn::{Mode, Redundancy};
+use braid_proto::conn::{Mode, Redundancy, RepairPlacement};
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
 use braid_sim::net::StopReason;
@@ -77,12 +77,16 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp|lia] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
     );
     eprintln!("  --margin-ahead: braid sends its repair margin ahead of new data (latency first)");
     eprintln!("  --delta D: braid's δ̂, the accepted chance a block's margin falls short (default 0.5)");
     eprintln!("  --modes: any of {}", braid_proto::conn::Mode::ALL.map(|m| m.name()).join(", "));
     eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
+    eprintln!("  --placement: where repair goes, per path or across paths (default: the mode's own)");
+    eprintln!(
+        "  mptcp and mptcp-dfec run only on scenarios with two paths or more, unless --modes names them"
+    );
     eprintln!("  runs each scenario (every sweep point) once per mode and prints a summary table;");
     eprintln!("  --csv DIR writes DIR/summary.csv and DIR/timeseries.csv, --json FILE one JSON document");
     ExitCode::from(2)
@@ -90,6 +94,8 @@ fn usage() -> ExitCode {
 
 fn main() -> ExitCode {
     let mut modes = Mode::ALL.to_vec();
+    let mut modes_named = false;
+    let mut placement = None;
     let mut cc = None;
     let mut margin_ahead = false;
     let mut delta = None;
@@ -102,7 +108,10 @@ fn main() -> ExitCode {
             "--modes" => {
                 let Some(list) = args.next() else { return usage() };
                 match list.split(',').map(str::parse).collect::<Result<Vec<Mode>, _>>() {
-                    Ok(m) => modes = m,
+                    Ok(m) => {
+                        modes = m;
+                        modes_named = true;
+                    }
                     Err(e) => {
                         eprintln!("--modes: {e}");
                         return ExitCode::from(2);
@@ -115,6 +124,16 @@ fn main() -> ExitCode {
                     Ok(a) => cc = Some(a),
                     Err(e) => {
                         eprintln!("--cc: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            "--placement" => {
+                let Some(name) = args.next() else { return usage() };
+                match name.parse::<RepairPlacement>() {
+                    Ok(p) => placement = Some(p),
+                    Err(e) => {
+                        eprintln!("--placement: {e}");
                         return ExitCode::from(2);
                     }
                 }
@@ -161,12 +180,17 @@ fn main() -> ExitCode {
         };
         for scenario in &scenarios {
             for &mode in &modes {
+                // MPTCP's modes are multipath by definition: on one path they would repeat the
+                // `tcp` and `dfec` rows.
+                if mode.is_multipath() && scenario.paths.len() < 2 && !modes_named {
+                    continue;
+                }
                 let redundancy = Redundancy {
                     margin_ahead_of_data: margin_ahead,
                     target_failure: delta.unwrap_or(Redundancy::default().target_failure),
                     ..Redundancy::default()
                 };
-                match run(scenario, mode, cc, redundancy) {
+                match run(scenario, mode, cc, redundancy, placement) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
                         eprintln!("{}: {e}", scenario.title());
@@ -210,6 +234,7 @@ fn run(
     mode: Mode,
     cc: Option<CcAlgorithm>,
     redundancy: Redundancy,
+    placement: Option<RepairPlacement>,
 ) -> Result<Row, String> {
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
@@ -219,6 +244,7 @@ fn run(
                 cc,
                 redundancy,
                 paths: cx.paths as u8,
+                repair_placement: placement,
                 ..ConnectionConfig::default()
             };
             // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).
@@ -419,6 +445,8 @@ fn mode_label(mode: Mode) -> &'static str {
         Mode::TcpIr => "tcp-ir",
         Mode::Dfec => "dfec",
         Mode::Sato => "sato",
+        Mode::Mptcp => "mptcp (model)",
+        Mode::MptcpDfec => "mptcp-dfec",
     }
 }
 
