@@ -52,6 +52,11 @@ impl SendBlock {
         self.len() == 0
     }
 
+    /// Source symbols not yet sent once.
+    pub fn unsent_sources(&self) -> u64 {
+        (self.len() - self.next_unsent) as u64
+    }
+
     /// Every source symbol has been sent once.
     pub fn all_sources_sent(&self) -> bool {
         self.next_unsent == self.len()
@@ -227,6 +232,26 @@ impl BlockSender {
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
         Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
+    }
+
+    /// Writes the oldest unsent source symbol of `block` (a scheduler may serve a later block
+    /// before an earlier one's sources are all out); `None` if it has none.
+    pub fn write_next_source_of(&mut self, block: u64, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        let b = self.block_mut(block).filter(|b| !b.all_sources_sent())?;
+        let index = b.next_unsent;
+        b.next_unsent += 1;
+        b.in_flight += 1;
+        let payload = b.encoder.source(index as u16).expect("pushed");
+        write_symbol(w, b.id, SymbolId::Source { index: index as u16 }, b.block_len(), payload);
+        Some(OutgoingSymbol { block, source: Some(index as u16), group: None })
+    }
+
+    /// A copy of a symbol of `block` already written went out on another path (the redundant
+    /// scheduler): one more in flight.
+    pub fn on_copy_sent(&mut self, block: u64) {
+        if let Some(b) = self.block_mut(block) {
+            b.in_flight += 1;
+        }
     }
 
     /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and

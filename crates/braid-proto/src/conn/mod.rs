@@ -26,7 +26,7 @@ use crate::Instant;
 
 pub use crate::redundancy::Redundancy;
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
-use crate::sched::{Candidate, MinRtt, Scheduler};
+use crate::sched::{BlockView, PathInfo, Pick, SchedView, Scheduler, SchedulerKind};
 pub use path::{LossEstimator, PathStats};
 use path::{Path, SentPacket};
 pub use policy::Mode;
@@ -53,6 +53,9 @@ pub struct ConnectionConfig {
     pub redundancy: Redundancy,
     /// Number of paths. Default 1.
     pub paths: u8,
+    /// Which path carries each symbol, and from which block. Default (`None`): the mode's
+    /// ([`Mode::default_scheduler`]).
+    pub scheduler: Option<SchedulerKind>,
 }
 
 impl Default for ConnectionConfig {
@@ -64,6 +67,7 @@ impl Default for ConnectionConfig {
             mode: Mode::Braid,
             redundancy: Redundancy::default(),
             paths: 1,
+            scheduler: None,
         }
     }
 }
@@ -121,6 +125,8 @@ pub struct ConnectionStats {
     /// Source symbols this end recovered by decoding rather than receiving them (the receiver's
     /// side of the effective recovery rate, recovered / repair sent).
     pub symbols_recovered: u64,
+    /// Copies of symbols sent on further paths (the `redundant` scheduler).
+    pub copies_sent: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +169,9 @@ pub struct Connection {
     block_log: Vec<BlockRecord>,
     redundancy: Box<dyn RedundancyController>,
     scheduler: Box<dyn Scheduler>,
+    /// Copies of the symbol just sent, waiting to go on other paths (the `redundant`
+    /// scheduler): path, symbol, the SYMBOL frame's bytes. At most one per other path.
+    copies: Vec<(usize, crate::blocks::OutgoingSymbol, Vec<u8>)>,
     /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
     last_poll: Instant,
 }
@@ -198,7 +207,8 @@ impl Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
             redundancy: config.mode.redundancy(config.redundancy),
-            scheduler: Box::new(MinRtt),
+            scheduler: config.scheduler.unwrap_or(config.mode.default_scheduler()).build(),
+            copies: Vec::new(),
             config,
             state: State::Handshake,
             cid,
@@ -492,6 +502,7 @@ impl Connection {
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
+                self.scheduler.on_symbol(now, event);
                 if xor_groups {
                     self.redundancy.on_symbol_acked(now, *s);
                 }
@@ -502,6 +513,7 @@ impl Connection {
                 self.redundancy.on_event(now, RedundancyEvent::Lost { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Lost { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
+                self.scheduler.on_symbol(now, event);
             }
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
@@ -606,6 +618,13 @@ impl Connection {
             next = next.min(t);
         }
         if self.session.is_some() {
+            let mut paths = [PathInfo::default(); 8];
+            let n = self.path_infos(self.last_poll, &mut paths);
+            if let Some(t) = self.scheduler.poll_timeout(self.last_poll, &paths[..n]) {
+                next = next.min(t.max(self.last_poll));
+            }
+        }
+        if self.session.is_some() {
             for i in 0..self.paths.len() {
                 if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
                     next = next.min(t);
@@ -630,6 +649,9 @@ impl Connection {
         let s = self.session.as_ref()?;
         let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
         let mss = self.config.max_datagram as u64;
+        if !self.copies.is_empty() {
+            return Some(self.last_poll);
+        }
         let mut next: Option<Instant> = None;
         for candidate in self.paths.iter().filter(|p| p.window_room() >= mss) {
             let at = candidate.next_send.max(self.last_poll);
@@ -645,9 +667,15 @@ impl Connection {
         next
     }
 
-    /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
-    fn has_symbol(&self, path: usize) -> bool {
-        let view = self.path_view(path);
+    /// Whether the scheduler's pick has a symbol to carry: an unsent source, or a repair some
+    /// block needs (the block it names, if it names one: the scheduler judged its need).
+    fn has_symbol(&self, pick: Pick) -> bool {
+        if let Some(block) = pick.block {
+            return self.session.as_ref().is_some_and(|s| {
+                s.sender.has_retransmission() || s.sender.blocks().any(|b| b.id == block && !b.decoded)
+            });
+        }
+        let view = self.path_view(pick.path);
         // The cheap questions first: an unsent source anywhere settles it without asking the
         // redundancy controller about every block.
         self.session.as_ref().is_some_and(|s| {
@@ -670,21 +698,54 @@ impl Connection {
 
     /// The scheduler's choice among the paths with room in their window whose pacer allows a
     /// send at `at` (the one place the path choice is made, for sending and for wake-ups).
-    fn choose_path(&self, at: Instant) -> Option<usize> {
-        let mss = self.config.max_datagram as u64;
+    fn choose_path(&self, at: Instant) -> Option<Pick> {
         // At most 8 paths: a stack array, no allocation on this hot path.
-        let mut ready = [Candidate::default(); 8];
-        let mut n = 0;
-        for i in 0..self.paths.len() {
-            if self.paths[i].window_room() >= mss && self.paths[i].next_send <= at {
-                ready[n] = Candidate { path: i, view: self.path_view(i) };
-                n += 1;
-            }
-        }
-        if n == 0 {
+        let mut paths = [PathInfo::default(); 8];
+        let n = self.path_infos(at, &mut paths);
+        let paths = &paths[..n];
+        if !paths.iter().any(|p| p.ready) {
             return None;
         }
-        self.scheduler.pick(&ready[..n])
+        let blocks: Vec<BlockView> = match (&self.session, self.scheduler.wants_blocks()) {
+            (Some(s), true) => {
+                // The controller's wants as seen from the fastest ready path (FMTCP Eq. 4's p and
+                // ŵ are a path's; the allocation sends most symbols on the fastest).
+                let fastest = paths.iter().filter(|p| p.ready).min_by_key(|p| p.view.smoothed_rtt);
+                let view = fastest.map_or_else(|| self.path_view(0), |p| p.view);
+                s.sender
+                    .blocks()
+                    .map(|b| BlockView {
+                        id: b.id,
+                        len: b.len() as u64,
+                        closed: b.closed,
+                        decoded: b.decoded,
+                        unsent: b.unsent_sources(),
+                        in_flight: b.in_flight,
+                        known_dofs: b.known_dofs(),
+                        repairs_wanted: self.redundancy.repairs_wanted(b, &view),
+                        spare_repairs: self.redundancy.spare_repairs(b, &view),
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        self.scheduler.pick(&SchedView { now: at, paths, blocks: &blocks })
+    }
+
+    /// What the scheduler may know about each path at `at`; returns how many were written.
+    fn path_infos(&self, at: Instant, out: &mut [PathInfo; 8]) -> usize {
+        let mss = self.config.max_datagram as u64;
+        let n = self.paths.len().min(8);
+        for (i, p) in self.paths.iter().take(n).enumerate() {
+            out[i] = PathInfo {
+                path: i,
+                view: self.path_view(i),
+                rto: p.rtt.rto(Duration::from_millis(10)),
+                oldest_unacked_age: p.sent.first_key_value().map_or(Duration::ZERO, |(_, s)| at - s.time),
+                ready: p.window_room() >= mss && p.next_send <= at,
+            };
+        }
+        n
     }
 
     /// What the redundancy controller may know about `path`.
@@ -736,17 +797,26 @@ impl Connection {
             .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
             .or(self.session.as_ref().is_some_and(|s| s.streams.has_window_updates()).then_some(0));
         let max = self.config.max_datagram;
-        if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
+        if let Some(t) = self.send_copy(now, buf) {
+            return Some(t);
+        }
+        if let Some(pick) = ready.filter(|&p| self.has_symbol(p)) {
+            let path = pick.path;
             self.begin_packet(path, PacketType::Data, buf);
             // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
             // promise the code may not keep (an XOR block has no complete group to repair):
             // then the control frames go out alone.
-            let symbol = self.write_symbol(now, path, buf, false);
+            let start = buf.len();
+            let symbol = self.write_symbol(now, path, buf, false, pick.block);
+            if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates()) {
+                self.queue_copies(now, path, symbol, &buf[start..]);
+            }
             self.write_control(now, buf, 2, max);
             return Some(match symbol {
                 Some(symbol) => {
                     let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
                     self.redundancy.on_symbol(now, event);
+                    self.scheduler.on_symbol(now, event);
                     self.end_packet(now, path, buf, true, vec![symbol])
                 }
                 None => self.end_packet(now, path, buf, false, Vec::new()),
@@ -757,7 +827,7 @@ impl Connection {
             let fastest = (0..self.paths.len()).min_by_key(|&i| self.paths[i].rtt.smoothed());
             if let Some(path) = fastest.filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
-                let symbol = self.write_symbol(now, path, buf, true);
+                let symbol = self.write_symbol(now, path, buf, true, None);
                 self.write_control(now, buf, 2, max);
                 return Some(match symbol {
                     Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
@@ -769,6 +839,45 @@ impl Connection {
         self.begin_packet(path, PacketType::Data, buf);
         self.write_control(now, buf, 32, max);
         Some(self.end_packet(now, path, buf, false, Vec::new()))
+    }
+
+    /// The redundant scheduler: a copy of the symbol just written (`frame`, its SYMBOL frame)
+    /// for every other path that may send now.
+    fn queue_copies(&mut self, now: Instant, sent_on: usize, symbol: crate::blocks::OutgoingSymbol, frame: &[u8]) {
+        let mss = self.config.max_datagram as u64;
+        for (i, p) in self.paths.iter().enumerate() {
+            if i != sent_on && p.window_room() >= mss && p.next_send <= now {
+                self.copies.push((i, symbol, frame.to_vec()));
+            }
+        }
+    }
+
+    /// Sends a queued copy (see [`Self::queue_copies`]) if its path may still send now; copies
+    /// whose path no longer may, or whose block was decoded meanwhile, are dropped.
+    fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let mss = self.config.max_datagram as u64;
+        while let Some((path, symbol, frame)) = self.copies.pop() {
+            let p = &self.paths[path];
+            let open = self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.sender.blocks().any(|b| b.id == symbol.block && !b.decoded));
+            if !open || p.window_room() < mss || p.next_send > now {
+                continue;
+            }
+            self.begin_packet(path, PacketType::Data, buf);
+            buf.extend_from_slice(&frame);
+            if let Some(s) = self.session.as_mut() {
+                s.sender.on_copy_sent(symbol.block);
+            }
+            self.stats.copies_sent += 1;
+            self.write_control(now, buf, 2, self.config.max_datagram);
+            let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+            self.redundancy.on_symbol(now, event);
+            self.scheduler.on_symbol(now, event);
+            return Some(self.end_packet(now, path, buf, true, vec![symbol]));
+        }
+        None
     }
 
     fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {
@@ -788,9 +897,6 @@ impl Connection {
         let p = &mut self.paths[path];
         let number = p.next_number;
         p.next_number += 1;
-        if !symbols.is_empty() {
-            self.scheduler.on_sent(path);
-        }
         let window_update = std::mem::take(&mut self.window_update_written);
         let ack_eliciting = ack_eliciting || window_update;
         let packet = SentPacket {
@@ -882,7 +988,8 @@ impl Connection {
     }
 
     /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
-    /// source, else nothing.
+    /// source, else nothing; or, if the scheduler named a `block`, that block's next unsent
+    /// source, else a new repair of it. Queued retransmissions go first either way.
     /// `repair_only`: nothing but a repair (a parity sent beyond the window).
     fn write_symbol(
         &mut self,
@@ -890,6 +997,7 @@ impl Connection {
         path: usize,
         buf: &mut Vec<u8>,
         repair_only: bool,
+        block: Option<u64>,
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
         let s = self.session.as_mut()?;
@@ -898,6 +1006,25 @@ impl Connection {
         if let Some(sent) = retransmission {
             self.stats.retransmissions += 1;
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
+            self.redundancy.on_event(now, event, &view);
+            return Some(sent);
+        }
+        if let Some(block) = block.filter(|_| !repair_only) {
+            let sent = match s.sender.write_next_source_of(block, &mut w) {
+                Some(sent) => {
+                    self.stats.source_symbols_sent += 1;
+                    if sent.source == Some(0) {
+                        self.log_block(BlockRecord::FirstSent { block, at: now });
+                    }
+                    sent
+                }
+                None => {
+                    let sent = s.sender.write_repair(block, &mut w).ok()??;
+                    self.stats.repair_symbols_sent += 1;
+                    sent
+                }
+            };
+            let event = RedundancyEvent::Sent { repair: sent.is_repair(), retransmission: false };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use braid_fec::CodeFamily;
 
 use crate::cc::{CcAlgorithm, RttEstimator};
+use crate::sched::SchedulerKind;
 use crate::redundancy::{
     CtcpScheduler, Dfec, Fmtcp, NoRedundancy, Redundancy, RedundancyController, Sato, TcpIr,
 };
@@ -87,6 +88,18 @@ impl Mode {
             Mode::Sato => CcAlgorithm::NewReno,
             Mode::Ctcp => CcAlgorithm::Ctcp,
             Mode::Fmtcp => CcAlgorithm::NewReno,
+        }
+    }
+
+    /// The scheduler a connection gets when its configuration names none: CTCP's Algorithm 4,
+    /// FMTCP's EAT allocation (Algorithm 1), braid's arrival-time allocation; the others were
+    /// defined on one path, and take MPTCP's default (minimum RTT) on several.
+    pub fn default_scheduler(self) -> SchedulerKind {
+        match self {
+            Mode::Ctcp => SchedulerKind::Ctcp,
+            Mode::Fmtcp => SchedulerKind::Eat,
+            Mode::Braid => SchedulerKind::Braid,
+            Mode::Tcp | Mode::TcpIr | Mode::Dfec | Mode::Sato => SchedulerKind::MinRtt,
         }
     }
 

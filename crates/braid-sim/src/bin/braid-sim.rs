@@ -1,5 +1,5 @@
 //! Runs scenario files and prints a table:
-//! `braid-sim [--modes braid,tcp] [--csv DIR] [--json FILE] SCENARIO.toml…`
+//! `braid-sim [--modes braid,tcp] [--scheduler NAME] [--csv DIR] [--json FILE] SCENARIO.toml…`
 //!
 //! Every run is one bulk transfer per flow (the scenario's `transfer` bytes), checked byte for
 //! byte at the receiver. Rows give completion time, goodput, goodput against the physical limit
@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::{Mode, Redundancy};
+use braid_proto::sched::SchedulerKind;
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
 use braid_sim::net::StopReason;
@@ -64,7 +65,11 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp] [--scheduler NAME] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+    );
+    eprintln!(
+        "  --scheduler: every mode's multipath scheduler, one of {} (default: the mode's own)",
+        SchedulerKind::ALL.map(|k| k.name()).join(", ")
     );
     eprintln!("  --margin-ahead: braid sends its repair margin ahead of new data (latency first)");
     eprintln!("  --delta D: braid's δ̂, the accepted chance a block's margin falls short (default 0.5)");
@@ -78,6 +83,7 @@ fn usage() -> ExitCode {
 fn main() -> ExitCode {
     let mut modes = Mode::ALL.to_vec();
     let mut cc = None;
+    let mut scheduler = None;
     let mut margin_ahead = false;
     let mut delta = None;
     let mut files = Vec::new();
@@ -102,6 +108,16 @@ fn main() -> ExitCode {
                     Ok(a) => cc = Some(a),
                     Err(e) => {
                         eprintln!("--cc: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            "--scheduler" => {
+                let Some(name) = args.next() else { return usage() };
+                match name.parse::<SchedulerKind>() {
+                    Ok(k) => scheduler = Some(k),
+                    Err(e) => {
+                        eprintln!("--scheduler: {e}");
                         return ExitCode::from(2);
                     }
                 }
@@ -153,7 +169,7 @@ fn main() -> ExitCode {
                     target_failure: delta.unwrap_or(Redundancy::default().target_failure),
                     ..Redundancy::default()
                 };
-                match run(scenario, mode, cc, redundancy) {
+                match run(scenario, mode, cc, scheduler, redundancy) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
                         eprintln!("{}: {e}", scenario.title());
@@ -196,6 +212,7 @@ fn run(
     scenario: &Scenario,
     mode: Mode,
     cc: Option<CcAlgorithm>,
+    scheduler: Option<SchedulerKind>,
     redundancy: Redundancy,
 ) -> Result<Row, String> {
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
@@ -205,6 +222,7 @@ fn run(
                 mode,
                 cc,
                 redundancy,
+                scheduler,
                 paths: cx.paths as u8,
                 ..ConnectionConfig::default()
             };
