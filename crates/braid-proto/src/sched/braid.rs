@@ -48,40 +48,64 @@ fn rate(p: &PathInfo) -> f64 {
     p.window_packets() as f64 / p.view.smoothed_rtt.as_secs_f64().max(1e-6)
 }
 
-/// When the path's next packet would arrive, from now, in seconds.
-pub fn first_arrival(p: &PathInfo) -> f64 {
-    if p.room_packets() > 0 {
-        one_way(p)
-    } else {
-        one_way(p) + (p.view.smoothed_rtt.as_secs_f64() - p.oldest_unacked_age.as_secs_f64()).max(0.0)
-    }
+/// A loss is detected this many SRTTs after sending (RFC 9002's time threshold).
+const LOSS_DETECTION_RTTS: f64 = 9.0 / 8.0;
+
+/// The expected delay a loss adds to a symbol sent on `p`: with probability p it is replaced
+/// once the loss is detected, on the fastest path (one-way delay `fastest`).
+fn loss_delay(p: &PathInfo, fastest: f64) -> f64 {
+    let loss = p.view.loss.clamp(0.0, 0.99);
+    loss * (LOSS_DETECTION_RTTS * p.view.smoothed_rtt.as_secs_f64() + fastest)
 }
 
-/// Expected symbols path `f` delivers before `deadline` (s from now), at most `cap`.
-fn deliveries_before(f: &PathInfo, deadline: f64, cap: f64) -> f64 {
+/// How long a packet beyond the window waits for the first ACK to free room.
+fn ack_wait(p: &PathInfo) -> f64 {
+    (p.view.smoothed_rtt.as_secs_f64() - p.oldest_unacked_age.as_secs_f64()).max(0.0)
+}
+
+/// When the symbol in the path's next packet is expected at the receiver, in seconds from now
+/// (its arrival, plus the expected delay of replacing it if lost).
+pub fn expected_delivery(p: &PathInfo, fastest: f64) -> f64 {
+    let wait = if p.room_packets() > 0 { 0.0 } else { ack_wait(p) };
+    one_way(p) + loss_delay(p, fastest) + wait
+}
+
+/// How many of path `f`'s next packets deliver their symbol before `deadline` (or at it, if
+/// `ties`), at most `cap`. Each packet's time is [`expected_delivery`]'s for its place in line.
+fn deliveries_before(f: &PathInfo, deadline: f64, fastest: f64, ties: bool, cap: f64) -> f64 {
+    // Packets whose time from `start` on is k / rate, for k = 0, 1, …: how many come first.
+    let count = |since_start: f64, rate: f64| -> f64 {
+        if since_start < 0.0 || (since_start == 0.0 && !ties) {
+            0.0
+        } else if ties {
+            (since_start * rate).floor() + 1.0
+        } else {
+            (since_start * rate).ceil()
+        }
+    };
     let r = rate(f);
-    let room = f.room_packets() as f64;
-    let after_send = deadline - one_way(f);
-    if after_send <= 0.0 {
-        return 0.0;
-    }
-    // Within the room, paced: packets k < room with k / (1.25 r) < after_send.
-    let mut n = (after_send * PACING_GAIN * r).ceil().min(room);
-    // Beyond it, clocked by ACKs from the first one's return.
-    let clocked = after_send - (f.view.smoothed_rtt.as_secs_f64() - f.oldest_unacked_age.as_secs_f64()).max(0.0);
-    if clocked > 0.0 {
-        n += (clocked * r).ceil();
-    }
-    (n * (1.0 - f.view.loss.clamp(0.0, 0.99))).min(cap)
+    let start = one_way(f) + loss_delay(f, fastest);
+    // Within the room, paced; beyond it, clocked by ACKs from the first one's return.
+    let paced = count(deadline - start, PACING_GAIN * r).min(f.room_packets() as f64);
+    let clocked = count(deadline - start - ack_wait(f), r);
+    (paced + clocked).min(cap)
+}
+
+fn fastest_one_way(view: &SchedView<'_>) -> f64 {
+    view.paths.iter().map(one_way).fold(f64::INFINITY, f64::min)
 }
 
 impl ArrivalTime {
-    fn allocate(view: &SchedView<'_>, pending: &PathInfo) -> Option<u64> {
+    fn allocate(view: &SchedView<'_>, pending: &PathInfo, fastest: f64) -> Option<u64> {
         let total: u64 = view.blocks.iter().map(BlockView::needed).sum();
         let cap = total as f64 + 1.0;
-        let deadline = first_arrival(pending);
-        let ahead: f64 =
-            view.paths.iter().filter(|f| f.path != pending.path).map(|f| deliveries_before(f, deadline, cap)).sum();
+        let deadline = expected_delivery(pending, fastest);
+        let ahead: f64 = view
+            .paths
+            .iter()
+            .filter(|f| f.path != pending.path)
+            .map(|f| deliveries_before(f, deadline, fastest, f.path < pending.path, cap))
+            .sum();
         block_after(view.blocks, ahead)
     }
 }
@@ -96,14 +120,14 @@ impl Scheduler for ArrivalTime {
     }
 
     fn pick(&self, view: &SchedView<'_>) -> Option<Pick> {
-        let needed = by_key(view, first_arrival)
-            .find_map(|p| Self::allocate(view, p).map(|b| Pick { path: p.path, block: Some(b) }));
+        let fastest = fastest_one_way(view);
+        let needed = by_key(view, |p| expected_delivery(p, fastest))
+            .find_map(|p| Self::allocate(view, p, fastest).map(|b| Pick { path: p.path, block: Some(b) }));
         if needed.is_some() {
             return needed;
         }
         // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
-        let fastest = view.paths.iter().map(one_way).fold(f64::INFINITY, f64::min);
-        let path = by_key(view, first_arrival).next()?;
+        let path = by_key(view, |p| expected_delivery(p, fastest)).next()?;
         let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
         (one_way(path) <= SPARE_DELAY_FACTOR * fastest).then_some(Pick { path: path.path, block: Some(block.id) })
     }
@@ -113,6 +137,7 @@ impl Scheduler for ArrivalTime {
 mod tests {
     use super::*;
     use crate::sched::testing::{block, path};
+    use crate::sched::ExpectedArrival;
     use crate::Instant;
 
     fn pick(paths: &[PathInfo], blocks: &[BlockView]) -> Option<Pick> {
@@ -123,16 +148,23 @@ mod tests {
     fn arrival_model_by_hand() {
         // 100 ms, 100-packet window, 20 packets of room: r = 1000 packets/s, one-way 50 ms.
         let f = path(0, 100, 0.0, 100, 80);
-        assert!((first_arrival(&f) - 0.05).abs() < 1e-9);
+        assert!((expected_delivery(&f, 0.05) - 0.05).abs() < 1e-9);
         // By 60 ms: 10 ms of pacing at 1250/s = 12.5 → 13 packets.
-        assert_eq!(deliveries_before(&f, 0.06, 1e9), 13.0);
-        // By 250 ms: the 20 of room, then ACK-clocked from 150 ms: 100 more.
-        assert_eq!(deliveries_before(&f, 0.25, 1e9), 120.0);
-        // With 10 % loss, 90 % of them count.
+        assert_eq!(deliveries_before(&f, 0.06, 0.05, false, 1e9), 13.0);
+        // By 249.5 ms: the 20 of room, then ACK-clocked from 150 ms: 99.5 → 100 more.
+        assert_eq!(deliveries_before(&f, 0.2495, 0.05, false, 1e9), 120.0);
+        assert_eq!(deliveries_before(&f, 0.2495, 0.05, false, 50.0), 50.0, "capped");
+        assert_eq!(deliveries_before(&f, 0.04, 0.05, false, 1e9), 0.0, "nothing before the one-way delay");
+        assert_eq!(deliveries_before(&f, 0.05, 0.05, false, 1e9), 0.0);
+        assert_eq!(deliveries_before(&f, 0.05, 0.05, true, 1e9), 1.0, "a tie counts for a lower index");
+        // 10 % loss: a lost symbol is replaced after 9/8 SRTT on the fastest path (50 ms):
+        // each symbol is expected 0.1 × (112.5 + 50) = 16.25 ms later.
         let lossy = path(0, 100, 0.1, 100, 80);
-        assert!((deliveries_before(&lossy, 0.25, 1e9) - 108.0).abs() < 1e-9);
-        assert_eq!(deliveries_before(&f, 0.25, 50.0), 50.0, "capped");
-        assert_eq!(deliveries_before(&f, 0.04, 1e9), 0.0, "nothing arrives before the one-way delay");
+        assert!((expected_delivery(&lossy, 0.05) - 0.06625).abs() < 1e-9);
+        // A full window waits for the first ACK: SRTT − τ.
+        let mut full = path(0, 100, 0.0, 100, 100);
+        full.oldest_unacked_age = std::time::Duration::from_millis(40);
+        assert!((expected_delivery(&full, 0.05) - 0.11).abs() < 1e-9);
     }
 
     #[test]
@@ -140,7 +172,8 @@ mod tests {
         let fast = path(0, 100, 0.001, 100, 80);
         let slow = path(1, 500, 0.01, 100, 0);
         let busy = PathInfo { ready: false, ..fast };
-        // 120 symbols reach the receiver on the fast path before the slow path's first (250 ms).
+        // The slow path's first symbol is expected at 250 + 0.01 × (562.5 + 50) = 256.1 ms; the
+        // fast one delivers 20 + 106 before that.
         let blocks = [block(0, 64, 64, 0), block(1, 64, 64, 0), block(2, 64, 64, 0)];
         assert_eq!(pick(&[fast, slow], &blocks), Some(Pick { path: 0, block: Some(0) }));
         assert_eq!(pick(&[busy, slow], &blocks), Some(Pick { path: 1, block: Some(1) }));
@@ -150,6 +183,23 @@ mod tests {
         short.repairs_wanted = 1;
         assert_eq!(pick(&[fast, slow], &[short]), Some(Pick { path: 0, block: Some(0) }));
         assert_eq!(pick(&[busy, slow], &[short]), None);
+    }
+
+    #[test]
+    fn some_path_always_serves_a_block_in_need() {
+        // However the paths compare, when every path may send and a block needs a symbol,
+        // someone sends it: the allocation never defers in a circle.
+        let mut b = block(0, 64, 0, 63);
+        b.repairs_wanted = 1;
+        for (rtt0, rtt1) in [(100, 100), (100, 500), (500, 100), (30, 31)] {
+            for (p0, p1) in [(0.0, 0.0), (0.001, 0.5), (0.5, 0.001), (0.3, 0.3)] {
+                for (f0, f1) in [(0, 0), (99, 0), (0, 99), (50, 50)] {
+                    let paths = [path(0, rtt0, p0, 100, f0), path(1, rtt1, p1, 100, f1)];
+                    assert!(pick(&paths, &[b]).is_some(), "{paths:?}");
+                    assert!(ExpectedArrival.pick(&SchedView { now: Instant::ZERO, paths: &paths, blocks: &[b] }).is_some(), "{paths:?}");
+                }
+            }
+        }
     }
 
     #[test]
