@@ -88,6 +88,16 @@ impl SendBlock {
             _ => 0,
         }
     }
+
+    /// Whether [`BlockSender::write_repair`] would write a repair of this block now: any code
+    /// but XOR can always make a new one; an XOR block only a parity already grouped.
+    pub fn can_write_repair(&self) -> bool {
+        !self.decoded
+            && match &self.encoder {
+                BlockEncoder::Xor(x) => x.pending_repairs() > 0,
+                _ => true,
+            }
+    }
 }
 
 /// A parity group decision for sources already sent (see [`BlockSender::cover`]).
@@ -326,6 +336,11 @@ impl BlockSender {
             }
         }
         None
+    }
+
+    /// Source symbols of `block` queued to be sent again.
+    pub fn queued_retransmissions(&self, block: u64) -> u64 {
+        self.retransmit.iter().filter(|&&(b, _)| b == block).count() as u64
     }
 
     pub fn has_retransmission(&self) -> bool {

@@ -106,6 +106,9 @@ pub enum BlockRecord {
 /// See [`BlockRecord`].
 pub const BLOCK_LOG_LIMIT: usize = 65_536;
 
+/// Copies a path may have waiting (the `redundant` scheduler); beyond, the oldest is dropped.
+const COPIES_PER_PATH: usize = 64;
+
 /// A datagram to send: its path; the bytes are in the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
@@ -169,9 +172,9 @@ pub struct Connection {
     block_log: Vec<BlockRecord>,
     redundancy: Box<dyn RedundancyController>,
     scheduler: Box<dyn Scheduler>,
-    /// Copies of the symbol just sent, waiting to go on other paths (the `redundant`
-    /// scheduler): path, symbol, the SYMBOL frame's bytes. At most one per other path.
-    copies: Vec<(usize, crate::blocks::OutgoingSymbol, Vec<u8>)>,
+    /// Copies of symbols sent, waiting for their path's pacer (the `redundant` scheduler):
+    /// path, symbol, the SYMBOL frame's bytes; at most [`COPIES_PER_PATH`] per path.
+    copies: VecDeque<(usize, crate::blocks::OutgoingSymbol, Vec<u8>)>,
     /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
     last_poll: Instant,
 }
@@ -208,7 +211,7 @@ impl Connection {
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
             redundancy: config.mode.redundancy(config.redundancy),
             scheduler: config.scheduler.unwrap_or(config.mode.default_scheduler()).build(),
-            copies: Vec::new(),
+            copies: VecDeque::new(),
             config,
             state: State::Handshake,
             cid,
@@ -649,10 +652,14 @@ impl Connection {
         let s = self.session.as_ref()?;
         let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
         let mss = self.config.max_datagram as u64;
-        if !self.copies.is_empty() {
-            return Some(self.last_poll);
-        }
         let mut next: Option<Instant> = None;
+        for &(path, _, _) in &self.copies {
+            let p = &self.paths[path];
+            if p.window_room() >= mss {
+                let at = p.next_send.max(self.last_poll);
+                next = Some(next.map_or(at, |n: Instant| n.min(at)));
+            }
+        }
         for candidate in self.paths.iter().filter(|p| p.window_room() >= mss) {
             let at = candidate.next_send.max(self.last_poll);
             if next.is_some_and(|n| n <= at) {
@@ -667,15 +674,21 @@ impl Connection {
         next
     }
 
-    /// Whether the scheduler's pick has a symbol to carry: an unsent source, or a repair some
-    /// block needs (the block it names, if it names one: the scheduler judged its need).
+    /// Whether the scheduler's pick has a symbol to carry: a symbol of the block it names (the
+    /// scheduler judged its need), else an unsent source or a repair some block needs.
     fn has_symbol(&self, pick: Pick) -> bool {
-        if let Some(block) = pick.block {
-            return self.session.as_ref().is_some_and(|s| {
-                s.sender.has_retransmission() || s.sender.blocks().any(|b| b.id == block && !b.decoded)
-            });
-        }
-        let view = self.path_view(pick.path);
+        let named = pick.block.is_some_and(|block| {
+            self.session.as_ref().is_some_and(|s| {
+                s.sender.blocks().any(|b| b.id == block && (b.unsent_sources() > 0 || b.can_write_repair()))
+            })
+        });
+        named || self.default_has_symbol(pick.path)
+    }
+
+    /// Whether `path` has a symbol to carry when no block is named: an unsent source, or a
+    /// repair some block needs.
+    fn default_has_symbol(&self, path: usize) -> bool {
+        let view = self.path_view(path);
         // The cheap questions first: an unsent source anywhere settles it without asking the
         // redundancy controller about every block.
         self.session.as_ref().is_some_and(|s| {
@@ -720,6 +733,7 @@ impl Connection {
                         closed: b.closed,
                         decoded: b.decoded,
                         unsent: b.unsent_sources(),
+                        retransmissions: s.sender.queued_retransmissions(b.id),
                         in_flight: b.in_flight,
                         known_dofs: b.known_dofs(),
                         repairs_wanted: self.redundancy.repairs_wanted(b, &view),
@@ -809,7 +823,7 @@ impl Connection {
             let start = buf.len();
             let symbol = self.write_symbol(now, path, buf, false, pick.block);
             if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates()) {
-                self.queue_copies(now, path, symbol, &buf[start..]);
+                self.queue_copies(path, symbol, &buf[start..]);
             }
             self.write_control(now, buf, 2, max);
             return Some(match symbol {
@@ -842,29 +856,29 @@ impl Connection {
     }
 
     /// The redundant scheduler: a copy of the symbol just written (`frame`, its SYMBOL frame)
-    /// for every other path that may send now.
-    fn queue_copies(&mut self, now: Instant, sent_on: usize, symbol: crate::blocks::OutgoingSymbol, frame: &[u8]) {
+    /// for every other path with room in its window, sent when its pacer allows.
+    fn queue_copies(&mut self, sent_on: usize, symbol: crate::blocks::OutgoingSymbol, frame: &[u8]) {
         let mss = self.config.max_datagram as u64;
         for (i, p) in self.paths.iter().enumerate() {
-            if i != sent_on && p.window_room() >= mss && p.next_send <= now {
-                self.copies.push((i, symbol, frame.to_vec()));
+            if i != sent_on && p.window_room() >= mss {
+                if self.copies.iter().filter(|c| c.0 == i).count() >= COPIES_PER_PATH {
+                    let oldest = self.copies.iter().position(|c| c.0 == i).expect("counted");
+                    self.copies.remove(oldest);
+                }
+                self.copies.push_back((i, symbol, frame.to_vec()));
             }
         }
     }
 
-    /// Sends a queued copy (see [`Self::queue_copies`]) if its path may still send now; copies
-    /// whose path no longer may, or whose block was decoded meanwhile, are dropped.
+    /// Sends the oldest queued copy (see [`Self::queue_copies`]) whose path may send now;
+    /// copies whose block was decoded meanwhile are dropped.
     fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let mss = self.config.max_datagram as u64;
-        while let Some((path, symbol, frame)) = self.copies.pop() {
-            let p = &self.paths[path];
-            let open = self
-                .session
-                .as_ref()
-                .is_some_and(|s| s.sender.blocks().any(|b| b.id == symbol.block && !b.decoded));
-            if !open || p.window_room() < mss || p.next_send > now {
-                continue;
-            }
+        let session = self.session.as_ref()?;
+        self.copies.retain(|c| session.sender.blocks().any(|b| b.id == c.1.block && !b.decoded));
+        let paths = &self.paths;
+        let i = self.copies.iter().position(|c| paths[c.0].window_room() >= mss && paths[c.0].next_send <= now)?;
+        if let Some((path, symbol, frame)) = self.copies.remove(i) {
             self.begin_packet(path, PacketType::Data, buf);
             buf.extend_from_slice(&frame);
             if let Some(s) = self.session.as_mut() {
@@ -1009,24 +1023,28 @@ impl Connection {
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
         }
+        // The scheduler's block, if it names one and it has a symbol to give; else the default.
         if let Some(block) = block.filter(|_| !repair_only) {
             let sent = match s.sender.write_next_source_of(block, &mut w) {
                 Some(sent) => {
                     self.stats.source_symbols_sent += 1;
-                    if sent.source == Some(0) {
-                        self.log_block(BlockRecord::FirstSent { block, at: now });
+                    if sent.source == Some(0) && self.block_log.len() < BLOCK_LOG_LIMIT {
+                        // (`log_block`, on the one field `s` does not borrow)
+                        self.block_log.push(BlockRecord::FirstSent { block, at: now });
                     }
-                    sent
+                    Some(sent)
                 }
                 None => {
-                    let sent = s.sender.write_repair(block, &mut w).ok()??;
-                    self.stats.repair_symbols_sent += 1;
+                    let sent = s.sender.write_repair(block, &mut w).ok().flatten();
+                    self.stats.repair_symbols_sent += u64::from(sent.is_some());
                     sent
                 }
             };
-            let event = RedundancyEvent::Sent { repair: sent.is_repair(), retransmission: false };
-            self.redundancy.on_event(now, event, &view);
-            return Some(sent);
+            if let Some(sent) = sent {
+                let event = RedundancyEvent::Sent { repair: sent.is_repair(), retransmission: false };
+                self.redundancy.on_event(now, event, &view);
+                return Some(sent);
+            }
         }
         let short = s.sender.blocks().find(|b| self.redundancy.repairs_wanted(b, &view) > 0).map(|b| b.id);
         if let Some(block) = short {

@@ -66,6 +66,10 @@ impl CtcpBlocks {
                 .sum()
         };
         let rtt_i = pending.view.smoothed_rtt.as_secs_f64();
+        // A retransmitting mode's queued retransmissions go first (they are not CTCP's).
+        if let Some(b) = view.blocks.iter().find(|b| !b.decoded && b.retransmissions > 0) {
+            return Some(b.id);
+        }
         let mut blocks = view.blocks.iter().filter(|b| !b.decoded && b.len > 0);
         let current = blocks.next()?;
         if servable(current) && thru * rtt_i - sent + cof(current) < current.missing() as f64 {

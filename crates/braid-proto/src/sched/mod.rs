@@ -72,6 +72,9 @@ pub struct BlockView {
     pub decoded: bool,
     /// Source symbols not yet sent once.
     pub unsent: u64,
+    /// Lost source symbols queued to be sent again (the retransmitting modes); the connection
+    /// sends these first whatever block is named.
+    pub retransmissions: u64,
     /// Symbols of the block in packets not yet acknowledged or declared lost (every path).
     pub in_flight: u64,
     /// Degrees of freedom the receiver holds.
@@ -85,12 +88,12 @@ pub struct BlockView {
 
 impl BlockView {
     /// Symbols the block needs before it is complete by the redundancy controller's rule
-    /// (FMTCP's δ̂-complete): its unsent sources and the repairs wanted.
+    /// (FMTCP's δ̂-complete): its unsent sources, retransmissions and the repairs wanted.
     pub fn needed(&self) -> u64 {
         if self.decoded {
             0
         } else {
-            self.unsent + self.repairs_wanted
+            self.unsent + self.retransmissions + self.repairs_wanted
         }
     }
 
