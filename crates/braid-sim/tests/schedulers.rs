@@ -32,8 +32,12 @@ struct Outcome {
 
 fn run(mode: Mode, scheduler: SchedulerKind, paths: &[PathConfig], seed: u64) -> Outcome {
     let what = format!("{mode:?}, {scheduler}, {} paths, seed {seed}", paths.len());
-    let config =
-        ConnectionConfig { mode, scheduler: Some(scheduler), paths: paths.len() as u8, ..ConnectionConfig::default() };
+    let config = ConnectionConfig {
+        mode,
+        scheduler: Some(scheduler),
+        paths: paths.len() as u8,
+        ..ConnectionConfig::default()
+    };
     let client = BulkFlow::sender(config.clone(), seed, BYTES, Instant::ZERO);
     let server = BulkFlow::receiver(config);
     let (mut net, tx, rx) = Network::pair(seed, client, server, paths).expect("valid network");
@@ -91,8 +95,9 @@ fn every_scheduler_in_the_modes_that_choose_blocks_differently() {
 
 #[test]
 fn the_redundant_scheduler_really_sends_copies() {
-    let clean: Vec<PathConfig> =
-        (0..2).map(|_| PathConfig::symmetric(LinkConfig::new(10_000_000, Duration::from_millis(20)))).collect();
+    let clean: Vec<PathConfig> = (0..2)
+        .map(|_| PathConfig::symmetric(LinkConfig::new(10_000_000, Duration::from_millis(20))))
+        .collect();
     let out = run(Mode::Braid, SchedulerKind::Redundant, &clean, 3);
     let sent: u64 = out.packets_per_path.iter().sum();
     assert!(out.copies > 100, "copies {} of {sent} packets", out.copies);

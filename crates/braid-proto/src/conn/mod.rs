@@ -3,9 +3,9 @@
 //!
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
-//! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model) and the seed
-//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp` (see [`Mode`]); the multipath schedulers
-//! are still to come (issue 4).
+//! paths, the path (and block) of each symbol chosen by a [`crate::sched::Scheduler`]. Modes:
+//! `braid`, `tcp` (a model) and the seed papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp` (see
+//! [`Mode`]).
 
 mod path;
 mod policy;
@@ -877,7 +877,10 @@ impl Connection {
         let session = self.session.as_ref()?;
         self.copies.retain(|c| session.sender.blocks().any(|b| b.id == c.1.block && !b.decoded));
         let paths = &self.paths;
-        let i = self.copies.iter().position(|c| paths[c.0].window_room() >= mss && paths[c.0].next_send <= now)?;
+        let i = self
+            .copies
+            .iter()
+            .position(|c| paths[c.0].window_room() >= mss && paths[c.0].next_send <= now)?;
         if let Some((path, symbol, frame)) = self.copies.remove(i) {
             self.begin_packet(path, PacketType::Data, buf);
             buf.extend_from_slice(&frame);

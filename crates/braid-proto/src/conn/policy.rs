@@ -10,10 +10,10 @@ use std::time::Duration;
 use braid_fec::CodeFamily;
 
 use crate::cc::{CcAlgorithm, RttEstimator};
-use crate::sched::SchedulerKind;
 use crate::redundancy::{
     CtcpScheduler, Dfec, Fmtcp, NoRedundancy, Redundancy, RedundancyController, Sato, TcpIr,
 };
+use crate::sched::SchedulerKind;
 
 /// A scheme: how a connection codes, repairs and reacts to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,5 +186,34 @@ mod tests {
         };
         let c = Connection::client(config, Instant::ZERO, 1);
         assert_eq!((c.params().code, c.paths[0].cc.name()), (CodeFamily::Xor, "cubic"));
+    }
+
+    #[test]
+    fn each_mode_brings_its_scheduler_unless_one_is_named() {
+        let expected = [
+            (Mode::Braid, "braid"),
+            (Mode::Tcp, "minrtt"),
+            (Mode::Ctcp, "ctcp"),
+            (Mode::Fmtcp, "eat"),
+            (Mode::TcpIr, "minrtt"),
+            (Mode::Dfec, "minrtt"),
+            (Mode::Sato, "minrtt"),
+        ];
+        assert_eq!(expected.len(), Mode::ALL.len());
+        for (mode, name) in expected {
+            assert_eq!(mode.default_scheduler().name(), name);
+            let c = Connection::client(
+                ConnectionConfig { mode, ..ConnectionConfig::default() },
+                Instant::ZERO,
+                1,
+            );
+            assert_eq!(c.scheduler.name(), name, "{mode:?}");
+        }
+        let config = ConnectionConfig {
+            mode: Mode::Fmtcp,
+            scheduler: Some(SchedulerKind::RoundRobin),
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(Connection::client(config, Instant::ZERO, 1).scheduler.name(), "roundrobin");
     }
 }

@@ -129,7 +129,8 @@ impl Scheduler for ArrivalTime {
         // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
         let path = by_key(view, |p| expected_delivery(p, fastest)).next()?;
         let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
-        (one_way(path) <= SPARE_DELAY_FACTOR * fastest).then_some(Pick { path: path.path, block: Some(block.id) })
+        (one_way(path) <= SPARE_DELAY_FACTOR * fastest)
+            .then_some(Pick { path: path.path, block: Some(block.id) })
     }
 }
 
@@ -196,7 +197,12 @@ mod tests {
                 for (f0, f1) in [(0, 0), (99, 0), (0, 99), (50, 50)] {
                     let paths = [path(0, rtt0, p0, 100, f0), path(1, rtt1, p1, 100, f1)];
                     assert!(pick(&paths, &[b]).is_some(), "{paths:?}");
-                    assert!(ExpectedArrival.pick(&SchedView { now: Instant::ZERO, paths: &paths, blocks: &[b] }).is_some(), "{paths:?}");
+                    assert!(
+                        ExpectedArrival
+                            .pick(&SchedView { now: Instant::ZERO, paths: &paths, blocks: &[b] })
+                            .is_some(),
+                        "{paths:?}"
+                    );
                 }
             }
         }
@@ -211,6 +217,9 @@ mod tests {
         assert_eq!(pick(&[fast, slow], &[b]), Some(Pick { path: 0, block: Some(0) }));
         assert_eq!(pick(&[PathInfo { ready: false, ..fast }, slow], &[b]), None);
         let twin = path(1, 120, 0.01, 100, 0);
-        assert_eq!(pick(&[PathInfo { ready: false, ..fast }, twin], &[b]), Some(Pick { path: 1, block: Some(0) }));
+        assert_eq!(
+            pick(&[PathInfo { ready: false, ..fast }, twin], &[b]),
+            Some(Pick { path: 1, block: Some(0) })
+        );
     }
 }
