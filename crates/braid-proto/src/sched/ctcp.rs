@@ -130,3 +130,75 @@ impl Scheduler for CtcpBlocks {
             .min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::testing::{block, path};
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_micros(t * 1000)
+    }
+
+    /// `n` symbols of `block` sent on `path` at `at` ms.
+    fn sent(ctcp: &mut CtcpBlocks, block: u64, path: u8, at: u64, n: usize) {
+        for _ in 0..n {
+            ctcp.on_symbol(ms(at), SymbolEvent::Sent { block, path, at: ms(at) });
+        }
+    }
+
+    #[test]
+    fn algorithm_4_leaves_the_current_block_to_the_faster_path() {
+        // 10 packets in flight on each path: thru = 10/0.1 + 10/0.5 = 120 packets/s, sent = 20.
+        // Block 0 (current) lacks 20 dofs and has the fast path's 10 in flight (cof = 10);
+        // block 1 has the slow path's 10 in flight and 54 sources unsent.
+        let mut ctcp = CtcpBlocks::default();
+        sent(&mut ctcp, 0, 0, 0, 10);
+        sent(&mut ctcp, 1, 1, 0, 10);
+        let fast = path(0, 100, 0.0, 100, 10);
+        let slow = path(1, 500, 0.0, 100, 10);
+        let current = BlockView { known_dofs: 44, ..block(0, 64, 0, 10) };
+        let blocks = [current, block(1, 64, 54, 10)];
+        let pick = |paths: &[PathInfo]| ctcp.pick(&SchedView { now: ms(10), paths, blocks: &blocks });
+        // Fast: 120 × 0.1 − 20 + 10 = 2 < 20: the current block.
+        assert_eq!(pick(&[fast, slow]), Some(Pick { path: 0, block: Some(0) }));
+        // Slow: 120 × 0.5 − 20 + 10 = 50 ≥ 20: the faster path will do; block 1 (cof 10 < 64).
+        let busy = PathInfo { ready: false, ..fast };
+        assert_eq!(pick(&[busy, slow]), Some(Pick { path: 1, block: Some(1) }));
+    }
+
+    #[test]
+    fn algorithm_4_keeps_the_token_when_nothing_is_short() {
+        // One path, 10 packets of block 0 in flight, block 0 lacks 10: thru·RTT − sent + cof =
+        // 10 − 10 + 10 = 10, not < 10 — the token is kept.
+        let mut ctcp = CtcpBlocks::default();
+        sent(&mut ctcp, 0, 0, 0, 10);
+        let blocks = [BlockView { known_dofs: 54, ..block(0, 64, 0, 10) }];
+        let clean = [path(0, 100, 0.0, 100, 10)];
+        assert_eq!(ctcp.pick(&SchedView { now: ms(10), paths: &clean, blocks: &blocks }), None);
+        // With 10 % loss each counts for 0.9: 9 − 9 + 9 = 9 < 10, the block is short.
+        let lossy = [path(0, 100, 0.1, 100, 10)];
+        let pick = ctcp.pick(&SchedView { now: ms(10), paths: &lossy, blocks: &blocks });
+        assert_eq!(pick, Some(Pick { path: 0, block: Some(0) }));
+        // Packets older than 1.5 RTT are not counted on: at 150 ms the block is short again, and
+        // the connection is asked to wake up then.
+        assert_eq!(ctcp.poll_timeout(ms(10), &clean), Some(ms(150)));
+        assert_eq!(ctcp.fresh(ms(150), 0, &clean[0]), 0);
+        let pick = ctcp.pick(&SchedView { now: ms(150), paths: &clean, blocks: &blocks });
+        assert_eq!(pick, Some(Pick { path: 0, block: Some(0) }));
+        assert_eq!(ctcp.poll_timeout(ms(150), &clean), None);
+        // Acknowledged or lost packets leave the count.
+        ctcp.on_symbol(ms(20), SymbolEvent::Acked { block: 0, path: 0, sent_at: ms(0) });
+        ctcp.on_symbol(ms(20), SymbolEvent::Lost { block: 0, path: 0, sent_at: ms(0) });
+        assert_eq!(ctcp.fresh(ms(20), 0, &clean[0]), 8);
+    }
+
+    #[test]
+    fn queued_retransmissions_go_first() {
+        let ctcp = CtcpBlocks::default();
+        let blocks = [block(0, 64, 10, 0), BlockView { retransmissions: 1, ..block(1, 64, 0, 60) }];
+        let paths = [path(0, 100, 0.0, 100, 0)];
+        let pick = ctcp.pick(&SchedView { now: ms(0), paths: &paths, blocks: &blocks });
+        assert_eq!(pick, Some(Pick { path: 0, block: Some(1) }));
+    }
+}
