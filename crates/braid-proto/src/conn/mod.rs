@@ -654,7 +654,7 @@ impl Connection {
         let mss = self.config.max_datagram as u64;
         let mut next: Option<Instant> = None;
         for &(path, _, _) in &self.copies {
-            let p = &self.paths[path];
+            let Some(p) = self.paths.get(path) else { continue };
             if p.window_room() >= mss {
                 let at = p.next_send.max(self.last_poll);
                 next = Some(next.map_or(at, |n: Instant| n.min(at)));
@@ -875,8 +875,10 @@ impl Connection {
     fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let mss = self.config.max_datagram as u64;
         let session = self.session.as_ref()?;
-        self.copies.retain(|c| session.sender.blocks().any(|b| b.id == c.1.block && !b.decoded));
         let paths = &self.paths;
+        self.copies.retain(|c| {
+            c.0 < paths.len() && session.sender.blocks().any(|b| b.id == c.1.block && !b.decoded)
+        });
         let i = self
             .copies
             .iter()
