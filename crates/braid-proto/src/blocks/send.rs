@@ -60,6 +60,11 @@ impl SendBlock {
         self.len() == 0
     }
 
+    /// Source symbols not yet sent once.
+    pub fn unsent_sources(&self) -> u64 {
+        (self.len() - self.next_unsent) as u64
+    }
+
     /// Every source symbol has been sent once.
     pub fn all_sources_sent(&self) -> bool {
         self.next_unsent == self.len()
@@ -90,6 +95,16 @@ impl SendBlock {
             BlockEncoder::Xor(x) if !self.decoded => x.pending_repairs() as u64,
             _ => 0,
         }
+    }
+
+    /// Whether [`BlockSender::write_repair`] would write a repair of this block now: any code
+    /// but XOR can always make a new one; an XOR block only a parity already grouped.
+    pub fn can_write_repair(&self) -> bool {
+        !self.decoded
+            && match &self.encoder {
+                BlockEncoder::Xor(x) => x.pending_repairs() > 0,
+                _ => true,
+            }
     }
 }
 
@@ -277,6 +292,26 @@ impl BlockSender {
         self.blocks.iter().any(|b| !b.all_sources_sent() && b.may_carry(path))
     }
 
+    /// Writes the oldest unsent source symbol of `block` (a scheduler may serve a later block
+    /// before an earlier one's sources are all out); `None` if it has none.
+    pub fn write_next_source_of(&mut self, block: u64, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        let b = self.block_mut(block).filter(|b| !b.all_sources_sent())?;
+        let index = b.next_unsent;
+        b.next_unsent += 1;
+        b.in_flight += 1;
+        let payload = b.encoder.source(index as u16).expect("pushed");
+        write_symbol(w, b.id, SymbolId::Source { index: index as u16 }, b.block_len(), payload);
+        Some(OutgoingSymbol { block, source: Some(index as u16), group: None })
+    }
+
+    /// A copy of a symbol of `block` already written went out on another path (the redundant
+    /// scheduler): one more in flight.
+    pub fn on_copy_sent(&mut self, block: u64) {
+        if let Some(b) = self.block_mut(block) {
+            b.in_flight += 1;
+        }
+    }
+
     /// Writes source symbol `index` of `block` again (the retransmitting modes: TCP-IR, dFEC and
     /// Sato et al. fall back to retransmission when their XOR cannot repair).
     pub fn write_source_again(
@@ -370,6 +405,11 @@ impl BlockSender {
         let decoded: Vec<u64> = self.blocks.iter().filter(|b| b.decoded).map(|b| b.id).collect();
         self.retransmit
             .retain(|&(block, _, _)| first.is_some_and(|f| block >= f) && !decoded.contains(&block));
+    }
+
+    /// Source symbols of `block` queued to be sent again.
+    pub fn queued_retransmissions(&self, block: u64) -> u64 {
+        self.retransmit.iter().filter(|&&(b, _, _)| b == block).count() as u64
     }
 
     pub fn has_retransmission(&self) -> bool {

@@ -3,10 +3,10 @@
 //!
 //! Status: the handshake, streams, block coding (RLNC by default), acknowledgements, loss
 //! detection, congestion control and the `braid` mode's redundancy work over any number of
-//! paths with a minimum-RTT choice of path. Modes: `braid`, `tcp` (a model) and the seed
-//! papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp`, and the multipath `mptcp` (a model)
-//! and `mptcp-dfec` (see [`Mode`]); repair goes per path or across paths
-//! ([`RepairPlacement`]); the multipath schedulers are still to come (issue 4).
+//! paths, the path (and block) of each symbol chosen by a [`crate::sched::Scheduler`]. Modes:
+//! `braid`, `tcp` (a model) and the seed papers' `tcp-ir`, `dfec`, `sato`, `ctcp`, `fmtcp`, and
+//! the multipath `mptcp` (a model) and `mptcp-dfec` (see [`Mode`]); repair goes per path or
+//! across paths ([`RepairPlacement`]).
 
 mod lifecycle;
 mod path;
@@ -29,7 +29,7 @@ use crate::Instant;
 
 use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
 pub use crate::redundancy::{Redundancy, RepairPlacement};
-use crate::sched::{Candidate, MinRtt, Scheduler};
+use crate::sched::{BlockView, PathInfo, Pick, SchedView, Scheduler, SchedulerKind};
 pub use lifecycle::PathError;
 pub use path::{LossEstimator, PathState, PathStats};
 use path::{Path, SentPacket};
@@ -59,6 +59,9 @@ pub struct ConnectionConfig {
     /// [`Connection::add_path`]. The server ignores it: it accepts each path id with the first
     /// valid packet on it (PROTOCOL.md §12.1). Default 1.
     pub paths: u8,
+    /// Which path carries each symbol, and from which block. Default (`None`): the mode's
+    /// ([`Mode::default_scheduler`]).
+    pub scheduler: Option<SchedulerKind>,
     /// Where repair symbols may go. Default (`None`): the mode's ([`Mode::default_placement`]:
     /// per path for `mptcp-dfec`, across paths otherwise).
     pub repair_placement: Option<RepairPlacement>,
@@ -81,6 +84,7 @@ impl Default for ConnectionConfig {
             redundancy: Redundancy::default(),
             paths: 1,
             repair_placement: None,
+            scheduler: None,
         }
     }
 }
@@ -125,6 +129,9 @@ pub enum BlockRecord {
 /// See [`BlockRecord`].
 pub const BLOCK_LOG_LIMIT: usize = 65_536;
 
+/// Copies a path may have waiting (the `redundant` scheduler); beyond, the oldest is dropped.
+const COPIES_PER_PATH: usize = 64;
+
 /// A datagram to send: its path; the bytes are in the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
@@ -156,6 +163,8 @@ pub struct ConnectionStats {
     /// Source symbols this end recovered by decoding rather than receiving them (the receiver's
     /// side of the effective recovery rate, recovered / repair sent).
     pub symbols_recovered: u64,
+    /// Copies of symbols sent on further paths (the `redundant` scheduler).
+    pub copies_sent: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +214,9 @@ pub struct Connection {
     block_log: Vec<BlockRecord>,
     redundancy: Box<dyn RedundancyController>,
     scheduler: Box<dyn Scheduler>,
+    /// Copies of symbols sent, waiting for their path's pacer (the `redundant` scheduler):
+    /// path, symbol, the SYMBOL frame's bytes; at most [`COPIES_PER_PATH`] per path.
+    copies: VecDeque<(usize, crate::blocks::OutgoingSymbol, Vec<u8>)>,
     /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
     last_poll: Instant,
 }
@@ -248,7 +260,8 @@ impl Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
             redundancy: config.mode.redundancy(config.redundancy, config.placement()),
-            scheduler: Box::new(MinRtt),
+            scheduler: config.scheduler.unwrap_or(config.mode.default_scheduler()).build(),
+            copies: VecDeque::new(),
             config,
             state: State::Handshake,
             cid,
@@ -590,6 +603,7 @@ impl Connection {
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
+                self.scheduler.on_symbol(now, event);
                 if xor_groups {
                     self.redundancy.on_symbol_acked(now, *s);
                 }
@@ -600,6 +614,7 @@ impl Connection {
                 self.redundancy.on_event(now, RedundancyEvent::Lost { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Lost { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
+                self.scheduler.on_symbol(now, event);
             }
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
@@ -727,6 +742,13 @@ impl Connection {
             next = next.min(t);
         }
         if self.session.is_some() {
+            let mut paths = [PathInfo::default(); 8];
+            let n = self.path_infos(self.last_poll, &mut paths);
+            if let Some(t) = self.scheduler.poll_timeout(self.last_poll, &paths[..n]) {
+                next = next.min(t.max(self.last_poll));
+            }
+        }
+        if self.session.is_some() {
             for i in 0..self.paths.len() {
                 if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
                     next = next.min(t);
@@ -756,22 +778,41 @@ impl Connection {
         };
         let mss = self.config.max_datagram as u64;
         let mut next: Option<Instant> = None;
+        for &(path, _, _) in &self.copies {
+            let Some(p) = self.paths.get(path) else { continue };
+            if self.data_room(path) >= mss {
+                let at = p.next_send.max(self.last_poll);
+                next = Some(next.map_or(at, |n: Instant| n.min(at)));
+            }
+        }
         for i in (0..self.paths.len()).filter(|&i| self.data_room(i) >= mss) {
             let at = self.paths[i].next_send.max(self.last_poll);
             if next.is_some_and(|n| n <= at) {
                 continue;
             }
             // The path `poll_transmit` would choose at `at`.
-            let chosen = self.pinned_path(at).or_else(|| self.choose_path(at));
-            if chosen.is_some_and(|c| new_source_on(c) || self.has_symbol(c)) {
+            let chosen = self.pinned_path(at).map(Pick::path).or_else(|| self.choose_path(at));
+            if chosen.is_some_and(|c| new_source_on(c.path) || self.has_symbol(c)) {
                 next = Some(at);
             }
         }
         next
     }
 
-    /// Whether `path` has a symbol to carry: an unsent source, or a repair some block needs.
-    fn has_symbol(&self, path: usize) -> bool {
+    /// Whether the scheduler's pick has a symbol to carry: a symbol of the block it names (the
+    /// scheduler judged its need), else an unsent source or a repair some block needs.
+    fn has_symbol(&self, pick: Pick) -> bool {
+        let named = pick.block.is_some_and(|block| {
+            self.session.as_ref().is_some_and(|s| {
+                s.sender.blocks().any(|b| b.id == block && (b.unsent_sources() > 0 || b.can_write_repair()))
+            })
+        });
+        named || self.default_has_symbol(pick.path)
+    }
+
+    /// Whether `path` has a symbol to carry when no block is named: an unsent source, or a
+    /// repair some block needs.
+    fn default_has_symbol(&self, path: usize) -> bool {
         let view = self.path_view(path);
         let id = path as u8;
         // The cheap questions first: an unsent source anywhere settles it without asking the
@@ -797,21 +838,69 @@ impl Connection {
 
     /// The scheduler's choice among the paths with room in their window whose pacer allows a
     /// send at `at` (the one place the path choice is made, for sending and for wake-ups).
-    fn choose_path(&self, at: Instant) -> Option<usize> {
-        let mss = self.config.max_datagram as u64;
+    fn choose_path(&self, at: Instant) -> Option<Pick> {
         // At most 8 paths: a stack array, no allocation on this hot path.
-        let mut ready = [Candidate::default(); 8];
-        let mut n = 0;
-        for i in 0..self.paths.len() {
-            if self.data_room(i) >= mss && self.paths[i].next_send <= at {
-                ready[n] = Candidate { path: i, view: self.path_view(i) };
-                n += 1;
-            }
-        }
-        if n == 0 {
+        let mut paths = [PathInfo::default(); 8];
+        let n = self.path_infos(at, &mut paths);
+        let paths = &paths[..n];
+        if !paths.iter().any(|p| p.ready) {
             return None;
         }
-        self.scheduler.pick(&ready[..n])
+        let blocks: Vec<BlockView> = match (&self.session, self.scheduler.wants_blocks()) {
+            (Some(s), true) => {
+                // The controller's wants as seen from the fastest ready path (FMTCP Eq. 4's p and
+                // ŵ are a path's; the allocation sends most symbols on the fastest).
+                let fastest = paths.iter().filter(|p| p.ready).min_by_key(|p| p.view.smoothed_rtt);
+                let view = fastest.map_or_else(|| self.path_view(0), |p| p.view);
+                s.sender
+                    .blocks()
+                    .map(|b| BlockView {
+                        id: b.id,
+                        len: b.len() as u64,
+                        closed: b.closed,
+                        decoded: b.decoded,
+                        unsent: b.unsent_sources(),
+                        retransmissions: s.sender.queued_retransmissions(b.id),
+                        in_flight: b.in_flight,
+                        known_dofs: b.known_dofs(),
+                        repairs_wanted: self.redundancy.repairs_wanted(b, &view),
+                        spare_repairs: self.redundancy.spare_repairs(b, &view),
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let pick = self.scheduler.pick(&SchedView { now: at, paths, blocks: &blocks });
+        // With per-path placement new data is cut into a block only once a path is chosen
+        // (`cut_block_for`), so a scheduler that allocates blocks sees none for it: the fastest
+        // ready path takes the new data (MPTCP's default, the placement's own scheduler).
+        pick.or_else(|| {
+            let s = self.session.as_ref()?;
+            if !(s.sender.is_per_path() && s.streams.has_pipe_data() && s.sender.has_room()) {
+                return None;
+            }
+            let fastest = paths.iter().filter(|p| p.ready).min_by_key(|p| (p.view.smoothed_rtt, p.path))?;
+            Some(Pick::path(fastest.path))
+        })
+    }
+
+    /// What the scheduler may know about each path at `at`; returns how many were written.
+    fn path_infos(&self, at: Instant, out: &mut [PathInfo; 8]) -> usize {
+        let mss = self.config.max_datagram as u64;
+        // Failed and removed paths are not offered at all: a scheduler that allocates virtually
+        // (FMTCP's EAT) would otherwise count on a dead path's stale estimates.
+        let mut n = 0;
+        for (i, p) in self.paths.iter().enumerate().take(8).filter(|(_, p)| p.can_send()) {
+            out[n] = PathInfo {
+                path: i,
+                view: self.path_view(i),
+                rto: p.rtt.rto(Duration::from_millis(10)),
+                oldest_unacked_age: p.sent.first_key_value().map_or(Duration::ZERO, |(_, s)| at - s.time),
+                ready: self.data_room(i) >= mss && p.next_send <= at,
+            };
+            n += 1;
+        }
+        n
     }
 
     /// What the redundancy controller may know about `path`.
@@ -869,7 +958,7 @@ impl Connection {
         }
         self.fill_pipe();
         self.apply_parity_covers(now);
-        let ready = self.pinned_path(now).or_else(|| self.choose_path(now));
+        let ready = self.pinned_path(now).map(Pick::path).or_else(|| self.choose_path(now));
         let ack_due = self
             .paths
             .iter()
@@ -879,20 +968,29 @@ impl Connection {
                 (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
             });
         let max = self.config.max_datagram;
-        if let Some(path) = ready {
-            self.cut_block_for(path);
+        if let Some(t) = self.send_copy(now, buf) {
+            return Some(t);
         }
-        if let Some(path) = ready.filter(|&p| self.has_symbol(p)) {
+        if let Some(pick) = ready {
+            self.cut_block_for(pick.path);
+        }
+        if let Some(pick) = ready.filter(|&p| self.has_symbol(p)) {
+            let path = pick.path;
             self.begin_packet(path, PacketType::Data, buf);
             // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
             // promise the code may not keep (an XOR block has no complete group to repair):
             // then the control frames go out alone.
-            let symbol = self.write_symbol(now, path, buf, false);
+            let start = buf.len();
+            let symbol = self.write_symbol(now, path, buf, false, pick.block);
+            if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates()) {
+                self.queue_copies(path, symbol, &buf[start..]);
+            }
             self.write_control(now, path, buf, 2, max);
             return Some(match symbol {
                 Some(symbol) => {
                     let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
                     self.redundancy.on_symbol(now, event);
+                    self.scheduler.on_symbol(now, event);
                     self.end_packet(now, path, buf, true, vec![symbol])
                 }
                 None => self.end_packet(now, path, buf, false, Vec::new()),
@@ -905,7 +1003,7 @@ impl Connection {
                 .min_by_key(|&i| self.paths[i].rtt.smoothed());
             if let Some(path) = fastest.filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
-                let symbol = self.write_symbol(now, path, buf, true);
+                let symbol = self.write_symbol(now, path, buf, true, None);
                 self.write_control(now, path, buf, 2, max);
                 return Some(match symbol {
                     Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
@@ -925,6 +1023,50 @@ impl Connection {
         Some(self.end_packet(now, path, buf, false, Vec::new()))
     }
 
+    /// The redundant scheduler: a copy of the symbol just written (`frame`, its SYMBOL frame)
+    /// for every other path with room in its window, sent when its pacer allows.
+    fn queue_copies(&mut self, sent_on: usize, symbol: crate::blocks::OutgoingSymbol, frame: &[u8]) {
+        let mss = self.config.max_datagram as u64;
+        for i in 0..self.paths.len() {
+            if i != sent_on && self.data_room(i) >= mss {
+                if self.copies.iter().filter(|c| c.0 == i).count() >= COPIES_PER_PATH {
+                    let oldest = self.copies.iter().position(|c| c.0 == i).expect("counted");
+                    self.copies.remove(oldest);
+                }
+                self.copies.push_back((i, symbol, frame.to_vec()));
+            }
+        }
+    }
+
+    /// Sends the oldest queued copy (see [`Self::queue_copies`]) whose path may send now;
+    /// copies whose block was decoded meanwhile are dropped.
+    fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let mss = self.config.max_datagram as u64;
+        let session = self.session.as_ref()?;
+        let mut may_send = [false; 8];
+        for (i, may) in may_send.iter_mut().enumerate().take(self.paths.len()) {
+            *may = self.data_room(i) >= mss && self.paths[i].next_send <= now;
+        }
+        let paths = self.paths.len();
+        self.copies
+            .retain(|c| c.0 < paths && session.sender.blocks().any(|b| b.id == c.1.block && !b.decoded));
+        let i = self.copies.iter().position(|c| may_send[c.0])?;
+        if let Some((path, symbol, frame)) = self.copies.remove(i) {
+            self.begin_packet(path, PacketType::Data, buf);
+            buf.extend_from_slice(&frame);
+            if let Some(s) = self.session.as_mut() {
+                s.sender.on_copy_sent(symbol.block);
+            }
+            self.stats.copies_sent += 1;
+            self.write_control(now, path, buf, 2, self.config.max_datagram);
+            let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+            self.redundancy.on_symbol(now, event);
+            self.scheduler.on_symbol(now, event);
+            return Some(self.end_packet(now, path, buf, true, vec![symbol]));
+        }
+        None
+    }
+
     fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {
         let header =
             PacketHeader { ty, dcid: self.cid, path: path as u8, number: self.paths[path].next_number };
@@ -942,9 +1084,6 @@ impl Connection {
         let p = &mut self.paths[path];
         let number = p.next_number;
         p.next_number += 1;
-        if !symbols.is_empty() {
-            self.scheduler.on_sent(path);
-        }
         let window_update = std::mem::take(&mut self.window_update_written);
         let abandons = std::mem::take(&mut self.abandon_written);
         let ack_eliciting = ack_eliciting || window_update || abandons != 0;
@@ -1056,7 +1195,8 @@ impl Connection {
     }
 
     /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
-    /// source, else nothing.
+    /// source, else nothing; or, if the scheduler named a `block`, that block's next unsent
+    /// source, else a new repair of it. Queued retransmissions go first either way.
     /// `repair_only`: nothing but a repair (a parity sent beyond the window).
     fn write_symbol(
         &mut self,
@@ -1064,6 +1204,7 @@ impl Connection {
         path: usize,
         buf: &mut Vec<u8>,
         repair_only: bool,
+        block: Option<u64>,
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
         let id = path as u8;
@@ -1077,6 +1218,30 @@ impl Connection {
             let event = RedundancyEvent::Sent { repair: false, retransmission: true };
             self.redundancy.on_event(now, event, &view);
             return Some(sent);
+        }
+        // The scheduler's block, if it names one and it has a symbol to give; else the default.
+        // (With per-path placement blocks belong to paths: the default choice respects that.)
+        if let Some(block) = block.filter(|_| !repair_only && !s.sender.is_per_path()) {
+            let sent = match s.sender.write_next_source_of(block, &mut w) {
+                Some(sent) => {
+                    self.stats.source_symbols_sent += 1;
+                    if sent.source == Some(0) && self.block_log.len() < BLOCK_LOG_LIMIT {
+                        // (`log_block`, on the one field `s` does not borrow)
+                        self.block_log.push(BlockRecord::FirstSent { block, at: now });
+                    }
+                    Some(sent)
+                }
+                None => {
+                    let sent = s.sender.write_repair(block, &mut w).ok().flatten();
+                    self.stats.repair_symbols_sent += u64::from(sent.is_some());
+                    sent
+                }
+            };
+            if let Some(sent) = sent {
+                let event = RedundancyEvent::Sent { repair: sent.is_repair(), retransmission: false };
+                self.redundancy.on_event(now, event, &view);
+                return Some(sent);
+            }
         }
         let short = s
             .sender

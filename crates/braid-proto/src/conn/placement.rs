@@ -35,7 +35,7 @@ impl Connection {
     pub(super) fn pinned_path(&self, at: Instant) -> Option<usize> {
         let mss = self.config.max_datagram as u64;
         (0..self.paths.len())
-            .filter(|&i| self.paths[i].window_room() >= mss && self.paths[i].next_send <= at)
+            .filter(|&i| self.data_room(i) >= mss && self.paths[i].next_send <= at)
             .filter(|&i| self.has_pinned_symbol(i))
             .min_by_key(|&i| (self.paths[i].rtt.smoothed(), i))
     }

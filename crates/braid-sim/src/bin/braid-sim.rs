@@ -1,5 +1,5 @@
 //! Runs scenario files and prints a table:
-//! `braid-sim [--modes braid,tcp] [--csv DIR] [--json FILE] SCENARIO.toml…`
+//! `braid-sim [--modes braid,tcp] [--scheduler NAME] [--csv DIR] [--json FILE] SCENARIO.toml…`
 //!
 //! Every run is one bulk transfer per flow (the scenario's `transfer` bytes), checked byte for
 //! byte at the receiver. Rows give completion time, goodput, goodput against the physical limit
@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::{Mode, Redundancy, RepairPlacement};
+use braid_proto::sched::SchedulerKind;
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
 use braid_sim::net::StopReason;
@@ -77,7 +78,11 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp|lia] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp|lia] [--scheduler NAME] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+    );
+    eprintln!(
+        "  --scheduler: every mode's multipath scheduler, one of {} (default: the mode's own)",
+        SchedulerKind::ALL.map(|k| k.name()).join(", ")
     );
     eprintln!("  --margin-ahead: braid sends its repair margin ahead of new data (latency first)");
     eprintln!("  --delta D: braid's δ̂, the accepted chance a block's margin falls short (default 0.5)");
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
     let mut modes_named = false;
     let mut placement = None;
     let mut cc = None;
+    let mut scheduler = None;
     let mut margin_ahead = false;
     let mut delta = None;
     let mut files = Vec::new();
@@ -134,6 +140,16 @@ fn main() -> ExitCode {
                     Ok(p) => placement = Some(p),
                     Err(e) => {
                         eprintln!("--placement: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            "--scheduler" => {
+                let Some(name) = args.next() else { return usage() };
+                match name.parse::<SchedulerKind>() {
+                    Ok(k) => scheduler = Some(k),
+                    Err(e) => {
+                        eprintln!("--scheduler: {e}");
                         return ExitCode::from(2);
                     }
                 }
@@ -190,7 +206,7 @@ fn main() -> ExitCode {
                     target_failure: delta.unwrap_or(Redundancy::default().target_failure),
                     ..Redundancy::default()
                 };
-                match run(scenario, mode, cc, redundancy, placement) {
+                match run(scenario, mode, cc, scheduler, redundancy, placement) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
                         eprintln!("{}: {e}", scenario.title());
@@ -233,6 +249,7 @@ fn run(
     scenario: &Scenario,
     mode: Mode,
     cc: Option<CcAlgorithm>,
+    scheduler: Option<SchedulerKind>,
     redundancy: Redundancy,
     placement: Option<RepairPlacement>,
 ) -> Result<Row, String> {
@@ -243,6 +260,7 @@ fn run(
                 mode,
                 cc,
                 redundancy,
+                scheduler,
                 paths: cx.paths as u8,
                 repair_placement: placement,
                 ..ConnectionConfig::default()

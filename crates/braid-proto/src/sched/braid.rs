@@ -1,0 +1,246 @@
+//! braid's default scheduler: allocation by expected arrival time.
+//!
+//! FMTCP's virtual allocation (Algorithm 1, `eat.rs`) with an arrival model for a coded,
+//! paced transport. A symbol is worth sending on a path only if it reaches the receiver before
+//! the other paths could bring the same block what it lacks; a slow or lossy path then carries
+//! only the later blocks' symbols, which it delivers no later than the fast path would, and
+//! never holds a block back.
+//!
+//! The k-th further packet on path f (one-way delay d_f = SRTT_f / 2, window W_f packets,
+//! room R_f, delivery rate r_f = W_f / SRTT_f, τ_f the age of its oldest packet in flight)
+//! arrives at
+//!
+//! - d_f + k / (1.25 · r_f) while it fits in the window (the pacer spreads a window over
+//!   SRTT / 1.25, RFC 9002 §7.7, as `conn/path.rs` paces), and
+//! - d_f + (SRTT_f − τ_f) + (k − R_f) / r_f beyond: the ACK clock frees the window at r_f
+//!   from the moment the oldest packet is acknowledged.
+//!
+//! FMTCP's EDT instead charges a loss a whole RTO on the same path (Eq. 8), and its EAT a whole
+//! RT per window (Eq. 10); with coding a loss is replaced on whichever path is best, so here a
+//! loss only makes a path's packets count for (1 − p_f) of a symbol delivered. When path f_p
+//! may send, the other paths' expected deliveries before f_p's first packet arrives are
+//! allocated to the open blocks in order first ([`BlockView::needed`]: unsent sources and the
+//! repairs the redundancy controller wants); f_p serves the block that is still short after
+//! them, or keeps its opportunity if none is.
+//!
+//! Proactive repair with capacity new data leaves unused (the redundancy controller's spare
+//! repairs) goes only on a path whose packets arrive within 1.5 × the fastest path's delay:
+//! a late repair on a slow path would count as in flight for its block and hold back the fast
+//! path's replacement of a real loss.
+
+use super::{block_after, by_key, BlockView, PathInfo, Pick, SchedView, Scheduler};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArrivalTime;
+
+/// The pacer's gain over the window per SRTT (conn/path.rs).
+const PACING_GAIN: f64 = 1.25;
+
+/// Spare repairs go on paths whose one-way delay is within this factor of the fastest path's.
+const SPARE_DELAY_FACTOR: f64 = 1.5;
+
+/// What the arrival model takes from the connection as a whole.
+#[derive(Debug, Clone, Copy)]
+pub struct Model {
+    /// How long an ACK takes back: half the smallest min RTT of any path (ACKs go back on
+    /// whichever path sends next, so a slow path's ACKs mostly return on the fast one).
+    pub ack_return: f64,
+    /// The smallest one-way delay of any path.
+    pub fastest: f64,
+}
+
+impl Model {
+    pub fn of(paths: &[PathInfo]) -> Model {
+        let ack_return =
+            paths.iter().map(|p| p.view.min_rtt.as_secs_f64() / 2.0).fold(f64::INFINITY, f64::min);
+        let mut m = Model { ack_return: if ack_return.is_finite() { ack_return } else { 0.0 }, fastest: 0.0 };
+        m.fastest = paths.iter().map(|p| m.one_way(p)).fold(f64::INFINITY, f64::min);
+        m
+    }
+
+    /// The path's one-way delay: its SRTT less the ACK's way back.
+    fn one_way(&self, p: &PathInfo) -> f64 {
+        (p.view.smoothed_rtt.as_secs_f64() - self.ack_return).max(0.0)
+    }
+}
+
+/// Packets per second the path's window sustains.
+fn rate(p: &PathInfo) -> f64 {
+    p.window_packets() as f64 / p.view.smoothed_rtt.as_secs_f64().max(1e-6)
+}
+
+/// A loss is detected this many SRTTs after sending (RFC 9002's time threshold).
+const LOSS_DETECTION_RTTS: f64 = 9.0 / 8.0;
+
+/// The expected delay a loss adds to a symbol sent on `p`: with probability p it is replaced
+/// once the loss is detected, on the fastest path.
+fn loss_delay(p: &PathInfo, m: &Model) -> f64 {
+    let loss = p.view.loss.clamp(0.0, 0.99);
+    loss * (LOSS_DETECTION_RTTS * p.view.smoothed_rtt.as_secs_f64() + m.fastest)
+}
+
+/// How long a packet beyond the window waits for the first ACK to free room.
+fn ack_wait(p: &PathInfo) -> f64 {
+    (p.view.smoothed_rtt.as_secs_f64() - p.oldest_unacked_age.as_secs_f64()).max(0.0)
+}
+
+/// When the symbol in the path's next packet is expected at the receiver, in seconds from now
+/// (its arrival, plus the expected delay of replacing it if lost).
+pub fn expected_delivery(p: &PathInfo, m: &Model) -> f64 {
+    let wait = if p.room_packets() > 0 { 0.0 } else { ack_wait(p) };
+    m.one_way(p) + loss_delay(p, m) + wait
+}
+
+/// How many of path `f`'s next packets deliver their symbol before `deadline` (or at it, if
+/// `ties`), at most `cap`. Each packet's time is [`expected_delivery`]'s for its place in line.
+fn deliveries_before(f: &PathInfo, deadline: f64, m: &Model, ties: bool, cap: f64) -> f64 {
+    // Packets whose time from `start` on is k / rate, for k = 0, 1, …: how many come first.
+    let count = |since_start: f64, rate: f64| -> f64 {
+        if since_start < 0.0 || (since_start == 0.0 && !ties) {
+            0.0
+        } else if ties {
+            (since_start * rate).floor() + 1.0
+        } else {
+            (since_start * rate).ceil()
+        }
+    };
+    let r = rate(f);
+    let start = m.one_way(f) + loss_delay(f, m);
+    // Within the room, paced; beyond it, clocked by ACKs from the first one's return.
+    let paced = count(deadline - start, PACING_GAIN * r).min(f.room_packets() as f64);
+    let clocked = count(deadline - start - ack_wait(f), r);
+    (paced + clocked).min(cap)
+}
+
+impl ArrivalTime {
+    fn allocate(view: &SchedView<'_>, pending: &PathInfo, m: &Model) -> Option<u64> {
+        let total: u64 = view.blocks.iter().map(BlockView::needed).sum();
+        let cap = total as f64 + 1.0;
+        let deadline = expected_delivery(pending, m);
+        let ahead: f64 = view
+            .paths
+            .iter()
+            .filter(|f| f.path != pending.path)
+            .map(|f| deliveries_before(f, deadline, m, f.path < pending.path, cap))
+            .sum();
+        block_after(view.blocks, ahead)
+    }
+}
+
+impl Scheduler for ArrivalTime {
+    fn name(&self) -> &'static str {
+        "braid"
+    }
+
+    fn wants_blocks(&self) -> bool {
+        true
+    }
+
+    fn pick(&self, view: &SchedView<'_>) -> Option<Pick> {
+        let m = Model::of(view.paths);
+        let needed = by_key(view, |p| expected_delivery(p, &m))
+            .find_map(|p| Self::allocate(view, p, &m).map(|b| Pick { path: p.path, block: Some(b) }));
+        if needed.is_some() {
+            return needed;
+        }
+        // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
+        let path = by_key(view, |p| expected_delivery(p, &m)).next()?;
+        let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
+        (m.one_way(path) <= SPARE_DELAY_FACTOR * m.fastest)
+            .then_some(Pick { path: path.path, block: Some(block.id) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::testing::{block, path};
+    use crate::sched::ExpectedArrival;
+    use crate::Instant;
+
+    fn pick(paths: &[PathInfo], blocks: &[BlockView]) -> Option<Pick> {
+        ArrivalTime.pick(&SchedView { now: Instant::ZERO, paths, blocks })
+    }
+
+    /// One path of 100 ms: ACKs take 50 ms back, the fastest one-way delay is 50 ms.
+    const M: Model = Model { ack_return: 0.05, fastest: 0.05 };
+
+    #[test]
+    fn arrival_model_by_hand() {
+        // 100 ms, 100-packet window, 20 packets of room: r = 1000 packets/s, one-way 50 ms.
+        let f = path(0, 100, 0.0, 100, 80);
+        assert!((expected_delivery(&f, &M) - 0.05).abs() < 1e-9);
+        // By 60 ms: 10 ms of pacing at 1250/s = 12.5 → 13 packets.
+        assert_eq!(deliveries_before(&f, 0.06, &M, false, 1e9), 13.0);
+        // By 249.5 ms: the 20 of room, then ACK-clocked from 150 ms: 99.5 → 100 more.
+        assert_eq!(deliveries_before(&f, 0.2495, &M, false, 1e9), 120.0);
+        assert_eq!(deliveries_before(&f, 0.2495, &M, false, 50.0), 50.0, "capped");
+        assert_eq!(deliveries_before(&f, 0.04, &M, false, 1e9), 0.0, "nothing before the one-way delay");
+        assert_eq!(deliveries_before(&f, 0.05, &M, false, 1e9), 0.0);
+        assert_eq!(deliveries_before(&f, 0.05, &M, true, 1e9), 1.0, "a tie counts for a lower index");
+        // 10 % loss: a lost symbol is replaced after 9/8 SRTT on the fastest path (50 ms):
+        // each symbol is expected 0.1 × (112.5 + 50) = 16.25 ms later.
+        let lossy = path(0, 100, 0.1, 100, 80);
+        assert!((expected_delivery(&lossy, &M) - 0.06625).abs() < 1e-9);
+        // A full window waits for the first ACK: SRTT − τ.
+        let mut full = path(0, 100, 0.0, 100, 100);
+        full.oldest_unacked_age = std::time::Duration::from_millis(40);
+        assert!((expected_delivery(&full, &M) - 0.11).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_slow_path_carries_only_what_it_delivers_before_the_fast_one_would() {
+        let fast = path(0, 100, 0.001, 100, 80);
+        let slow = path(1, 500, 0.01, 100, 0);
+        let busy = PathInfo { ready: false, ..fast };
+        // ACKs return on the fast path (50 ms), so the slow path's one-way delay is 450 ms and
+        // its first symbol is expected at 450 + 0.01 × (562.5 + 50) = 456.1 ms; the fast one
+        // delivers 20 + 306 before that: five blocks' worth, not six.
+        let blocks: Vec<BlockView> = (0..6).map(|i| block(i, 64, 64, 0)).collect();
+        assert_eq!(pick(&[fast, slow], &blocks), Some(Pick { path: 0, block: Some(0) }));
+        assert_eq!(pick(&[busy, slow], &blocks), Some(Pick { path: 1, block: Some(5) }));
+        assert_eq!(pick(&[busy, slow], &blocks[..5]), None, "five blocks: the slow path waits");
+        // A lost symbol of block 0 (one repair wanted) goes to the fast path, not the slow one.
+        let mut short = block(0, 64, 0, 63);
+        short.repairs_wanted = 1;
+        assert_eq!(pick(&[fast, slow], &[short]), Some(Pick { path: 0, block: Some(0) }));
+        assert_eq!(pick(&[busy, slow], &[short]), None);
+    }
+
+    #[test]
+    fn some_path_always_serves_a_block_in_need() {
+        // However the paths compare, when every path may send and a block needs a symbol,
+        // someone sends it: the allocation never defers in a circle.
+        let mut b = block(0, 64, 0, 63);
+        b.repairs_wanted = 1;
+        for (rtt0, rtt1) in [(100, 100), (100, 500), (500, 100), (30, 31)] {
+            for (p0, p1) in [(0.0, 0.0), (0.001, 0.5), (0.5, 0.001), (0.3, 0.3)] {
+                for (f0, f1) in [(0, 0), (99, 0), (0, 99), (50, 50)] {
+                    let paths = [path(0, rtt0, p0, 100, f0), path(1, rtt1, p1, 100, f1)];
+                    assert!(pick(&paths, &[b]).is_some(), "{paths:?}");
+                    assert!(
+                        ExpectedArrival
+                            .pick(&SchedView { now: Instant::ZERO, paths: &paths, blocks: &[b] })
+                            .is_some(),
+                        "{paths:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spare_repairs_only_on_a_path_about_as_fast_as_the_fastest() {
+        let mut b = block(0, 64, 0, 64);
+        b.spare_repairs = 3;
+        let fast = path(0, 100, 0.001, 100, 10);
+        let slow = path(1, 500, 0.01, 100, 0);
+        assert_eq!(pick(&[fast, slow], &[b]), Some(Pick { path: 0, block: Some(0) }));
+        assert_eq!(pick(&[PathInfo { ready: false, ..fast }, slow], &[b]), None);
+        let twin = path(1, 120, 0.01, 100, 0);
+        assert_eq!(
+            pick(&[PathInfo { ready: false, ..fast }, twin], &[b]),
+            Some(Pick { path: 1, block: Some(0) })
+        );
+    }
+}
