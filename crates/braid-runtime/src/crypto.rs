@@ -28,6 +28,11 @@ pub const NOISE_RESPONSE: u8 = 1 << 5 | 4;
 /// First byte of a path announcement: version 1, type 5 (PROTOCOL.md §12.5).
 pub const PATH_HELLO: u8 = 1 << 5 | 5;
 
+/// The server's answer to a first message that does not decrypt under its key: version 1,
+/// type 6, then the connection id it named (9 bytes: no amplification). Unauthenticated, so the
+/// client treats it as a hint for its error message only, never as a reason to stop early.
+pub const REFUSED: u8 = 1 << 5 | 6;
+
 /// The client's first message is exactly this long, so the server's answer (≈ 60 bytes) never
 /// amplifies a spoofed source (PROTOCOL.md §12.2).
 pub const INIT_LEN: usize = 1200;
@@ -128,10 +133,49 @@ fn unix_micros() -> u64 {
 }
 
 /// What the client tells the server in its (encrypted, authenticated) first message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Hello {
     /// Paths the client will use (1..=8): the server's core connection is created with as many.
     pub paths: u8,
+    /// The scheme's name (`--mode`), so the server sends with it too; empty: the server's own.
+    pub mode: String,
+    /// The congestion controller's name (`--cc`); empty: the mode's default.
+    pub cc: String,
+}
+
+impl Hello {
+    /// `version 1 | paths | unix time µs (8) | mode length | mode | cc length | cc`, zero-padded.
+    fn encode(&self, out: &mut [u8]) {
+        out[0] = 1;
+        out[1] = self.paths;
+        out[2..10].copy_from_slice(&unix_micros().to_be_bytes());
+        let mut at = 10;
+        for name in [&self.mode, &self.cc] {
+            let bytes = &name.as_bytes()[..name.len().min(64)];
+            out[at] = bytes.len() as u8;
+            out[at + 1..at + 1 + bytes.len()].copy_from_slice(bytes);
+            at += 1 + bytes.len();
+        }
+    }
+
+    /// Returns the hello and the time it was written.
+    fn decode(payload: &[u8]) -> Option<(Hello, u64)> {
+        if payload.len() < 12 || payload[0] != 1 {
+            return None;
+        }
+        let paths = payload[1];
+        let sent = u64::from_be_bytes(payload[2..10].try_into().ok()?);
+        let mut at = 10;
+        let mut names = [String::new(), String::new()];
+        for name in &mut names {
+            let len = usize::from(*payload.get(at)?);
+            let bytes = payload.get(at + 1..at + 1 + len)?;
+            *name = std::str::from_utf8(bytes).ok()?.to_string();
+            at += 1 + len;
+        }
+        let [mode, cc] = names;
+        Some((Hello { paths, mode, cc }, sent))
+    }
 }
 
 /// The client's side of the Noise handshake.
@@ -144,13 +188,11 @@ pub struct ClientHandshake {
 }
 
 impl ClientHandshake {
-    pub fn new(key: &Key, cid: ConnectionId, hello: Hello) -> ClientHandshake {
+    pub fn new(key: &Key, cid: ConnectionId, hello: &Hello) -> ClientHandshake {
         let prologue = prologue(cid);
         let mut state = builder(key, &prologue).build_initiator().expect("valid initiator");
         let mut payload = [0u8; INIT_PAYLOAD_LEN];
-        payload[0] = 1; // hello version
-        payload[1] = hello.paths;
-        payload[2..10].copy_from_slice(&unix_micros().to_be_bytes());
+        hello.encode(&mut payload);
         let mut init = vec![0u8; INIT_LEN];
         init[0] = NOISE_INIT;
         init[1..9].copy_from_slice(&cid.0);
@@ -203,6 +245,13 @@ pub fn init_cid(datagram: &[u8]) -> Option<ConnectionId> {
     datagram.get(1..9).map(|b| ConnectionId(b.try_into().expect("8 bytes")))
 }
 
+/// The refusal hint for a first message (PROTOCOL.md §12.2).
+pub fn refusal(init: &[u8]) -> Option<[u8; 9]> {
+    let mut out = [REFUSED; 9];
+    out[1..9].copy_from_slice(init.get(1..9)?);
+    Some(out)
+}
+
 /// The server reads a client's first message. `None` (and no state kept) unless it decrypts
 /// under the key, is recent, and is well-formed.
 pub fn server_accept(key: &Key, datagram: &[u8]) -> Option<Accepted> {
@@ -214,14 +263,10 @@ pub fn server_accept(key: &Key, datagram: &[u8]) -> Option<Accepted> {
     let mut state = builder(key, &prologue).build_responder().ok()?;
     let mut payload = [0u8; INIT_LEN];
     let n = state.read_message(&datagram[9..], &mut payload).ok()?;
-    if n < 10 || payload[0] != 1 {
+    let (hello, sent) = Hello::decode(&payload[..n])?;
+    if !(1..=MAX_PATHS as u8).contains(&hello.paths) {
         return None;
     }
-    let paths = payload[1];
-    if !(1..=MAX_PATHS as u8).contains(&paths) {
-        return None;
-    }
-    let sent = u64::from_be_bytes(payload[2..10].try_into().expect("8 bytes"));
     let skew = Duration::from_micros(unix_micros().abs_diff(sent));
     if skew > MAX_CLOCK_SKEW {
         return None;
@@ -232,7 +277,7 @@ pub fn server_accept(key: &Key, datagram: &[u8]) -> Option<Accepted> {
     let written = state.write_message(&[0], &mut response[9..]).ok()?;
     response.truncate(9 + written);
     let keys = PacketKeys::new(state.into_stateless_transport_mode().ok()?, cid);
-    Some(Accepted { cid, hello: Hello { paths }, keys, response })
+    Some(Accepted { cid, hello, keys, response })
 }
 
 fn type_code(ty: PacketType) -> u64 {
@@ -411,9 +456,11 @@ mod tests {
 
     fn pair(key_client: &Key, key_server: &Key) -> Option<(PacketKeys, PacketKeys)> {
         let cid = ConnectionId([7; 8]);
-        let mut client = ClientHandshake::new(key_client, cid, Hello { paths: 2 });
+        let mut client = ClientHandshake::new(key_client, cid, &Hello { paths: 2, mode: "fmtcp".into(), cc: String::new() });
         let accepted = server_accept(key_server, client.init_datagram())?;
         assert_eq!(accepted.hello.paths, 2);
+        assert_eq!(accepted.hello.mode, "fmtcp");
+        assert_eq!(accepted.hello.cc, "");
         assert!(accepted.response.len() * 3 <= INIT_LEN, "answer ≤ 3× the request");
         let keys = client.on_response(&accepted.response)?;
         Some((keys, accepted.keys))
@@ -447,7 +494,7 @@ mod tests {
     fn wrong_key_is_refused_without_answer() {
         let a = Key::generate().unwrap();
         let b = Key::generate().unwrap();
-        let client = ClientHandshake::new(&a, ConnectionId([1; 8]), Hello { paths: 1 });
+        let client = ClientHandshake::new(&a, ConnectionId([1; 8]), &Hello { paths: 1, ..Hello::default() });
         assert!(server_accept(&b, client.init_datagram()).is_none());
         // The right key, but the first message replayed under another connection id.
         let mut moved = client.init_datagram().to_vec();
