@@ -59,6 +59,9 @@ pub struct TransportOpts {
     /// Congestion controller (default: the mode's): cubic, newreno, bbr, ctcp.
     #[arg(long)]
     pub cc: Option<String>,
+    /// Close a connection after this many seconds without hearing from the peer.
+    #[arg(long, default_value_t = 30.0)]
+    pub idle_timeout: f64,
 }
 
 impl TransportOpts {
@@ -68,7 +71,12 @@ impl TransportOpts {
             Some(c) => Some(c.parse::<CcAlgorithm>().map_err(|e| fail(format!("--cc: {e}")))?),
             None => None,
         };
-        Ok(ConnectionConfig { mode, cc, ..ConnectionConfig::default() })
+        if !(self.idle_timeout >= 0.5 && self.idle_timeout <= 86_400.0) {
+            return Err(fail("--idle-timeout: expected seconds between 0.5 and 86400"));
+        }
+        let mut config = ConnectionConfig { mode, cc, ..ConnectionConfig::default() };
+        config.params.idle_timeout_ms = (self.idle_timeout * 1000.0) as u64;
+        Ok(config)
     }
 }
 

@@ -109,6 +109,8 @@ struct Entry {
     created: Instant,
     orphaned_at: Option<Instant>,
     closed: bool,
+    /// The core's `poll_timeout` after the last drive (asking it is not free).
+    next_timeout: Option<Instant>,
 }
 
 impl Entry {
@@ -129,6 +131,7 @@ impl Entry {
             created: now,
             orphaned_at: None,
             closed: false,
+            next_timeout: None,
         }
     }
 }
@@ -278,29 +281,32 @@ impl Driver {
 
     async fn run(mut self) {
         let mut buf = vec![0u8; 65_536];
+        let mut wakes = [0u64; 3];
         loop {
             let now = self.now();
             self.release_ingress(now);
             self.drive_all(now);
             self.release_egress(now);
             if self.finished() {
-                tracing::debug!("driver stops");
+                tracing::debug!("driver stops; woken by datagrams {}, the application {}, timers {}", wakes[0], wakes[1], wakes[2]);
                 return;
             }
             let deadline = if self.busy { Some(now) } else { self.deadline() };
+            tracing::trace!(target: "braid_runtime::loop", "now {} busy {} sleep {:?}", now.as_micros(), self.busy, deadline.map(|d| d.as_micros() as i64 - now.as_micros() as i64));
             let sleep_to = deadline.map_or(self.epoch + Duration::from_secs(3600 * 24), |d| self.to_tokio(d));
             let wake = self.wake.clone();
             let woke = {
                 let sockets = &self.sockets;
                 let buf = &mut buf;
                 tokio::select! {
-                    r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => Some(r),
-                    _ = wake.notified() => None,
-                    _ = tokio::time::sleep_until(sleep_to) => None,
+                    r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => { wakes[0] += 1; Some(r) }
+                    _ = wake.notified() => { wakes[1] += 1; None }
+                    _ = tokio::time::sleep_until(sleep_to) => { wakes[2] += 1; None }
                 }
             };
             if let Some((i, r)) = woke {
                 let now = self.now();
+                tracing::trace!(target: "braid_runtime::loop", "recv");
                 self.on_recv(i, r, &buf, now);
                 // Read what else is waiting before sending again.
                 for _ in 0..RECV_BATCH {
@@ -347,7 +353,7 @@ impl Driver {
         }
         for e in self.conns.values() {
             if e.keys.is_some() {
-                if let Some(t) = e.handle.lock().core.poll_timeout() {
+                if let Some(t) = e.next_timeout {
                     at(t);
                 }
                 if matches!(self.role, Role::Client { .. }) && e.hello_acked.iter().any(|a| !a) {
@@ -678,14 +684,14 @@ impl Driver {
         }
         let mut sent = 0;
         let mut out = std::mem::take(&mut self.out);
+        {
+            let mut s = handle.lock();
+            if s.core.poll_timeout().is_some_and(|t| t <= now) {
+                s.core.handle_timeout(now);
+            }
+        }
         loop {
-            let t = {
-                let mut s = handle.lock();
-                if s.core.poll_timeout().is_some_and(|t| t <= now) {
-                    s.core.handle_timeout(now);
-                }
-                s.core.poll_transmit(now, &mut out)
-            };
+            let t = handle.lock().core.poll_transmit(now, &mut out);
             let Some(t) = t else { break };
             self.send_packet(t.path, &out[..t.size], now);
             sent += 1;
@@ -696,6 +702,9 @@ impl Driver {
         }
         self.out = out;
         self.handle_events(cid, now);
+        if let Some(e) = self.conns.get_mut(&cid) {
+            e.next_timeout = handle.lock().core.poll_timeout();
+        }
     }
 
     fn handle_events(&mut self, cid: ConnectionId, now: Instant) {
@@ -778,7 +787,9 @@ impl Driver {
             }
         }
         if let Some(reason) = ended {
-            tracing::debug!("connection with {peer} ended: {:?}", reason);
+            let s = e.handle.lock();
+            tracing::debug!("connection with {peer} ended: {:?}; paths {:?}; {:?}", reason, s.core.path_stats(), s.core.stats);
+            drop(s);
             if let Role::Client { ready, .. } = &mut self.role {
                 if let Some(r) = ready.take() {
                     let _ = r.send(Err(reason.error()));
