@@ -118,8 +118,9 @@ pub async fn resolve(addr: &str, flag: &str) -> Result<SocketAddr, Fail> {
 
 /// An address to listen on: IP:PORT only (no name lookups for a bind).
 pub fn parse_listen(addr: &str, flag: &str) -> Result<SocketAddr, Fail> {
-    addr.parse::<SocketAddr>()
-        .map_err(|_| fail(format!("{flag} {addr:?}: bad address (expected IP:PORT, e.g. 127.0.0.1:1080 or [::1]:1080)")))
+    addr.parse::<SocketAddr>().map_err(|_| {
+        fail(format!("{flag} {addr:?}: bad address (expected IP:PORT, e.g. 127.0.0.1:1080 or [::1]:1080)"))
+    })
 }
 
 impl ClientOpts {
@@ -131,8 +132,11 @@ impl ClientOpts {
         if config.paths.is_empty() {
             config.paths = vec![PathSpec::Any];
         }
-        let emulate: Vec<Emulation> =
-            self.emulate.iter().map(|e| e.parse::<Emulation>().map_err(|e| fail(e.to_string()))).collect::<Result<_, _>>()?;
+        let emulate: Vec<Emulation> = self
+            .emulate
+            .iter()
+            .map(|e| e.parse::<Emulation>().map_err(|e| fail(e.to_string())))
+            .collect::<Result<_, _>>()?;
         config.emulate = match emulate.len() {
             0 => Vec::new(),
             1 => vec![Some(emulate[0]); config.paths.len()],
@@ -164,7 +168,9 @@ impl ClientOpts {
 pub fn keygen(out: &Path) -> Result<(), Fail> {
     let key = Key::generate()?;
     key.write_file(out).map_err(|e| match e {
-        braid_runtime::KeyError::Io { path, source } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+        braid_runtime::KeyError::Io { path, source }
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
             fail(format!("{path} already exists (not overwritten; choose another name with -o)"))
         }
         e => Fail(e.to_string()),

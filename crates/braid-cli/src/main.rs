@@ -16,7 +16,11 @@ use clap::{Args, Parser, Subcommand};
 use common::{ClientOpts, Fail};
 
 #[derive(Parser)]
-#[command(name = "braid", version, about = "Coded multipath transport: file transfer, port forwarding and SOCKS5 over several paths at once")]
+#[command(
+    name = "braid",
+    version,
+    about = "Coded multipath transport: file transfer, port forwarding and SOCKS5 over several paths at once"
+)]
 struct Cli {
     /// More log output (-v: info, -vv: debug, -vvv: trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -100,8 +104,9 @@ fn init_logs(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BRAID_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("braid={level},braid_runtime={level},braid_cli={level}")));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BRAID_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("braid={level},braid_runtime={level},braid_cli={level}"))
+    });
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
@@ -121,8 +126,13 @@ fn main() -> ExitCode {
             Command::Server(a) => {
                 let key = a.key.load()?;
                 let listen = common::parse_listen(&a.listen, "--listen")?;
-                serve::run_server(key, listen, a.transport.config()?, serve::Role { connect: true, dir: a.dir, one_file: None })
-                    .await
+                serve::run_server(
+                    key,
+                    listen,
+                    a.transport.config()?,
+                    serve::Role { connect: true, dir: a.dir, one_file: None },
+                )
+                .await
             }
             Command::Recv { listen, out, key, transport } => {
                 let key = key.load()?;

@@ -39,7 +39,11 @@ pub async fn read_short_string<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Resu
     String::from_utf8(b).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
-pub async fn write_status<W: AsyncWrite + Unpin>(w: &mut W, status: u8, message: &str) -> std::io::Result<()> {
+pub async fn write_status<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    status: u8,
+    message: &str,
+) -> std::io::Result<()> {
     let mut msg = vec![status];
     if status != OK {
         let m = &message.as_bytes()[..message.len().min(255)];

@@ -27,7 +27,12 @@ pub struct Role {
 /// How long the server tries to reach a CONNECT target.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub async fn run_server(key: Key, listen: SocketAddr, transport: ConnectionConfig, role: Role) -> Result<(), Fail> {
+pub async fn run_server(
+    key: Key,
+    listen: SocketAddr,
+    transport: ConnectionConfig,
+    role: Role,
+) -> Result<(), Fail> {
     let mut config = ServerConfig::new(key);
     config.transport = transport;
     let mut server = Endpoint::server(config, listen)?;
@@ -68,7 +73,12 @@ async fn serve_stream(mut stream: Stream, role: &Role, conn: &Connection) -> Opt
         request::CONNECT => {
             let target = request::read_short_string(&mut stream).await.ok()?;
             if !role.connect {
-                let _ = request::write_status(&mut stream, request::NOT_ALLOWED, "this end does not forward connections").await;
+                let _ = request::write_status(
+                    &mut stream,
+                    request::NOT_ALLOWED,
+                    "this end does not forward connections",
+                )
+                .await;
                 return None;
             }
             connect(stream, &target).await;
@@ -113,7 +123,9 @@ async fn connect(mut stream: Stream, target: &str) {
                 std::io::ErrorKind::NetworkUnreachable => request::NETWORK_UNREACHABLE,
                 std::io::ErrorKind::HostUnreachable => request::HOST_UNREACHABLE,
                 // A name that does not resolve.
-                _ if e.to_string().contains("lookup") || e.to_string().contains("resolve") => request::HOST_UNREACHABLE,
+                _ if e.to_string().contains("lookup") || e.to_string().contains("resolve") => {
+                    request::HOST_UNREACHABLE
+                }
                 _ => request::GENERAL_FAILURE,
             };
             tracing::info!("CONNECT {target}: {e}");
@@ -122,7 +134,8 @@ async fn connect(mut stream: Stream, target: &str) {
         }
         Err(_) => {
             tracing::info!("CONNECT {target}: timed out");
-            let _ = request::write_status(&mut stream, request::TIMED_OUT, &format!("{target}: timed out")).await;
+            let _ =
+                request::write_status(&mut stream, request::TIMED_OUT, &format!("{target}: timed out")).await;
             return;
         }
     };
@@ -157,7 +170,8 @@ async fn receive_file(stream: &mut Stream, dest: Dest) -> Result<(), Fail> {
     let path = match dest {
         Dest::Recv(Some(p)) => p,
         Dest::Recv(None) | Dest::Dir(_) => {
-            let base = safe_name(&name).ok_or_else(|| fail(format!("the sender's file name {name:?} is not usable")))?;
+            let base = safe_name(&name)
+                .ok_or_else(|| fail(format!("the sender's file name {name:?} is not usable")))?;
             match dest {
                 Dest::Dir(d) => d.join(base),
                 _ => PathBuf::from(base),

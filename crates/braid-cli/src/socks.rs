@@ -14,10 +14,12 @@ use crate::request;
 async fn listen(addr: &str) -> Result<TcpListener, Fail> {
     let a = parse_listen(addr, "--listen")?;
     TcpListener::bind(a).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::AddrInUse => {
-            fail(format!("--listen {a}: address already in use (another program holds this port; pick another)"))
+        std::io::ErrorKind::AddrInUse => fail(format!(
+            "--listen {a}: address already in use (another program holds this port; pick another)"
+        )),
+        std::io::ErrorKind::AddrNotAvailable => {
+            fail(format!("--listen {a}: no local interface has this address"))
         }
-        std::io::ErrorKind::AddrNotAvailable => fail(format!("--listen {a}: no local interface has this address")),
         _ => fail(format!("--listen {a}: {e}")),
     })
 }
@@ -48,7 +50,11 @@ pub async fn forward(listen_addr: &str, to: &str, client: &ClientOpts) -> Result
     }
     let listener = listen(listen_addr).await?;
     let conn = client.connect().await?;
-    eprintln!("braid: forwarding {} -> {to} through {}", listener.local_addr().map_err(|e| fail(e.to_string()))?, client.server);
+    eprintln!(
+        "braid: forwarding {} -> {to} through {}",
+        listener.local_addr().map_err(|e| fail(e.to_string()))?,
+        client.server
+    );
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -81,7 +87,11 @@ pub async fn socks(listen_addr: &str, auth: Option<&str>, client: &ClientOpts) -
     };
     let listener = listen(listen_addr).await?;
     let conn = client.connect().await?;
-    eprintln!("braid: SOCKS5 on {} through {}", listener.local_addr().map_err(|e| fail(e.to_string()))?, client.server);
+    eprintln!(
+        "braid: SOCKS5 on {} through {}",
+        listener.local_addr().map_err(|e| fail(e.to_string()))?,
+        client.server
+    );
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -111,7 +121,11 @@ async fn reply(tcp: &mut TcpStream, rep: u8) -> std::io::Result<()> {
     tcp.write_all(&[5, rep, 0, 1, 0, 0, 0, 0, 0, 0]).await
 }
 
-async fn socks_session(mut tcp: TcpStream, conn: &Connection, auth: Option<&(String, String)>) -> Result<(), String> {
+async fn socks_session(
+    mut tcp: TcpStream,
+    conn: &Connection,
+    auth: Option<&(String, String)>,
+) -> Result<(), String> {
     let e = |e: std::io::Error| e.to_string();
     // RFC 1928 §3: version, methods.
     if tcp.read_u8().await.map_err(e)? != 5 {

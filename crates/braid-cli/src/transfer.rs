@@ -64,7 +64,11 @@ pub async fn send(file: &Path, client: &ClientOpts) -> Result<(), Fail> {
     conn.close(0, "done");
     let _ = tokio::time::timeout(Duration::from_millis(200), conn.closed()).await;
     if verdict != "ok" {
-        return Err(fail(format!("{shown}: the receiver's hash differs (sent {}, received {})", hex(&ours[..8]), hex(&answer[1..9]))));
+        return Err(fail(format!(
+            "{shown}: the receiver's hash differs (sent {}, received {})",
+            hex(&ours[..8]),
+            hex(&answer[1..9])
+        )));
     }
     eprintln!(
         "braid: sent {name} ({size} bytes) in {secs:.2}s, {:.1} Mbit/s, paths {shares}, BLAKE2s {} {verdict}",
@@ -78,7 +82,11 @@ pub async fn send(file: &Path, client: &ClientOpts) -> Result<(), Fail> {
 fn path_shares(conn: &Connection) -> String {
     let paths = conn.paths();
     let total: u64 = paths.iter().map(|p| p.bytes_sent).sum::<u64>().max(1);
-    paths.iter().map(|p| format!("{}:{:.0}%", p.id, p.bytes_sent as f64 * 100.0 / total as f64)).collect::<Vec<_>>().join(" ")
+    paths
+        .iter()
+        .map(|p| format!("{}:{:.0}%", p.id, p.bytes_sent as f64 * 100.0 / total as f64))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A one-line progress display on a terminal (rate, ETA, per-path share); silent otherwise.

@@ -155,8 +155,24 @@ fn send_recv_hash_identical_over_two_lossy_paths() {
     let mut recv = Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()], &key);
     let addr = recv.listening().to_string();
     let o = Command::new(BRAID)
-        .args(["send", dir.path("in.bin").to_str().unwrap(), "--server", &addr, "--key", key.to_str().unwrap()])
-        .args(["--path", "127.0.0.1", "--path", "127.0.0.1", "--emulate", "40mbit,5ms,3%", "--emulate", "40mbit,15ms,3%"])
+        .args([
+            "send",
+            dir.path("in.bin").to_str().unwrap(),
+            "--server",
+            &addr,
+            "--key",
+            key.to_str().unwrap(),
+        ])
+        .args([
+            "--path",
+            "127.0.0.1",
+            "--path",
+            "127.0.0.1",
+            "--emulate",
+            "40mbit,5ms,3%",
+            "--emulate",
+            "40mbit,15ms,3%",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "send failed: {}\nrecv: {}", stderr(&o), recv.log());
@@ -236,7 +252,8 @@ fn http_server(body: Vec<u8>) -> SocketAddr {
                 while !req.ends_with(b"\r\n\r\n") && s.read(&mut b).unwrap_or(0) == 1 {
                     req.push(b[0]);
                 }
-                let head = format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let head =
+                    format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
                 let _ = s.write_all(head.as_bytes());
                 let _ = s.write_all(&body);
             });
@@ -246,7 +263,12 @@ fn http_server(body: Vec<u8>) -> SocketAddr {
 }
 
 fn have_curl() -> bool {
-    Command::new("curl").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("curl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -262,10 +284,15 @@ fn curl_through_socks_under_loss() {
     let body = pattern(200_000, 99);
     let http = http_server(body.clone());
     let socks = free_tcp_port().to_string();
-    let mut proxy = Bg::spawn(&["socks", "--listen", &socks, "--server", &braid_addr, "--emulate", "40mbit,5ms,5%"], &key);
+    let mut proxy = Bg::spawn(
+        &["socks", "--listen", &socks, "--server", &braid_addr, "--emulate", "40mbit,5ms,5%"],
+        &key,
+    );
     proxy.wait_for("SOCKS5 on");
     // A domain name the server resolves (socks5-hostname), then an IPv4 literal.
-    for url in [format!("http://localhost:{}/file", http.port()), format!("http://127.0.0.1:{}/file", http.port())] {
+    for url in
+        [format!("http://localhost:{}/file", http.port()), format!("http://127.0.0.1:{}/file", http.port())]
+    {
         let got = Command::new("curl")
             .args(["-sS", "--max-time", "20", "--socks5-hostname", &socks, &url])
             .output()
@@ -276,7 +303,14 @@ fn curl_through_socks_under_loss() {
     // A port nobody listens on: curl is told the connection was refused (SOCKS5 reply 5).
     let closed = free_tcp_port();
     let got = Command::new("curl")
-        .args(["-sS", "--max-time", "10", "--socks5-hostname", &socks, &format!("http://127.0.0.1:{}/", closed.port())])
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            "--socks5-hostname",
+            &socks,
+            &format!("http://127.0.0.1:{}/", closed.port()),
+        ])
         .output()
         .unwrap();
     assert!(!got.status.success());
@@ -299,7 +333,8 @@ fn socks_username_password() {
     let body = pattern(10_000, 5);
     let http = http_server(body.clone());
     let socks = free_tcp_port().to_string();
-    let mut proxy = Bg::spawn(&["socks", "--listen", &socks, "--server", &braid_addr, "--auth", "alice:s3cret"], &key);
+    let mut proxy =
+        Bg::spawn(&["socks", "--listen", &socks, "--server", &braid_addr, "--auth", "alice:s3cret"], &key);
     proxy.wait_for("SOCKS5 on");
     let url = format!("http://localhost:{}/file", http.port());
     let ok = Command::new("curl")
@@ -322,9 +357,19 @@ fn wrong_key_is_refused_and_not_accepted() {
     let good = keygen(&dir, "good");
     let other = keygen(&dir, "other");
     std::fs::write(dir.path("f"), b"secret").unwrap();
-    let mut server = Bg::spawn(&["server", "-v", "--listen", "127.0.0.1:0", "--dir", dir.0.to_str().unwrap()], &good);
+    let mut server =
+        Bg::spawn(&["server", "-v", "--listen", "127.0.0.1:0", "--dir", dir.0.to_str().unwrap()], &good);
     let addr = server.listening().to_string();
-    let o = run(&["send", dir.path("f").to_str().unwrap(), "--server", &addr, "--key", other.to_str().unwrap(), "--timeout", "1"]);
+    let o = run(&[
+        "send",
+        dir.path("f").to_str().unwrap(),
+        "--server",
+        &addr,
+        "--key",
+        other.to_str().unwrap(),
+        "--timeout",
+        "1",
+    ]);
     assert_one_line_error(&o, &["refused our key", &addr]);
     std::thread::sleep(Duration::from_millis(100));
     assert!(!server.log().contains("accepted"), "server accepted a wrong key: {}", server.log());
@@ -341,19 +386,34 @@ fn errors_are_one_line_with_a_non_zero_exit() {
     // Bad addresses.
     assert_one_line_error(&run(&["send", f, "--key", k, "--server", "nonsense"]), &["--server", "HOST:PORT"]);
     assert_one_line_error(&run(&["server", "--key", k, "--listen", "1.2.3"]), &["--listen", "bad address"]);
-    assert_one_line_error(&run(&["send", f, "--key", k, "--server", "no.such.host.invalid:1"]), &["cannot resolve"]);
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--server", "no.such.host.invalid:1"]),
+        &["cannot resolve"],
+    );
     // A missing interface lists the ones that exist.
-    assert_one_line_error(&run(&["send", f, "--key", k, "--server", "127.0.0.1:9", "--path", "nosuch0"]), &["nosuch0", "available", "lo"]);
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--server", "127.0.0.1:9", "--path", "nosuch0"]),
+        &["nosuch0", "available", "lo"],
+    );
     // Nothing listening (ICMP port unreachable), and a server that never answers.
     let free = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    assert_one_line_error(&run(&["send", f, "--key", k, "--server", &free.to_string()]), &["connection refused"]);
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--server", &free.to_string()]),
+        &["connection refused"],
+    );
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let silent_addr = silent.local_addr().unwrap().to_string();
-    assert_one_line_error(&run(&["send", f, "--key", k, "--server", &silent_addr, "--timeout", "0.5"]), &["no answer"]);
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--server", &silent_addr, "--timeout", "0.5"]),
+        &["no answer"],
+    );
     // Port in use.
     assert_one_line_error(&run(&["server", "--key", k, "--listen", &silent_addr]), &["already in use"]);
     // Missing key file, bad flags.
-    assert_one_line_error(&run(&["server", "--key", dir.path("nokey").to_str().unwrap()]), &["not found", "braid keygen"]);
+    assert_one_line_error(
+        &run(&["server", "--key", dir.path("nokey").to_str().unwrap()]),
+        &["not found", "braid keygen"],
+    );
     assert_one_line_error(&run(&["send", f, "--key", k, "--mode", "quic"]), &["--mode", "unknown mode"]);
     assert_one_line_error(&run(&["send", f, "--key", k, "--emulate", "fast"]), &["--emulate"]);
     assert_one_line_error(&run(&["keygen", "-o", k]), &["already exists"]);
@@ -367,7 +427,8 @@ fn peer_timeout_is_reported() {
     let key = keygen(&dir, "k");
     let data = pattern(20_000_000, 3);
     std::fs::write(dir.path("big"), &data).unwrap();
-    let mut recv = Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", dir.path("out").to_str().unwrap()], &key);
+    let mut recv =
+        Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", dir.path("out").to_str().unwrap()], &key);
     let addr = recv.listening().to_string();
     let mut send = Command::new(BRAID)
         .args(["send", dir.path("big").to_str().unwrap(), "--server", &addr, "--key", key.to_str().unwrap()])

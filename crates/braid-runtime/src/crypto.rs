@@ -94,7 +94,8 @@ impl Key {
     /// Reads a key file written by [`Key::write_file`].
     pub fn read_file(path: &Path) -> Result<Key, KeyError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
         Key::from_hex(&text).ok_or(KeyError::Format(shown))
     }
 
@@ -213,7 +214,10 @@ impl ClientHandshake {
     }
 
     pub fn on_response(&mut self, datagram: &[u8]) -> Option<PacketKeys> {
-        if datagram.len() < 9 + DH_LEN + TAG_LEN || datagram[0] != NOISE_RESPONSE || datagram[1..9] != self.cid.0 {
+        if datagram.len() < 9 + DH_LEN + TAG_LEN
+            || datagram[0] != NOISE_RESPONSE
+            || datagram[1..9] != self.cid.0
+        {
             return None;
         }
         let mut payload = [0u8; 64];
@@ -332,7 +336,9 @@ impl PacketKeys {
         out.clear();
         out.extend_from_slice(&packet[..header_len]);
         out.resize(packet.len() + TAG_LEN, 0);
-        self.state.write_message(packet_nonce(&header), &packet[header_len..], &mut out[header_len..]).ok()?;
+        self.state
+            .write_message(packet_nonce(&header), &packet[header_len..], &mut out[header_len..])
+            .ok()?;
         Some(header)
     }
 
@@ -456,7 +462,11 @@ mod tests {
 
     fn pair(key_client: &Key, key_server: &Key) -> Option<(PacketKeys, PacketKeys)> {
         let cid = ConnectionId([7; 8]);
-        let mut client = ClientHandshake::new(key_client, cid, &Hello { paths: 2, mode: "fmtcp".into(), cc: String::new() });
+        let mut client = ClientHandshake::new(
+            key_client,
+            cid,
+            &Hello { paths: 2, mode: "fmtcp".into(), cc: String::new() },
+        );
         let accepted = server_accept(key_server, client.init_datagram())?;
         assert_eq!(accepted.hello.paths, 2);
         assert_eq!(accepted.hello.mode, "fmtcp");
@@ -564,7 +574,8 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let n = (top + 40).saturating_sub(x % 1200);
-            let expect = !seen.contains(&n) && !(n < top && top - n > WINDOW - 64);
+            let too_old = n < top && top - n > WINDOW - 64;
+            let expect = !seen.contains(&n) && !too_old;
             assert_eq!(w.insert(n), expect, "n={n} top={top}");
             if expect {
                 seen.insert(n);

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
+use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
-use braid_proto::streams::StreamEvent;
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -75,7 +75,7 @@ enum Role {
     Client {
         server: SocketAddr,
         ready: Option<oneshot::Sender<Result<(), Error>>>,
-        noise: Option<ClientNoise>,
+        noise: Option<Box<ClientNoise>>,
         deadline: Instant,
         timeout: Duration,
         /// The core's first datagram, taken to learn the connection id, sent once keys exist.
@@ -242,10 +242,16 @@ impl Driver {
         let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
         // The core's first datagram names the connection id the Noise handshake is bound to.
         let mut first = Vec::new();
-        let t = core.poll_transmit(now, &mut first).ok_or_else(|| Error::Closed("the core sent no Initial".into()))?;
+        let t = core
+            .poll_transmit(now, &mut first)
+            .ok_or_else(|| Error::Closed("the core sent no Initial".into()))?;
         let cid = crypto::init_cid(&first).ok_or_else(|| Error::Closed("bad Initial".into()))?;
         first.truncate(t.size);
-        let hello = Hello { paths: paths as u8, mode: mode.name().to_string(), cc: cc.map(|c| c.name().to_string()).unwrap_or_default() };
+        let hello = Hello {
+            paths: paths as u8,
+            mode: mode.name().to_string(),
+            cc: cc.map(|c| c.name().to_string()).unwrap_or_default(),
+        };
         let noise = ClientHandshake::new(&setup.key, cid, &hello);
         let handle = Handle { shared: shared(core, paths, setup.server), wake };
         let mut entry = Entry::new(handle.clone(), paths, None, now);
@@ -256,7 +262,7 @@ impl Driver {
         entry.remotes = vec![Some(setup.server); paths];
         driver.conns.insert(cid, entry);
         if let Role::Client { noise: n, first: f, .. } = &mut driver.role {
-            *n = Some(ClientNoise { noise, next_send: now, attempts: 0, refused: false });
+            *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false }));
             *f = Some((t.path, first));
         }
         tokio::spawn(driver.run());
@@ -288,7 +294,12 @@ impl Driver {
             self.drive_all(now);
             self.release_egress(now);
             if self.finished() {
-                tracing::debug!("driver stops; woken by datagrams {}, the application {}, timers {}", wakes[0], wakes[1], wakes[2]);
+                tracing::debug!(
+                    "driver stops; woken by datagrams {}, the application {}, timers {}",
+                    wakes[0],
+                    wakes[1],
+                    wakes[2]
+                );
                 return;
             }
             let deadline = if self.busy { Some(now) } else { self.deadline() };
@@ -432,7 +443,11 @@ impl Driver {
             link.push(now, data);
             return;
         }
-        let r = if matches!(self.role, Role::Client { .. }) { s.udp.try_send(data) } else { s.udp.try_send_to(data, to) };
+        let r = if matches!(self.role, Role::Client { .. }) {
+            s.udp.try_send(data)
+        } else {
+            s.udp.try_send_to(data, to)
+        };
         if let Err(e) = r {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 self.refused = true;
@@ -448,7 +463,9 @@ impl Driver {
             crypto::NOISE_RESPONSE => self.on_response(data, now),
             crypto::REFUSED => {
                 if let Role::Client { noise: Some(n), .. } = &mut self.role {
-                    if data.len() == 9 && self.conns.contains_key(&ConnectionId(data[1..9].try_into().expect("8"))) {
+                    if data.len() == 9
+                        && self.conns.contains_key(&ConnectionId(data[1..9].try_into().expect("8")))
+                    {
                         n.refused = true;
                     }
                 }
@@ -568,16 +585,15 @@ impl Driver {
             return;
         }
         let mut s = e.handle.lock();
-        if !is_client && e.top[p].is_none_or(|t| header.number > t) {
-            if e.remotes[p] != Some(from) {
-                if e.remotes[p].is_some() {
-                    tracing::info!("path {p}: peer moved from {} to {from}", e.remotes[p].expect("some"));
-                }
-                e.remotes[p] = Some(from);
-                s.paths[p].remote = Some(from);
-                if p == 0 {
-                    s.peer = from;
-                }
+        let newest = e.top[p].is_none_or(|t| header.number > t);
+        if !is_client && newest && e.remotes[p] != Some(from) {
+            if let Some(old) = e.remotes[p] {
+                tracing::info!("path {p}: peer moved from {old} to {from}");
+            }
+            e.remotes[p] = Some(from);
+            s.paths[p].remote = Some(from);
+            if p == 0 {
+                s.peer = from;
             }
         }
         e.top[p] = Some(e.top[p].map_or(header.number, |t| t.max(header.number)));
@@ -732,8 +748,12 @@ impl Driver {
             }
         }
         if let Some(streams) = s.core.streams() {
-            let ready: Vec<u64> =
-                s.writers.keys().copied().filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER).collect();
+            let ready: Vec<u64> = s
+                .writers
+                .keys()
+                .copied()
+                .filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER)
+                .collect();
             for id in ready {
                 if let Some(w) = s.writers.remove(&id) {
                     w.wake();
@@ -746,8 +766,10 @@ impl Driver {
         let mut emulated = Vec::new();
         if matches!(self.role, Role::Client { .. }) {
             for sock in &self.sockets {
-                emulated.push(sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue)
-                    + sock.ingress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue));
+                emulated.push(
+                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue)
+                        + sock.ingress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue),
+                );
             }
         }
         for (p, d) in emulated.into_iter().enumerate() {
@@ -788,7 +810,12 @@ impl Driver {
         }
         if let Some(reason) = ended {
             let s = e.handle.lock();
-            tracing::debug!("connection with {peer} ended: {:?}; paths {:?}; {:?}", reason, s.core.path_stats(), s.core.stats);
+            tracing::debug!(
+                "connection with {peer} ended: {:?}; paths {:?}; {:?}",
+                reason,
+                s.core.path_stats(),
+                s.core.stats
+            );
             drop(s);
             if let Role::Client { ready, .. } = &mut self.role {
                 if let Some(r) = ready.take() {

@@ -26,7 +26,9 @@ pub struct Emulation {
 
 /// Why an `--emulate` value was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--emulate {value:?}: {why} (expected e.g. \"20mbit,50ms,2%\": rate, one-way delay, loss, any order)")]
+#[error(
+    "--emulate {value:?}: {why} (expected e.g. \"20mbit,50ms,2%\": rate, one-way delay, loss, any order)"
+)]
 pub struct ParseEmulationError {
     value: String,
     why: String,
@@ -207,7 +209,11 @@ mod tests {
         // 1000 bytes at 8 Mbit/s = 1 ms each; the 100 ms buffer holds 100 kB.
         let kept = link.queue.len() as u64;
         assert_eq!(kept + link.dropped_random + link.dropped_queue, 1000);
-        assert!((60..=140).contains(&link.dropped_random), "seed 42: {} random drops of 1000", link.dropped_random);
+        assert!(
+            (60..=140).contains(&link.dropped_random),
+            "seed 42: {} random drops of 1000",
+            link.dropped_random
+        );
         assert!(link.pop(t0 + Duration::from_micros(10_999)).is_none());
         assert!(link.pop(t0 + Duration::from_millis(11)).is_some());
         let last = link.queue.back().unwrap().0;

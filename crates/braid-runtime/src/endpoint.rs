@@ -104,7 +104,8 @@ impl Endpoint {
         let mut transport = config.transport.clone();
         transport.paths = sockets.len() as u8;
         fit_to_datagram(&mut transport);
-        let emulate: Vec<Option<Emulation>> = (0..sockets.len()).map(|i| config.emulate.get(i).copied().flatten()).collect();
+        let emulate: Vec<Option<Emulation>> =
+            (0..sockets.len()).map(|i| config.emulate.get(i).copied().flatten()).collect();
         let (ready_tx, ready_rx) = oneshot::channel();
         let handle = Driver::start_client(driver::ClientSetup {
             key: config.key,

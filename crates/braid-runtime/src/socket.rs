@@ -94,7 +94,10 @@ pub(crate) fn bind_udp(addr: SocketAddr, device: Option<&str>) -> Result<UdpSock
 }
 
 /// The local address a path's socket binds to, for a server at `server`.
-pub(crate) fn resolve_local(spec: &PathSpec, server: SocketAddr) -> Result<(SocketAddr, Option<String>), Error> {
+pub(crate) fn resolve_local(
+    spec: &PathSpec,
+    server: SocketAddr,
+) -> Result<(SocketAddr, Option<String>), Error> {
     let unspecified: IpAddr = if server.is_ipv4() { [0, 0, 0, 0].into() } else { [0u16; 8].into() };
     match spec {
         PathSpec::Any => Ok((SocketAddr::new(unspecified, 0), None)),
@@ -108,7 +111,10 @@ pub(crate) fn resolve_local(spec: &PathSpec, server: SocketAddr) -> Result<(Sock
             let all = if_addrs::get_if_addrs().unwrap_or_default();
             let mine: Vec<_> = all.iter().filter(|i| &i.name == name).collect();
             if mine.is_empty() {
-                return Err(Error::NoSuchInterface { name: name.clone(), available: interface_names().join(", ") });
+                return Err(Error::NoSuchInterface {
+                    name: name.clone(),
+                    available: interface_names().join(", "),
+                });
             }
             let ip = mine
                 .iter()

@@ -54,7 +54,9 @@ impl AsyncRead for Stream {
         let mut s = this.handle.lock();
         let ended = s.ended.clone();
         let Some(streams) = s.core.streams() else {
-            return Poll::Ready(Err(ended.map_or_else(|| io::Error::other("not connected"), |e| e.error().to_io())));
+            return Poll::Ready(Err(
+                ended.map_or_else(|| io::Error::other("not connected"), |e| e.error().to_io())
+            ));
         };
         match streams.read(this.id, buf.initialize_unfilled()) {
             Ok((0, true)) => Poll::Ready(Ok(())),
@@ -84,7 +86,9 @@ impl AsyncWrite for Stream {
         if let Some(e) = &s.ended {
             return Poll::Ready(Err(e.error().to_io()));
         }
-        let Some(streams) = s.core.streams() else { return Poll::Ready(Err(io::Error::other("not connected"))) };
+        let Some(streams) = s.core.streams() else {
+            return Poll::Ready(Err(io::Error::other("not connected")));
+        };
         let buffered = streams.send_buffered(this.id);
         if buffered >= STREAM_SEND_BUFFER {
             s.writers.insert(this.id, cx.waker().clone());

@@ -7,7 +7,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// An echo server: every stream's bytes come back, then the stream ends.
 fn echo_server(key: Key) -> std::net::SocketAddr {
-    let mut server: Server = Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut server: Server =
+        Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = server.local_addr().unwrap();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
@@ -59,12 +60,19 @@ async fn echo_over_two_lossy_paths() {
     let mut config = ClientConfig::new(key);
     config.paths = vec!["127.0.0.1".parse().unwrap(), "127.0.0.1".parse().unwrap()];
     config.emulate = vec![Some("50mbit,5ms,3%".parse().unwrap()), Some("50mbit,10ms,3%".parse().unwrap())];
-    let conn = tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, addr)).await.unwrap().unwrap();
+    let conn =
+        tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, addr)).await.unwrap().unwrap();
     for (len, seed) in [(1, 1), (100_000, 2), (1_500_000, 3)] {
         let data = pattern(len, seed);
-        let back = tokio::time::timeout(Duration::from_secs(20), echo(&conn, &data)).await.expect("echo in time");
-        assert!(back == data, "seed {seed}: {} bytes sent, {} back, equal prefix {}", len, back.len(),
-            back.iter().zip(&data).take_while(|(a, b)| a == b).count());
+        let back =
+            tokio::time::timeout(Duration::from_secs(20), echo(&conn, &data)).await.expect("echo in time");
+        assert!(
+            back == data,
+            "seed {seed}: {} bytes sent, {} back, equal prefix {}",
+            len,
+            back.len(),
+            back.iter().zip(&data).take_while(|(a, b)| a == b).count()
+        );
     }
     let paths = conn.paths();
     assert_eq!(paths.len(), 2);
