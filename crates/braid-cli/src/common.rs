@@ -100,6 +100,8 @@ pub struct ClientOpts {
     pub key: KeyOpt,
     #[command(flatten)]
     pub transport: TransportOpts,
+    #[command(flatten)]
+    pub stats: crate::stats::StatsOpts,
 }
 
 /// A HOST:PORT for a socket to connect to, resolved.
@@ -161,6 +163,7 @@ impl ClientOpts {
         let server = resolve(&self.server, "--server").await?;
         let conn = Endpoint::connect(config, server).await?;
         tracing::info!("connected to {server} over {} path(s)", conn.paths().len());
+        self.stats.spawn(&conn)?;
         Ok(conn)
     }
 }

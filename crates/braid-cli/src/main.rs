@@ -2,10 +2,12 @@
 //! transfer (`braid send` / `braid recv`), TCP port forwarding (`braid forward`), a SOCKS5 proxy
 //! (`braid socks`) and `braid keygen`. Every failure is one line on stderr and a non-zero exit.
 
+mod bench;
 mod common;
 mod request;
 mod serve;
 mod socks;
+mod stats;
 mod transfer;
 
 use std::path::PathBuf;
@@ -67,6 +69,20 @@ enum Command {
         /// Where the server connects each forwarded connection.
         #[arg(long)]
         to: String,
+        #[command(flatten)]
+        client: ClientOpts,
+    },
+    /// Measure goodput and latency under load through a `braid server` (as iperf3).
+    Bench {
+        /// Seconds of data.
+        #[arg(short, long, default_value_t = 5.0)]
+        time: f64,
+        /// The server sends (download) instead of the client.
+        #[arg(short = 'R', long)]
+        reverse: bool,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         client: ClientOpts,
     },
@@ -142,6 +158,7 @@ fn main() -> ExitCode {
             }
             Command::Send { file, client } => transfer::send(&file, &client).await,
             Command::Forward { listen, to, client } => socks::forward(&listen, &to, &client).await,
+            Command::Bench { time, reverse, json, client } => bench::run(&client, time, reverse, json).await,
             Command::Socks { listen, auth, client } => socks::socks(&listen, auth.as_deref(), &client).await,
         }
     });

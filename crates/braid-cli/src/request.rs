@@ -4,11 +4,18 @@
 //! `len (1) | message` when it is not OK, and the stream then carries the TCP connection.
 //! `FILE`: `0x02 | name len (2, BE) | name | size (8, BE)`, then `size` bytes, then the sender's
 //! 32-byte BLAKE2s-256 hash of them; the receiver answers `status (1) | its hash (32)`.
+//! `BENCH` and `ECHO`: below.
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 pub const CONNECT: u8 = 1;
 pub const FILE: u8 = 2;
+/// `0x03 | direction (1: 0 client sends, 1 server sends) | duration ms (4, BE)`. Upload: the
+/// server reads to the end, then answers `bytes (8) | µs from first to last byte (8)`.
+/// Download: the server writes for the duration, then ends the stream.
+pub const BENCH: u8 = 3;
+/// `0x04`, then every byte is echoed until the end (latency probes).
+pub const ECHO: u8 = 4;
 
 /// Status codes, chosen to be SOCKS5 reply codes (RFC 1928 §6), so `braid socks` passes them on.
 pub const OK: u8 = 0;

@@ -106,6 +106,16 @@ async fn serve_stream(mut stream: Stream, role: &Role, conn: &Connection) -> Opt
                 (None, Ok(())) => None,
             }
         }
+        request::BENCH => {
+            if let Err(e) = crate::bench::serve(&mut stream).await {
+                tracing::debug!("bench: {e}");
+            }
+            None
+        }
+        request::ECHO => {
+            let _ = crate::bench::echo(&mut stream).await;
+            None
+        }
         other => {
             tracing::debug!("unknown request {other:#x}");
             None
