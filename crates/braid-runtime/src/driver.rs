@@ -149,7 +149,14 @@ pub(crate) struct Driver {
     busy: bool,
     /// The kernel reported ICMP port unreachable (on a send or a receive).
     refused: bool,
+    /// Server: ephemeral keys of the first messages accepted lately, so a replayed first
+    /// message (accepted by the clock check for 120 s) creates nothing (PROTOCOL.md §12.3).
+    seen_inits: HashMap<[u8; 32], Instant>,
 }
+
+/// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
+/// wait (a flood of authenticated handshakes needs the key).
+const SEEN_INITS_LIMIT: usize = 100_000;
 
 fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<Mutex<Shared>> {
     Arc::new(Mutex::new(Shared {
@@ -197,6 +204,7 @@ impl Driver {
             opened: Vec::with_capacity(2048),
             busy: false,
             refused: false,
+            seen_inits: HashMap::new(),
         }
     }
 
@@ -502,6 +510,20 @@ impl Driver {
             }
             return;
         };
+        let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
+        if self.seen_inits.contains_key(&ephemeral) {
+            tracing::debug!("replayed handshake from {from} ignored");
+            return;
+        }
+        if self.seen_inits.len() >= SEEN_INITS_LIMIT {
+            let horizon = crypto::MAX_CLOCK_SKEW * 2;
+            self.seen_inits.retain(|_, at| now.saturating_duration_since(*at) < horizon);
+            if self.seen_inits.len() >= SEEN_INITS_LIMIT {
+                tracing::warn!("too many handshakes lately: handshake from {from} ignored");
+                return;
+            }
+        }
+        self.seen_inits.insert(ephemeral, now);
         let mut config = transport.clone();
         config.paths = accepted.hello.paths;
         if !accepted.hello.mode.is_empty() {

@@ -130,3 +130,46 @@ async fn silent_server_times_out() {
     let err = Endpoint::connect(config, silent.local_addr().unwrap()).await.err().expect("must fail");
     assert!(matches!(err, Error::Unreachable { .. }), "{err}");
 }
+
+/// Raw datagrams at a server: what it answers, and how much.
+#[tokio::test]
+async fn server_answers_unauthenticated_datagrams_small_or_not_at_all() {
+    use braid_proto::wire::ConnectionId;
+    use braid_runtime::crypto::{self, ClientHandshake, Hello};
+    let key = Key::generate().unwrap();
+    let addr = echo_server(key.clone());
+    let raw = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    raw.connect(addr).await.unwrap();
+    let mut buf = [0u8; 2048];
+    // Junk of every kind: no answer.
+    for junk in [vec![0u8; 1], vec![0x22; 40], vec![0x25; 34], vec![0xff; 1200], vec![0x23; 100]] {
+        raw.send(&junk).await.unwrap();
+        assert_eq!(answer(&raw, &mut buf).await, None, "answered junk {:?}", &junk[..4.min(junk.len())]);
+    }
+    // A first message under another key: a 9-byte refusal, nothing else.
+    let other = ClientHandshake::new(
+        &Key::generate().unwrap(),
+        ConnectionId([9; 8]),
+        &Hello { paths: 1, ..Hello::default() },
+    );
+    raw.send(other.init_datagram()).await.unwrap();
+    let n = answer(&raw, &mut buf).await.expect("a refusal hint");
+    assert_eq!(&buf[..n], &crypto::refusal(other.init_datagram()).unwrap()[..]);
+    // The right key: an answer at most a third of the request; a repeat gets the same bytes.
+    let hs = ClientHandshake::new(&key, ConnectionId([3; 8]), &Hello { paths: 2, ..Hello::default() });
+    raw.send(hs.init_datagram()).await.unwrap();
+    let n = answer(&raw, &mut buf).await.expect("an answer");
+    assert!(
+        n * 3 <= hs.init_datagram().len(),
+        "{n} bytes answer a {}-byte request",
+        hs.init_datagram().len()
+    );
+    let first = buf[..n].to_vec();
+    raw.send(hs.init_datagram()).await.unwrap();
+    let n = answer(&raw, &mut buf).await.expect("the answer again");
+    assert_eq!(&buf[..n], &first[..]);
+}
+
+async fn answer(raw: &tokio::net::UdpSocket, buf: &mut [u8]) -> Option<usize> {
+    tokio::time::timeout(Duration::from_millis(300), raw.recv(buf)).await.ok().map(|r| r.unwrap())
+}
