@@ -173,3 +173,58 @@ async fn server_answers_unauthenticated_datagrams_small_or_not_at_all() {
 async fn answer(raw: &tokio::net::UdpSocket, buf: &mut [u8]) -> Option<usize> {
     tokio::time::timeout(Duration::from_millis(300), raw.recv(buf)).await.ok().map(|r| r.unwrap())
 }
+
+/// A UDP relay standing for a NAT: client ↔ relay ↔ server. `rebind` makes the relay talk to
+/// the server from a new port, as a NAT does after a rebinding.
+struct Nat {
+    addr: std::net::SocketAddr,
+    rebind: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+async fn nat(server: std::net::SocketAddr) -> Nat {
+    use std::sync::Arc;
+    let front = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let addr = front.local_addr().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        let mut back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let mut client: Option<std::net::SocketAddr> = None;
+        let mut buf = vec![0u8; 65536];
+        let mut back_buf = vec![0u8; 65536];
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut buf) => {
+                    let Ok((n, from)) = r else { return };
+                    client = Some(from);
+                    let _ = back.send_to(&buf[..n], server).await;
+                }
+                r = back.recv_from(&mut back_buf) => {
+                    let Ok((n, _)) = r else { return };
+                    if let Some(c) = client {
+                        let _ = front.send_to(&back_buf[..n], c).await;
+                    }
+                }
+                r = rx.recv() => {
+                    if r.is_none() { return; }
+                    back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+                }
+            }
+        }
+    });
+    Nat { addr, rebind: tx }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_survives_nat_rebinding() {
+    let key = Key::generate().unwrap();
+    let server = echo_server(key.clone());
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let data = pattern(200_000, 11);
+    assert_eq!(echo(&conn, &data).await, data);
+    nat.rebind.send(()).unwrap();
+    // The old mapping is gone: only packets from the new port reach the server, and the
+    // server's answers must go to the new port to reach the client.
+    let back = tokio::time::timeout(Duration::from_secs(10), echo(&conn, &data)).await.expect("echo after rebinding");
+    assert_eq!(back, data);
+}
