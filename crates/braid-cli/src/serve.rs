@@ -90,6 +90,10 @@ async fn serve_stream(mut stream: Stream, role: &Role, conn: &Connection) -> Opt
                 (None, Some(dir)) => Dest::Dir(dir.clone()),
                 (None, None) => {
                     tracing::warn!("a file was offered but this server takes none (start it with --dir DIR)");
+                    let mut refusal = vec![request::NOT_ALLOWED];
+                    refusal.extend_from_slice(&[0; 32]);
+                    let _ = stream.write_all(&refusal).await;
+                    let _ = stream.shutdown().await;
                     return None;
                 }
             };

@@ -28,36 +28,57 @@ pub async fn send(file: &Path, client: &ClientOpts) -> Result<(), Fail> {
 
     let started = Instant::now();
     let mut progress = Progress::new(size);
-    let mut hasher = Blake2s256::new();
-    let mut buf = vec![0u8; 256 << 10];
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    // The receiver's answer is read while sending: one that comes early is a refusal.
+    let answer = async {
+        let mut a = [0u8; 33];
+        rd.read_exact(&mut a).await.map(|_| a)
+    };
+    tokio::pin!(answer);
     let mut sent = 0u64;
-    loop {
-        let n = f.read(&mut buf).await.map_err(|e| fail(format!("{shown}: {e}")))?;
-        if n == 0 {
-            break;
+    let write = async {
+        let mut hasher = Blake2s256::new();
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            let n = f.read(&mut buf).await.map_err(|e| fail(format!("{shown}: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            wr.write_all(&buf[..n]).await.map_err(io)?;
+            sent += n as u64;
+            progress.show(sent, &conn, false);
         }
-        hasher.update(&buf[..n]);
-        stream.write_all(&buf[..n]).await.map_err(io)?;
-        sent += n as u64;
-        progress.show(sent, &conn, false);
-    }
-    if sent != size {
-        return Err(fail(format!("{shown}: changed while being sent ({sent} bytes read, {size} expected)")));
-    }
-    let ours: [u8; 32] = hasher.finalize().into();
-    stream.write_all(&ours).await.map_err(io)?;
-    stream.shutdown().await.map_err(io)?;
-    let mut answer = [0u8; 33];
+        if sent != size {
+            return Err(fail(format!(
+                "{shown}: changed while being sent ({sent} bytes read, {size} expected)"
+            )));
+        }
+        let ours: [u8; 32] = hasher.finalize().into();
+        wr.write_all(&ours).await.map_err(io)?;
+        wr.shutdown().await.map_err(io)?;
+        Ok::<_, Fail>(ours)
+    };
+    let ours = tokio::select! {
+        ours = write => ours?,
+        early = &mut answer => {
+            return Err(match early {
+                Ok(a) => refused(a[0]),
+                Err(e) => fail(format!("the receiver stopped: {e}")),
+            });
+        }
+    };
     // Wait for the receiver's verdict, showing progress meanwhile.
-    let read = stream.read_exact(&mut answer);
-    tokio::pin!(read);
-    loop {
+    let answer = loop {
         tokio::select! {
-            r = &mut read => { r.map_err(|e| fail(format!("no answer from the receiver: {e}")))?; break; }
+            r = &mut answer => break r.map_err(|e| fail(format!("no answer from the receiver: {e}")))?,
             _ = tokio::time::sleep(Duration::from_millis(250)) => progress.show(sent, &conn, false),
         }
-    }
+    };
     progress.show(sent, &conn, true);
+    if answer[0] != request::OK && answer[0] != request::HASH_MISMATCH {
+        return Err(refused(answer[0]));
+    }
     let secs = started.elapsed().as_secs_f64();
     let verdict = if answer[0] == request::OK && answer[1..] == ours { "ok" } else { "MISMATCH" };
     let shares = path_shares(&conn);
@@ -76,6 +97,14 @@ pub async fn send(file: &Path, client: &ClientOpts) -> Result<(), Fail> {
         hex(&ours[..8]),
     );
     Ok(())
+}
+
+fn refused(status: u8) -> Fail {
+    if status == request::NOT_ALLOWED {
+        fail("the server takes no files (run `braid recv` there, or `braid server --dir DIR`)")
+    } else {
+        fail(format!("the receiver refused the file (status {status})"))
+    }
 }
 
 /// Each path's share of the bytes sent, e.g. "0:52% 1:48%".

@@ -451,3 +451,51 @@ fn peer_timeout_is_reported() {
     };
     assert_one_line_error(&out, &["timed out"]);
 }
+
+#[test]
+fn bench_json_and_stats_json() {
+    let dir = TempDir::new("bench");
+    let key = keygen(&dir, "k");
+    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
+    let addr = server.listening().to_string();
+    let stats = dir.path("stats.jsonl");
+    for reverse in [false, true] {
+        let mut args =
+            vec!["bench", "-s", &addr, "-t", "1", "--json", "--path", "127.0.0.1", "--path", "127.0.0.1"];
+        args.extend([
+            "--emulate",
+            "20mbit,5ms,1%",
+            "--stats-json",
+            stats.to_str().unwrap(),
+            "--stats-interval",
+            "0.2",
+        ]);
+        if reverse {
+            args.push("-R");
+        }
+        let o = Command::new(BRAID).args(&args).arg("--key").arg(&key).output().unwrap();
+        assert!(o.status.success(), "bench: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let direction = if reverse { "\"download\"" } else { "\"upload\"" };
+        assert!(out.trim().starts_with('{') && out.contains(direction), "{out}");
+        let goodput: f64 =
+            out.split("\"goodput_mbps\":").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+        assert!(goodput > 0.5 && goodput < 40.0, "goodput {goodput} Mbit/s on two 20 Mbit/s paths: {out}");
+        assert!(out.contains("\"path\":1"), "per-path numbers: {out}");
+    }
+    let lines = std::fs::read_to_string(&stats).unwrap();
+    assert!(lines.lines().count() >= 4, "a line every 0.2 s: {lines}");
+    assert!(lines.lines().all(|l| l.starts_with("{\"t\":") && l.contains("\"paths\":[")), "{lines}");
+}
+
+#[test]
+fn a_server_without_dir_refuses_files_in_one_line() {
+    let dir = TempDir::new("nodir");
+    let key = keygen(&dir, "k");
+    std::fs::write(dir.path("f"), pattern(10_000, 1)).unwrap();
+    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
+    let addr = server.listening().to_string();
+    let o =
+        run(&["send", dir.path("f").to_str().unwrap(), "--server", &addr, "--key", key.to_str().unwrap()]);
+    assert_one_line_error(&o, &["takes no files", "braid recv"]);
+}

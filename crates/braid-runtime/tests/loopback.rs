@@ -225,6 +225,8 @@ async fn connection_survives_nat_rebinding() {
     nat.rebind.send(()).unwrap();
     // The old mapping is gone: only packets from the new port reach the server, and the
     // server's answers must go to the new port to reach the client.
-    let back = tokio::time::timeout(Duration::from_secs(10), echo(&conn, &data)).await.expect("echo after rebinding");
+    let back = tokio::time::timeout(Duration::from_secs(10), echo(&conn, &data))
+        .await
+        .expect("echo after rebinding");
     assert_eq!(back, data);
 }
