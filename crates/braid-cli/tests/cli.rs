@@ -239,7 +239,11 @@ fn tcp_clients_through_forward() {
 
 /// A minimal HTTP/1.0 server on a thread: GET /file returns `body`.
 fn http_server(body: Vec<u8>) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    http_server_on("127.0.0.1:0", body).unwrap()
+}
+
+fn http_server_on(addr: &str, body: Vec<u8>) -> Option<SocketAddr> {
+    let l = TcpListener::bind(addr).ok()?;
     let addr = l.local_addr().unwrap();
     let body = Arc::new(body);
     std::thread::spawn(move || {
@@ -259,7 +263,7 @@ fn http_server(body: Vec<u8>) -> SocketAddr {
             });
         }
     });
-    addr
+    Some(addr)
 }
 
 fn have_curl() -> bool {
@@ -299,6 +303,18 @@ fn curl_through_socks_under_loss() {
             .unwrap();
         assert!(got.status.success(), "curl {url}: {}\nproxy: {}", stderr(&got), proxy.log());
         assert!(got.stdout == body, "{url}: {} bytes, expected {}", got.stdout.len(), body.len());
+    }
+    // An IPv6 literal (ATYP 4), where the machine has IPv6 loopback.
+    match http_server_on("[::1]:0", body.clone()) {
+        Some(v6) => {
+            let url = format!("http://[::1]:{}/file", v6.port());
+            let got = Command::new("curl")
+                .args(["-sS", "-g", "--max-time", "20", "--socks5-hostname", &socks, &url])
+                .output()
+                .unwrap();
+            assert!(got.status.success() && got.stdout == body, "curl {url}: {}", stderr(&got));
+        }
+        None => eprintln!("SKIPPED the IPv6 part: no IPv6 loopback here"),
     }
     // A port nobody listens on: curl is told the connection was refused (SOCKS5 reply 5).
     let closed = free_tcp_port();

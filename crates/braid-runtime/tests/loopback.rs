@@ -82,6 +82,24 @@ async fn echo_over_two_lossy_paths() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_serves_several_clients_at_once() {
+    let key = Key::generate().unwrap();
+    let addr = echo_server(key.clone());
+    let mut tasks = Vec::new();
+    for i in 0..4u64 {
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let conn = Endpoint::connect(ClientConfig::new(key), addr).await.unwrap();
+            let data = pattern(100_000, 100 + i);
+            assert_eq!(echo(&conn, &data).await, data, "client {i}");
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(15), t).await.unwrap().unwrap();
+    }
+}
+
 #[tokio::test]
 async fn several_streams_at_once() {
     let key = Key::generate().unwrap();
