@@ -71,7 +71,9 @@ fn fill(buf: &mut [u8]) {
     }
 }
 
-/// Round trips of 1-byte probes every 50 ms until `until`.
+/// Round trips of 1-byte probes every 50 ms until `until`. A probe still unanswered 1 s after
+/// `until` is abandoned and counts with its age so far (a lower bound): the probe's byte waits
+/// behind the data already queued in the connection's ordered pipe.
 async fn probe_latency(conn: &Connection, until: Instant) -> Result<Vec<Duration>, Fail> {
     let mut s = conn.open_stream()?;
     s.write_all(&[request::ECHO]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
@@ -80,8 +82,15 @@ async fn probe_latency(conn: &Connection, until: Instant) -> Result<Vec<Duration
     while Instant::now() < until {
         let t = Instant::now();
         s.write_all(&[7]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
-        s.read_exact(&mut b).await.map_err(|e| fail(format!("latency probe: {e}")))?;
+        let answered =
+            tokio::time::timeout_at((until + Duration::from_secs(1)).into(), s.read_exact(&mut b)).await;
         rtts.push(t.elapsed());
+        match answered {
+            Ok(r) => {
+                r.map_err(|e| fail(format!("latency probe: {e}")))?;
+            }
+            Err(_) => break,
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let _ = s.shutdown().await;
@@ -141,25 +150,33 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     rtts.sort();
     let samples = sampler.sample(&conn);
     let goodput = bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-6) / 1e6;
-    let ms = |d: Option<&Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    // JSON has no NaN: a missing value is `null`.
+    let ms = |d: Option<&Duration>| {
+        d.map_or_else(|| "null".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3))
+    };
     let (min, p50, max) = (ms(rtts.first()), ms(rtts.get(rtts.len() / 2)), ms(rtts.last()));
     let direction = if reverse { "download" } else { "upload" };
+    // stdout may be a closed pipe (`| head`): what cannot be printed is dropped, not a panic.
+    use std::io::Write;
+    let mut stdout = std::io::stdout();
     if json {
         let stats = crate::stats::json(&samples, &conn, elapsed);
-        println!(
-            "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min:.3},\"p50\":{p50:.3},\"max\":{max:.3},\"probes\":{}}},\"stats\":{stats}}}",
+        let _ = writeln!(
+            stdout,
+            "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min},\"p50\":{p50},\"max\":{max},\"probes\":{}}},\"stats\":{stats}}}",
             client.transport.mode,
             elapsed.as_secs_f64(),
             rtts.len()
         );
     } else {
-        println!(
+        let _ = writeln!(
+            stdout,
             "{direction}: {bytes} bytes in {:.2}s = {goodput:.1} Mbit/s (mode {})",
             elapsed.as_secs_f64(),
             client.transport.mode
         );
-        println!("latency under load (stream round trip, {} probes): min {min:.1} ms, median {p50:.1} ms, max {max:.1} ms", rtts.len());
-        print!("{}", crate::stats::table(&samples, &conn));
+        let _ = writeln!(stdout, "latency under load (stream round trip, {} probes): min {min} ms, median {p50} ms, max {max} ms (max may be a lower bound: see `braid bench --help`)", rtts.len());
+        let _ = write!(stdout, "{}", crate::stats::table(&samples, &conn));
     }
     conn.close(0, "done");
     let _ = tokio::time::timeout(Duration::from_millis(200), conn.closed()).await;

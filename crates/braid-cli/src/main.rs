@@ -73,6 +73,10 @@ enum Command {
         client: ClientOpts,
     },
     /// Measure goodput and latency under load through a `braid server` (as iperf3).
+    ///
+    /// Latency is the round trip of 1-byte probes on a second stream while the data flows; the
+    /// streams share one ordered pipe, so a probe waits behind the data queued before it. A probe
+    /// unanswered 1 s after the end is abandoned and counted with its age (a lower bound).
     Bench {
         /// Seconds of data.
         #[arg(short, long, default_value_t = 5.0)]

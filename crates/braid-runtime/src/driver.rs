@@ -349,7 +349,14 @@ impl Driver {
 
     fn finished(&self) -> bool {
         match &self.role {
-            Role::Client { .. } => self.conns.is_empty(),
+            // The emulated links still carry what was sent (a CLOSE among it).
+            Role::Client { .. } => {
+                self.conns.is_empty()
+                    && self
+                        .sockets
+                        .iter()
+                        .all(|s| s.egress.as_ref().is_none_or(|l| l.next_release().is_none()))
+            }
             Role::Server { incoming, .. } => incoming.is_closed() && self.conns.is_empty(),
         }
     }
