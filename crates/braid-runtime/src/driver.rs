@@ -17,13 +17,13 @@ use braid_proto::conn::Mode;
 use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
-use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::crypto::{self, ClientHandshake, Hello, Key, PacketKeys, ReplayWindow};
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::endpoint::{Connection, Ended, Handle, PathReport, Shared, STREAM_SEND_BUFFER};
+use crate::gso::{Batcher, Received, RECV_BUFFER};
 use crate::Error;
 
 /// Datagrams sent per connection per round before the driver reads its sockets again.
@@ -57,6 +57,7 @@ pub(crate) struct ServerSetup {
 
 struct PathSocket {
     udp: UdpSocket,
+    batch: Batcher,
     /// Emulated impairment (client only): datagrams leaving / arriving on this path.
     egress: Option<EmulatedLink>,
     ingress: Option<EmulatedLink>,
@@ -222,15 +223,16 @@ impl Driver {
             .sockets
             .into_iter()
             .enumerate()
-            .map(|(i, udp)| {
+            .map(|(i, udp)| -> Result<PathSocket, Error> {
                 let em = setup.emulate.get(i).copied().flatten();
-                PathSocket {
+                Ok(PathSocket {
+                    batch: Batcher::new(&udp)?,
                     udp,
                     egress: em.map(|e| EmulatedLink::new(e, random_u64() ^ (i as u64) << 1)),
                     ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ ((i as u64) << 1 | 1))),
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_, Error>>()?;
         let wake = Arc::new(Notify::new());
         let mut driver = Driver::new(
             sockets,
@@ -277,8 +279,9 @@ impl Driver {
         Ok(handle)
     }
 
-    pub(crate) fn start_server(setup: ServerSetup) {
-        let socket = PathSocket { udp: setup.socket, egress: None, ingress: None };
+    pub(crate) fn start_server(setup: ServerSetup) -> Result<(), Error> {
+        let batch = Batcher::new(&setup.socket)?;
+        let socket = PathSocket { udp: setup.socket, batch, egress: None, ingress: None };
         let wake = Arc::new(Notify::new());
         let driver = Driver::new(
             vec![socket],
@@ -291,10 +294,11 @@ impl Driver {
             wake,
         );
         tokio::spawn(driver.run());
+        Ok(())
     }
 
     async fn run(mut self) {
-        let mut buf = vec![0u8; 65_536];
+        let mut buf = vec![0u8; RECV_BUFFER];
         let mut wakes = [0u64; 3];
         loop {
             let now = self.now();
@@ -331,7 +335,8 @@ impl Driver {
                 for _ in 0..RECV_BATCH {
                     let mut got = false;
                     for i in 0..self.sockets.len() {
-                        match self.sockets[i].udp.try_recv_from(&mut buf) {
+                        let s = &self.sockets[i];
+                        match s.batch.try_recv(&s.udp, &mut buf) {
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                             r => {
                                 got = true;
@@ -396,15 +401,17 @@ impl Driver {
         next
     }
 
-    fn on_recv(&mut self, i: usize, r: io::Result<(usize, SocketAddr)>, buf: &[u8], now: Instant) {
+    fn on_recv(&mut self, i: usize, r: io::Result<Received>, buf: &[u8], now: Instant) {
         match r {
-            Ok((n, from)) => {
-                let data = &buf[..n];
-                if let Some(link) = &mut self.sockets[i].ingress {
-                    // Client only: the socket is connected, the source is the server.
-                    link.push(now, data);
-                } else {
-                    self.on_datagram(i, data, from, now);
+            Ok(got) => {
+                // GRO: several datagrams of `stride` bytes (the last may be shorter).
+                for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
+                    if let Some(link) = &mut self.sockets[i].ingress {
+                        // Client only: the socket is connected, the source is the server.
+                        link.push(now, data);
+                    } else {
+                        self.on_datagram(i, data, got.from, now);
+                    }
                 }
             }
             Err(e) => self.on_socket_error(e),
@@ -422,9 +429,28 @@ impl Driver {
     }
 
     fn release_egress(&mut self, now: Instant) {
+        let server = match &self.role {
+            Role::Client { server, .. } => Some(*server),
+            Role::Server { .. } => None,
+        };
         for s in &mut self.sockets {
-            while let Some(d) = s.egress.as_mut().and_then(|l| l.pop(now)) {
-                let _ = s.udp.try_send(&d);
+            if let Some(to) = server {
+                while let Some(d) = s.egress.as_mut().and_then(|l| l.pop(now)) {
+                    let _ = s.batch.push(&s.udp, to, &d);
+                }
+            }
+        }
+        self.flush_sends();
+    }
+
+    /// Sends every queued batch (before the driver sleeps).
+    fn flush_sends(&mut self) {
+        for s in &mut self.sockets {
+            if let Err(e) = s.batch.flush(&s.udp) {
+                if e.kind() == io::ErrorKind::ConnectionRefused {
+                    self.refused = true;
+                }
+                tracing::trace!("send: {e}");
             }
         }
     }
@@ -458,12 +484,7 @@ impl Driver {
             link.push(now, data);
             return;
         }
-        let r = if matches!(self.role, Role::Client { .. }) {
-            s.udp.try_send(data)
-        } else {
-            s.udp.try_send_to(data, to)
-        };
-        if let Err(e) = r {
+        if let Err(e) = s.batch.push(&s.udp, to, data) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 self.refused = true;
             }
@@ -660,6 +681,7 @@ impl Driver {
             self.drive(cid, now);
         }
         self.conns.retain(|_, e| !e.closed);
+        self.flush_sends();
     }
 
     fn drive_client_handshake(&mut self, now: Instant) {
@@ -861,13 +883,10 @@ fn poll_recv_any(
     sockets: &[PathSocket],
     cx: &mut std::task::Context<'_>,
     buf: &mut [u8],
-) -> Poll<(usize, io::Result<(usize, SocketAddr)>)> {
+) -> Poll<(usize, io::Result<Received>)> {
     for (i, s) in sockets.iter().enumerate() {
-        let mut rb = ReadBuf::new(buf);
-        match s.udp.poll_recv_from(cx, &mut rb) {
-            Poll::Ready(Ok(from)) => return Poll::Ready((i, Ok((rb.filled().len(), from)))),
-            Poll::Ready(Err(e)) => return Poll::Ready((i, Err(e))),
-            Poll::Pending => {}
+        if let Poll::Ready(r) = s.batch.poll_recv(&s.udp, cx, buf) {
+            return Poll::Ready((i, r));
         }
     }
     Poll::Pending

@@ -136,7 +136,7 @@ impl Endpoint {
             socket: udp,
             max_connections: config.max_connections,
             incoming: tx,
-        });
+        })?;
         Ok(Server { incoming: rx, local })
     }
 }

@@ -50,6 +50,7 @@ pub mod crypto;
 mod driver;
 pub mod emulate;
 mod endpoint;
+mod gso;
 pub mod socket;
 mod stream;
 
