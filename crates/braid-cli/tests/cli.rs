@@ -208,7 +208,23 @@ fn tcp_clients_through_forward() {
     let braid_addr = server.listening().to_string();
     let echo = tcp_echo(3).to_string();
     let local = free_tcp_port().to_string();
-    let mut fwd = Bg::spawn(&["forward", "--listen", &local, "--to", &echo, "--server", &braid_addr], &key);
+    // Two paths: one by interface name (`lo`), one by address.
+    let mut fwd = Bg::spawn(
+        &[
+            "forward",
+            "--listen",
+            &local,
+            "--to",
+            &echo,
+            "--server",
+            &braid_addr,
+            "--path",
+            "lo",
+            "--path",
+            "127.0.0.1",
+        ],
+        &key,
+    );
     fwd.wait_for("forwarding");
     let clients: Vec<_> = (0..3u64)
         .map(|i| {

@@ -709,10 +709,8 @@ impl Driver {
         n.next_send = now + Duration::from_millis(50 << n.attempts.min(5)).min(Duration::from_secs(1));
         let init = n.noise.init_datagram().to_vec();
         let server = *server;
+        // An ICMP "port unreachable" shows up on a later send or read (`self.refused`).
         self.send_raw(0, server, &init, now);
-        if self.refused {
-            self.drive_client_handshake(now);
-        }
     }
 
     fn drive(&mut self, cid: ConnectionId, now: Instant) {
@@ -768,13 +766,13 @@ impl Driver {
             }
         }
         self.out = out;
-        self.handle_events(cid, now);
+        self.handle_events(cid);
         if let Some(e) = self.conns.get_mut(&cid) {
             e.next_timeout = handle.lock().core.poll_timeout();
         }
     }
 
-    fn handle_events(&mut self, cid: ConnectionId, now: Instant) {
+    fn handle_events(&mut self, cid: ConnectionId) {
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let mut guard = e.handle.lock();
         let s = &mut *guard;
@@ -874,7 +872,6 @@ impl Driver {
                 }
             }
         }
-        let _ = now;
     }
 }
 
