@@ -159,11 +159,12 @@ impl ClientOpts {
 
     /// Connects to the server with these options.
     pub async fn connect(&self) -> Result<Connection, Fail> {
+        self.stats.check()?;
         let config = self.client_config()?;
         let server = resolve(&self.server, "--server").await?;
         let conn = Endpoint::connect(config, server).await?;
         tracing::info!("connected to {server} over {} path(s)", conn.paths().len());
-        self.stats.spawn(&conn)?;
+        self.stats.spawn(&conn, None)?;
         Ok(conn)
     }
 }

@@ -115,6 +115,8 @@ struct ServerArgs {
     key: common::KeyOpt,
     #[command(flatten)]
     transport: common::TransportOpts,
+    #[command(flatten)]
+    stats: stats::StatsOpts,
 }
 
 fn init_logs(verbose: u8) {
@@ -144,20 +146,22 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Keygen { out } => common::keygen(&out),
             Command::Server(a) => {
+                a.stats.check()?;
                 let key = a.key.load()?;
                 let listen = common::parse_listen(&a.listen, "--listen")?;
                 serve::run_server(
                     key,
                     listen,
                     a.transport.config()?,
-                    serve::Role { connect: true, dir: a.dir, one_file: None },
+                    serve::Role { connect: true, dir: a.dir, one_file: None, stats: a.stats },
                 )
                 .await
             }
             Command::Recv { listen, out, key, transport } => {
                 let key = key.load()?;
                 let listen = common::parse_listen(&listen, "--listen")?;
-                let role = serve::Role { connect: false, dir: None, one_file: Some(out) };
+                let role =
+                    serve::Role { connect: false, dir: None, one_file: Some(out), stats: Default::default() };
                 serve::run_server(key, listen, transport.config()?, role).await
             }
             Command::Send { file, client } => transfer::send(&file, &client).await,

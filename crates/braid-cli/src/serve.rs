@@ -22,6 +22,8 @@ pub struct Role {
     pub dir: Option<PathBuf>,
     /// `braid recv`: accept one file (to this path, or its own name here), then exit.
     pub one_file: Option<Option<PathBuf>>,
+    /// Per-connection statistics (`braid server --stats`, `--stats-json`).
+    pub stats: crate::stats::StatsOpts,
 }
 
 /// How long the server tries to reach a CONNECT target.
@@ -53,6 +55,9 @@ pub async fn run_server(
 
 async fn serve_connection(conn: Connection, role: Role, done: mpsc::Sender<Result<(), Fail>>) {
     let peer = conn.remote_address();
+    if let Err(e) = role.stats.spawn(&conn, Some(format!("connection from {peer}"))) {
+        tracing::warn!("{e}");
+    }
     while let Some(stream) = conn.accept_stream().await {
         let role = role.clone();
         let done = done.clone();

@@ -137,14 +137,21 @@ pub fn json(samples: &[PathSample], conn: &Connection, elapsed: Duration) -> Str
 }
 
 impl StatsOpts {
-    /// Starts reporting on `conn` in the background (until the connection ends).
-    pub fn spawn(&self, conn: &Connection) -> Result<(), Fail> {
-        if !self.stats && self.stats_json.is_none() {
-            return Ok(());
-        }
+    /// The flags make sense (checked before anything starts).
+    pub fn check(&self) -> Result<(), Fail> {
         if !(self.stats_interval >= 0.05 && self.stats_interval <= 3600.0) {
             return Err(fail("--stats-interval: expected seconds between 0.05 and 3600"));
         }
+        Ok(())
+    }
+
+    /// Starts reporting on `conn` in the background (until the connection ends); `label` heads
+    /// each table (a server has several connections).
+    pub fn spawn(&self, conn: &Connection, label: Option<String>) -> Result<(), Fail> {
+        if !self.stats && self.stats_json.is_none() {
+            return Ok(());
+        }
+        self.check()?;
         let mut file = match &self.stats_json {
             Some(p) => Some(
                 std::fs::OpenOptions::new()
@@ -170,7 +177,10 @@ impl StatsOpts {
                 }
                 let samples = sampler.sample(&conn);
                 if table_on {
-                    eprint!("{}", table(&samples, &conn));
+                    match &label {
+                        Some(l) => eprint!("{l}\n{}", table(&samples, &conn)),
+                        None => eprint!("{}", table(&samples, &conn)),
+                    }
                 }
                 if let Some(f) = &mut file {
                     let _ = writeln!(f, "{}", json(&samples, &conn, started.elapsed()));
