@@ -1,0 +1,184 @@
+//! `braid bench`: an iperf-like goodput test through a `braid server`, with latency probes on a
+//! second stream while the data flows, per path, optionally as JSON.
+
+use std::time::{Duration, Instant};
+
+use braid_runtime::{Connection, Stream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::common::{fail, ClientOpts, Fail};
+use crate::request;
+use crate::stats::Sampler;
+
+/// The server's side of a BENCH request.
+pub async fn serve(stream: &mut Stream) -> std::io::Result<()> {
+    let direction = stream.read_u8().await?;
+    let millis = stream.read_u32().await?;
+    let mut buf = vec![0u8; 256 << 10];
+    if direction == 0 {
+        // Count what arrives within the duration from the first byte, answer at once (data
+        // still queued behind it must not delay the verdict), then discard the rest.
+        let mut total = stream.read(&mut buf).await? as u64;
+        let first = Instant::now();
+        let deadline = first + Duration::from_millis(millis.min(600_000).into());
+        loop {
+            tokio::select! {
+                r = stream.read(&mut buf) => match r {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => total += n as u64,
+                },
+                _ = tokio::time::sleep_until(deadline.into()) => break,
+            }
+        }
+        let micros = first.elapsed().min(deadline - first).as_micros() as u64;
+        let mut answer = total.to_be_bytes().to_vec();
+        answer.extend_from_slice(&micros.to_be_bytes());
+        stream.write_all(&answer).await?;
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    } else {
+        let until = Instant::now() + Duration::from_millis(millis.min(600_000).into());
+        fill(&mut buf);
+        while Instant::now() < until {
+            stream.write_all(&buf).await?;
+        }
+    }
+    stream.shutdown().await
+}
+
+/// The server's side of an ECHO request.
+pub async fn echo(stream: &mut Stream) -> std::io::Result<()> {
+    let mut buf = [0u8; 512];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return stream.shutdown().await;
+        }
+        stream.write_all(&buf[..n]).await?;
+    }
+}
+
+fn fill(buf: &mut [u8]) {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for b in buf {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+}
+
+/// Round trips of 1-byte probes every 50 ms until `until`. A probe still unanswered 1 s after
+/// `until` is abandoned and counts with its age so far (a lower bound): the probe's byte waits
+/// behind the data already queued in the connection's ordered pipe.
+async fn probe_latency(conn: &Connection, until: Instant) -> Result<Vec<Duration>, Fail> {
+    let mut s = conn.open_stream()?;
+    s.write_all(&[request::ECHO]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
+    let mut rtts = Vec::new();
+    let mut b = [0u8; 1];
+    while Instant::now() < until {
+        let t = Instant::now();
+        s.write_all(&[7]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
+        let answered =
+            tokio::time::timeout_at((until + Duration::from_secs(1)).into(), s.read_exact(&mut b)).await;
+        rtts.push(t.elapsed());
+        match answered {
+            Ok(r) => {
+                r.map_err(|e| fail(format!("latency probe: {e}")))?;
+            }
+            Err(_) => break,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = s.shutdown().await;
+    Ok(rtts)
+}
+
+pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -> Result<(), Fail> {
+    if !(seconds > 0.0 && seconds <= 600.0) {
+        return Err(fail("--time: expected seconds between 0 and 600"));
+    }
+    let conn = client.connect().await?;
+    let duration = Duration::from_secs_f64(seconds);
+    let mut sampler = Sampler::new(&conn);
+    let mut stream = conn.open_stream()?;
+    let io = |e: std::io::Error| fail(format!("bench: {e}"));
+    let mut head = vec![request::BENCH, u8::from(reverse)];
+    head.extend_from_slice(&(duration.as_millis() as u32).to_be_bytes());
+    stream.write_all(&head).await.map_err(io)?;
+    let started = Instant::now();
+    let until = started + duration;
+    let latency = probe_latency(&conn, until);
+    let transfer = async {
+        let mut buf = vec![0u8; 256 << 10];
+        if reverse {
+            // What arrived within the duration (data still queued is not waited for).
+            let mut total = 0u64;
+            loop {
+                tokio::select! {
+                    r = stream.read(&mut buf) => match r.map_err(io)? {
+                        0 => break,
+                        n => total += n as u64,
+                    },
+                    _ = tokio::time::sleep_until(until.into()) => break,
+                }
+            }
+            Ok::<_, Fail>((total, started.elapsed().min(duration)))
+        } else {
+            fill(&mut buf);
+            loop {
+                tokio::select! {
+                    r = stream.write_all(&buf) => r.map_err(io)?,
+                    _ = tokio::time::sleep_until(until.into()) => break,
+                }
+            }
+            // Unsent data is dropped; the server answers from its own clock.
+            stream.reset(0);
+            let mut answer = [0u8; 16];
+            stream.read_exact(&mut answer).await.map_err(io)?;
+            let total = u64::from_be_bytes(answer[..8].try_into().expect("8"));
+            let micros = u64::from_be_bytes(answer[8..].try_into().expect("8"));
+            Ok((total, Duration::from_micros(micros)))
+        }
+    };
+    let (transfer, latency) = tokio::join!(transfer, latency);
+    let (bytes, elapsed) = transfer?;
+    let mut rtts = latency?;
+    rtts.sort();
+    let samples = sampler.sample(&conn);
+    let goodput = bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-6) / 1e6;
+    // JSON has no NaN: a missing value is `null`.
+    let ms = |d: Option<&Duration>| {
+        d.map_or_else(|| "null".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3))
+    };
+    let (min, p50, max) = (ms(rtts.first()), ms(rtts.get(rtts.len() / 2)), ms(rtts.last()));
+    let direction = if reverse { "download" } else { "upload" };
+    // stdout may be a closed pipe (`| head`): what cannot be printed is dropped, not a panic.
+    use std::io::Write;
+    let mut stdout = std::io::stdout();
+    if json {
+        let stats = crate::stats::json(&samples, &conn, elapsed);
+        let _ = writeln!(
+            stdout,
+            "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min},\"p50\":{p50},\"max\":{max},\"probes\":{}}},\"stats\":{stats}}}",
+            client.transport.mode,
+            elapsed.as_secs_f64(),
+            rtts.len()
+        );
+    } else {
+        let _ = writeln!(
+            stdout,
+            "{direction}: {bytes} bytes in {:.2}s = {goodput:.1} Mbit/s (mode {})",
+            elapsed.as_secs_f64(),
+            client.transport.mode
+        );
+        let _ = writeln!(stdout, "latency under load (stream round trip, {} probes): min {min} ms, median {p50} ms, max {max} ms (max may be a lower bound: see `braid bench --help`)", rtts.len());
+        let _ = write!(stdout, "{}", crate::stats::table(&samples, &conn));
+    }
+    conn.close(0, "done");
+    let _ = tokio::time::timeout(Duration::from_millis(200), conn.closed()).await;
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! `braid forward` (TCP port forwarding, as `ssh -L`) and `braid socks` (a SOCKS5 proxy, RFC 1928
+//! CONNECT with RFC 1929 username/password): every TCP connection becomes a braid stream whose
+//! far end the server connects.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use braid_runtime::Connection;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::common::{fail, parse_listen, ClientOpts, Fail};
+use crate::request;
+
+async fn listen(addr: &str) -> Result<TcpListener, Fail> {
+    let a = parse_listen(addr, "--listen")?;
+    TcpListener::bind(a).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => fail(format!(
+            "--listen {a}: address already in use (another program holds this port; pick another)"
+        )),
+        std::io::ErrorKind::AddrNotAvailable => {
+            fail(format!("--listen {a}: no local interface has this address"))
+        }
+        _ => fail(format!("--listen {a}: {e}")),
+    })
+}
+
+/// Opens a stream and asks the server to connect it to `target`; the stream, or the server's
+/// status and message.
+async fn open(conn: &Connection, target: &str) -> Result<braid_runtime::Stream, (u8, String)> {
+    let general = |e: String| (request::GENERAL_FAILURE, e);
+    let mut stream = conn.open_stream().map_err(|e| general(e.to_string()))?;
+    request::write_connect(&mut stream, target).await.map_err(|e| general(e.to_string()))?;
+    match request::read_status(&mut stream).await {
+        Ok(Ok(())) => Ok(stream),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(general(e.to_string())),
+    }
+}
+
+async fn pipe(mut tcp: TcpStream, mut stream: braid_runtime::Stream) {
+    let _ = tcp.set_nodelay(true);
+    if let Err(e) = tokio::io::copy_bidirectional(&mut tcp, &mut stream).await {
+        tracing::debug!("forwarded connection: {e}");
+    }
+}
+
+pub async fn forward(listen_addr: &str, to: &str, client: &ClientOpts) -> Result<(), Fail> {
+    if !to.contains(':') {
+        return Err(fail(format!("--to {to:?}: expected HOST:PORT")));
+    }
+    let listener = listen(listen_addr).await?;
+    let conn = client.connect().await?;
+    eprintln!(
+        "braid: forwarding {} -> {to} through {}",
+        listener.local_addr().map_err(|e| fail(e.to_string()))?,
+        client.server
+    );
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((tcp, from)) = accepted else { continue };
+                let conn = conn.clone();
+                let to = to.to_string();
+                tokio::spawn(async move {
+                    match open(&conn, &to).await {
+                        Ok(stream) => pipe(tcp, stream).await,
+                        Err((_, msg)) => tracing::warn!("{from}: the server could not connect: {msg}"),
+                    }
+                });
+            }
+            e = conn.closed() => return Err(fail(format!("lost the server: {e}"))),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+pub async fn socks(listen_addr: &str, auth: Option<&str>, client: &ClientOpts) -> Result<(), Fail> {
+    let auth = match auth {
+        None => None,
+        Some(a) => {
+            let (u, p) = a.split_once(':').ok_or_else(|| fail("--auth: expected USER:PASS"))?;
+            if u.is_empty() || u.len() > 255 || p.len() > 255 {
+                return Err(fail("--auth: user must be 1-255 bytes, password at most 255"));
+            }
+            Some((u.to_string(), p.to_string()))
+        }
+    };
+    let listener = listen(listen_addr).await?;
+    let conn = client.connect().await?;
+    eprintln!(
+        "braid: SOCKS5 on {} through {}",
+        listener.local_addr().map_err(|e| fail(e.to_string()))?,
+        client.server
+    );
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((tcp, from)) = accepted else { continue };
+                let conn = conn.clone();
+                let auth = auth.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = socks_session(tcp, &conn, auth.as_ref()).await {
+                        tracing::info!("SOCKS client {from}: {e}");
+                    }
+                });
+            }
+            e = conn.closed() => return Err(fail(format!("lost the server: {e}"))),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+const NO_AUTH: u8 = 0x00;
+const USER_PASS: u8 = 0x02;
+const NO_ACCEPTABLE: u8 = 0xFF;
+const COMMAND_NOT_SUPPORTED: u8 = 0x07;
+const ADDRESS_NOT_SUPPORTED: u8 = 0x08;
+
+/// RFC 1928 §6 reply with a zero bound address (the far end's socket is on the server).
+async fn reply(tcp: &mut TcpStream, rep: u8) -> std::io::Result<()> {
+    tcp.write_all(&[5, rep, 0, 1, 0, 0, 0, 0, 0, 0]).await
+}
+
+async fn socks_session(
+    mut tcp: TcpStream,
+    conn: &Connection,
+    auth: Option<&(String, String)>,
+) -> Result<(), String> {
+    let e = |e: std::io::Error| e.to_string();
+    // RFC 1928 §3: version, methods.
+    if tcp.read_u8().await.map_err(e)? != 5 {
+        return Err("not SOCKS version 5".into());
+    }
+    let n = tcp.read_u8().await.map_err(e)?;
+    let mut methods = vec![0u8; n.into()];
+    tcp.read_exact(&mut methods).await.map_err(e)?;
+    let want = if auth.is_some() { USER_PASS } else { NO_AUTH };
+    if !methods.contains(&want) {
+        tcp.write_all(&[5, NO_ACCEPTABLE]).await.map_err(e)?;
+        return Err(format!("offered no acceptable method (need {want:#04x})"));
+    }
+    tcp.write_all(&[5, want]).await.map_err(e)?;
+    if let Some((user, pass)) = auth {
+        // RFC 1929 §2: version 1, username, password; status 0 = success.
+        if tcp.read_u8().await.map_err(e)? != 1 {
+            return Err("bad username/password negotiation version".into());
+        }
+        let ulen = tcp.read_u8().await.map_err(e)?;
+        let mut u = vec![0u8; ulen.into()];
+        tcp.read_exact(&mut u).await.map_err(e)?;
+        let plen = tcp.read_u8().await.map_err(e)?;
+        let mut p = vec![0u8; plen.into()];
+        tcp.read_exact(&mut p).await.map_err(e)?;
+        let ok = u == user.as_bytes() && p == pass.as_bytes();
+        tcp.write_all(&[1, if ok { 0 } else { 1 }]).await.map_err(e)?;
+        if !ok {
+            return Err("wrong username or password".into());
+        }
+    }
+    // RFC 1928 §4: the request.
+    let mut head = [0u8; 4];
+    tcp.read_exact(&mut head).await.map_err(e)?;
+    let [ver, cmd, _, atyp] = head;
+    if ver != 5 {
+        return Err("not SOCKS version 5".into());
+    }
+    let host = match atyp {
+        1 => {
+            let mut a = [0u8; 4];
+            tcp.read_exact(&mut a).await.map_err(e)?;
+            Ipv4Addr::from(a).to_string()
+        }
+        3 => {
+            let len = tcp.read_u8().await.map_err(e)?;
+            let mut name = vec![0u8; len.into()];
+            tcp.read_exact(&mut name).await.map_err(e)?;
+            String::from_utf8(name).map_err(|_| "domain name is not UTF-8".to_string())?
+        }
+        4 => {
+            let mut a = [0u8; 16];
+            tcp.read_exact(&mut a).await.map_err(e)?;
+            format!("[{}]", Ipv6Addr::from(a))
+        }
+        _ => {
+            reply(&mut tcp, ADDRESS_NOT_SUPPORTED).await.map_err(e)?;
+            return Err(format!("address type {atyp} not supported"));
+        }
+    };
+    let port = tcp.read_u16().await.map_err(e)?;
+    if cmd != 1 {
+        reply(&mut tcp, COMMAND_NOT_SUPPORTED).await.map_err(e)?;
+        return Err(format!("command {cmd} not supported (CONNECT only)"));
+    }
+    let target = format!("{host}:{port}");
+    match open(conn, &target).await {
+        Ok(stream) => {
+            reply(&mut tcp, request::OK).await.map_err(e)?;
+            pipe(tcp, stream).await;
+            Ok(())
+        }
+        Err((status, msg)) => {
+            let _ = reply(&mut tcp, status).await;
+            Err(msg)
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The public face: [`Endpoint`] opens client connections and servers, [`Connection`] hands out
+//! streams and statistics.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use braid_proto::conn::PathStats;
+use braid_proto::ConnectionConfig;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::crypto::{Key, TAG_LEN};
+use crate::driver::{self, Driver};
+use crate::emulate::Emulation;
+use crate::socket::{self, PathSpec};
+use crate::stream::Stream;
+use crate::Error;
+
+/// Largest UDP payload sent: IPv6's minimum MTU less IP and UDP headers would be 1232; braid's
+/// core uses 1280-byte datagrams as the path MTU floor (PROTOCOL.md §9), and the AEAD tag is
+/// taken from that budget. PMTU probing (RFC 8899) is not done yet.
+pub const MAX_UDP_PAYLOAD: usize = 1280;
+
+/// The core's datagram and symbol sizes once the AEAD tag is accounted for.
+fn fit_to_datagram(config: &mut ConnectionConfig) {
+    let budget = MAX_UDP_PAYLOAD - TAG_LEN;
+    if config.max_datagram > budget {
+        let shrink = config.max_datagram - budget;
+        config.max_datagram = budget;
+        config.params.symbol_size = config.params.symbol_size.saturating_sub(shrink as u16).max(16);
+    }
+}
+
+/// How a client connects.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub key: Key,
+    /// The core's settings (mode, congestion controller, parameters). `paths` is set from
+    /// [`ClientConfig::paths`].
+    pub transport: ConnectionConfig,
+    /// One entry per path (default: one path, any local address).
+    pub paths: Vec<PathSpec>,
+    /// Impairment per path (index as `paths`; missing entries: none). Applied to both directions.
+    pub emulate: Vec<Option<Emulation>>,
+    /// Give up when the server has not answered for this long. Default 5 s.
+    pub handshake_timeout: Duration,
+}
+
+impl ClientConfig {
+    pub fn new(key: Key) -> ClientConfig {
+        ClientConfig {
+            key,
+            transport: ConnectionConfig::default(),
+            paths: vec![PathSpec::Any],
+            emulate: Vec::new(),
+            handshake_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How a server accepts.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub key: Key,
+    /// The core's settings; a client's mode and congestion controller (sent in its hello)
+    /// replace `mode` and `cc`.
+    pub transport: ConnectionConfig,
+    /// Most connections at once (handshakes included). Default 1024.
+    pub max_connections: usize,
+}
+
+impl ServerConfig {
+    pub fn new(key: Key) -> ServerConfig {
+        ServerConfig { key, transport: ConnectionConfig::default(), max_connections: 1024 }
+    }
+}
+
+/// Opens connections.
+pub struct Endpoint;
+
+impl Endpoint {
+    /// Connects to a braid server over the configured paths; returns once the connection is
+    /// up (Noise and core handshakes done) or with an error that says why not.
+    pub async fn connect(config: ClientConfig, server: SocketAddr) -> Result<Connection, Error> {
+        let mut sockets = Vec::new();
+        for spec in &config.paths {
+            let (local, device) = socket::resolve_local(spec, server)?;
+            let udp = socket::bind_udp(local, device.as_deref())?;
+            udp.connect(server).await.map_err(|e| Error::Bind { addr: local, source: e })?;
+            sockets.push(udp);
+        }
+        if sockets.is_empty() {
+            let (local, _) = socket::resolve_local(&PathSpec::Any, server)?;
+            let udp = socket::bind_udp(local, None)?;
+            udp.connect(server).await.map_err(|e| Error::Bind { addr: local, source: e })?;
+            sockets.push(udp);
+        }
+        if sockets.len() > crate::crypto::MAX_PATHS as usize {
+            return Err(Error::Closed(format!("at most {} paths", crate::crypto::MAX_PATHS)));
+        }
+        let mut transport = config.transport.clone();
+        transport.paths = sockets.len() as u8;
+        fit_to_datagram(&mut transport);
+        let emulate: Vec<Option<Emulation>> =
+            (0..sockets.len()).map(|i| config.emulate.get(i).copied().flatten()).collect();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let handle = Driver::start_client(driver::ClientSetup {
+            key: config.key,
+            transport,
+            sockets,
+            emulate,
+            server,
+            handshake_timeout: config.handshake_timeout,
+            ready: ready_tx,
+        })?;
+        match ready_rx.await {
+            Ok(Ok(())) => Ok(Connection { handle }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::Closed("the driver stopped".into())),
+        }
+    }
+
+    /// A server on `listen`; connections come out of [`Server::accept`].
+    pub fn server(config: ServerConfig, listen: SocketAddr) -> Result<Server, Error> {
+        let udp = socket::bind_udp(listen, None)?;
+        let local = udp.local_addr()?;
+        let mut transport = config.transport.clone();
+        fit_to_datagram(&mut transport);
+        let (tx, rx) = mpsc::unbounded_channel();
+        Driver::start_server(driver::ServerSetup {
+            key: config.key,
+            transport,
+            socket: udp,
+            max_connections: config.max_connections,
+            incoming: tx,
+        })?;
+        Ok(Server { incoming: rx, local })
+    }
+}
+
+/// A listening server.
+pub struct Server {
+    incoming: mpsc::UnboundedReceiver<Connection>,
+    local: SocketAddr,
+}
+
+impl Server {
+    /// The next established connection; `None` once the server stopped.
+    pub async fn accept(&mut self) -> Option<Connection> {
+        self.incoming.recv().await
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, Error> {
+        Ok(self.local)
+    }
+}
+
+/// Why a connection ended, as the application sees it.
+#[derive(Debug, Clone)]
+pub(crate) enum Ended {
+    Local,
+    Peer { code: u64, reason: String },
+    TimedOut(Duration),
+    Violation(String),
+}
+
+impl Ended {
+    pub(crate) fn error(&self) -> Error {
+        match self {
+            Ended::Local => Error::Closed("closed by this end".into()),
+            Ended::Peer { code: 0, .. } => Error::ClosedByPeer(String::new()),
+            Ended::Peer { code, reason } => Error::ClosedByPeer(format!(" (code {code}: {reason})")),
+            Ended::TimedOut(d) => Error::TimedOut(*d),
+            Ended::Violation(v) => Error::Violation(v.clone()),
+        }
+    }
+}
+
+/// A path's live numbers (see [`Connection::paths`]).
+#[derive(Debug, Clone, Default)]
+pub struct PathReport {
+    pub id: u8,
+    pub local: Option<SocketAddr>,
+    pub remote: Option<SocketAddr>,
+    pub srtt: Duration,
+    pub cwnd: u64,
+    /// The core's loss estimate for the path.
+    pub loss: f64,
+    pub stats: PathStats,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Datagrams the emulated link dropped (random loss, queue overflow), both directions.
+    pub emulated_drops: u64,
+}
+
+/// What the driver and the application share about one connection (behind a mutex; no
+/// `.await` is ever held across it).
+pub(crate) struct Shared {
+    pub core: braid_proto::Connection,
+    pub ended: Option<Ended>,
+    pub readers: HashMap<u64, Waker>,
+    pub writers: HashMap<u64, Waker>,
+    pub incoming_streams: VecDeque<u64>,
+    pub accept_waker: Option<Waker>,
+    pub idle_wakers: Vec<Waker>,
+    pub paths: Vec<PathReport>,
+    pub peer: SocketAddr,
+}
+
+/// The application's reference to a connection (streams hold one too); the driver closes the
+/// connection once every handle is gone and everything written was delivered.
+#[derive(Clone)]
+pub(crate) struct Handle {
+    pub shared: Arc<Mutex<Shared>>,
+    pub wake: Arc<Notify>,
+}
+
+impl Handle {
+    pub fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An established connection.
+#[derive(Clone)]
+pub struct Connection {
+    pub(crate) handle: Handle,
+}
+
+/// Bytes a stream may hold unsent before writes wait (the core accepts everything; this is
+/// the runtime's back-pressure).
+pub(crate) const STREAM_SEND_BUFFER: usize = 1 << 20;
+
+impl Connection {
+    /// Opens a stream (bidirectional).
+    pub fn open_stream(&self) -> Result<Stream, Error> {
+        let mut s = self.handle.lock();
+        if let Some(e) = &s.ended {
+            return Err(e.error());
+        }
+        let id = s.core.streams().ok_or_else(|| Error::Closed("not established".into()))?.open()?;
+        drop(s);
+        self.handle.wake.notify_one();
+        Ok(Stream::new(self.handle.clone(), id))
+    }
+
+    /// The next stream the peer opened; `None` once the connection ended.
+    pub async fn accept_stream(&self) -> Option<Stream> {
+        poll_fn(|cx| {
+            let mut s = self.handle.lock();
+            if let Some(id) = s.incoming_streams.pop_front() {
+                return Poll::Ready(Some(id));
+            }
+            if s.ended.is_some() {
+                return Poll::Ready(None);
+            }
+            s.accept_waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+        .map(|id| Stream::new(self.handle.clone(), id))
+    }
+
+    /// Waits until everything written so far was delivered to the peer (or the connection
+    /// ended: then the reason).
+    pub async fn flush(&self) -> Result<(), Error> {
+        self.handle.wake.notify_one();
+        poll_fn(|cx| {
+            let mut s = self.handle.lock();
+            if let Some(e) = &s.ended {
+                return Poll::Ready(Err(e.error()));
+            }
+            if s.core.is_idle() {
+                return Poll::Ready(Ok(()));
+            }
+            s.idle_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Waits until the connection ends; the reason.
+    pub async fn closed(&self) -> Error {
+        poll_fn(|cx| {
+            let mut s = self.handle.lock();
+            if let Some(e) = &s.ended {
+                return Poll::Ready(e.error());
+            }
+            s.idle_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Closes the connection now (unsent data is dropped; see [`Connection::flush`]).
+    pub fn close(&self, code: u64, reason: &str) {
+        let mut s = self.handle.lock();
+        if s.ended.is_none() {
+            s.core.close(code, reason);
+        }
+        drop(s);
+        self.handle.wake.notify_one();
+    }
+
+    /// The peer's address (path 0's as last seen).
+    pub fn remote_address(&self) -> SocketAddr {
+        self.handle.lock().peer
+    }
+
+    /// Live per-path numbers.
+    pub fn paths(&self) -> Vec<PathReport> {
+        let s = self.handle.lock();
+        let core_stats = s.core.path_stats();
+        let state = s.core.path_state();
+        s.paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut p = p.clone();
+                if let (Some(st), Some(&(srtt, cwnd, loss))) = (core_stats.get(i), state.get(i)) {
+                    p.stats = *st;
+                    p.srtt = srtt;
+                    p.cwnd = cwnd;
+                    p.loss = loss;
+                }
+                p
+            })
+            .collect()
+    }
+
+    /// Connection-wide counters of the core (symbols, repairs, recoveries, retransmissions).
+    pub fn stats(&self) -> braid_proto::conn::ConnectionStats {
+        self.handle.lock().core.stats
+    }
+}

@@ -1,0 +1,113 @@
+//! # braid-runtime: braid over real UDP sockets
+//!
+//! Drives the sans-IO core ([`braid_proto::Connection`]) with tokio: one UDP socket per path on
+//! the client, one listening socket on the server (connections told apart by connection id, so a
+//! path whose address changes keeps its connection). Before the core's handshake the runtime runs
+//! a Noise handshake (`Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s`, a shared key file); after it every
+//! datagram is AEAD-protected (PROTOCOL.md §13). `--emulate` impairments are applied here, in the
+//! socket layer, so braid can be tried on one machine without root.
+//!
+//! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.
+//! The driver maps the core's [`braid_proto::Instant`] (µs) to tokio's clock.
+//!
+//! ```no_run
+//! use braid_runtime::{ClientConfig, Endpoint, Key, ServerConfig};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let key = Key::generate()?;
+//! // The far end: accepts connections, echoes one stream.
+//! let mut server = Endpoint::server(ServerConfig::new(key.clone()), "127.0.0.1:0".parse()?)?;
+//! let addr = server.local_addr()?;
+//! tokio::spawn(async move {
+//!     while let Some(conn) = server.accept().await {
+//!         tokio::spawn(async move {
+//!             let mut stream = conn.accept_stream().await.unwrap();
+//!             let mut data = Vec::new();
+//!             stream.read_to_end(&mut data).await.unwrap();
+//!             stream.write_all(&data).await.unwrap();
+//!             stream.shutdown().await.unwrap();
+//!         });
+//!     }
+//! });
+//! // The near end: two paths (any local address), the second with an emulated lossy link.
+//! let mut config = ClientConfig::new(key);
+//! config.paths = vec!["any".parse()?, "any".parse()?];
+//! config.emulate = vec![None, Some("20mbit,10ms,2%".parse()?)];
+//! let conn = Endpoint::connect(config, addr).await?;
+//! let mut stream = conn.open_stream()?;
+//! stream.write_all(b"hello over two paths").await?;
+//! stream.shutdown().await?;
+//! let mut echo = Vec::new();
+//! stream.read_to_end(&mut echo).await?;
+//! assert_eq!(echo, b"hello over two paths");
+//! # Ok(())
+//! # }
+//! ```
+#![deny(unsafe_code)]
+
+pub mod crypto;
+mod driver;
+pub mod emulate;
+mod endpoint;
+mod gso;
+pub mod socket;
+mod stream;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use braid_proto::ConnectionConfig;
+pub use crypto::{Key, KeyError};
+pub use emulate::Emulation;
+pub use endpoint::{ClientConfig, Connection, Endpoint, PathReport, Server, ServerConfig};
+pub use socket::PathSpec;
+pub use stream::Stream;
+
+/// What went wrong, each said so a user knows what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot use {0}: address already in use (another program holds this port; pick another)")]
+    AddrInUse(SocketAddr),
+    #[error("cannot use {0}: no local interface has this address")]
+    AddrNotAvailable(SocketAddr),
+    #[error("cannot bind {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("--path {name}: no such interface (available: {available})")]
+    NoSuchInterface { name: String, available: String },
+    #[error("--path {path}: no address of the same family as the server {server}")]
+    Family { path: String, server: SocketAddr },
+    #[error("{0}: connection refused (nothing listens on this UDP port; is `braid server` running there?)")]
+    Refused(SocketAddr),
+    #[error("{server}: no answer within {}s (server down, unreachable, or UDP blocked)", .after.as_secs())]
+    Unreachable { server: SocketAddr, after: Duration },
+    #[error("{0}: the server refused our key (both ends need the same key file from `braid keygen`)")]
+    WrongKey(SocketAddr),
+    #[error("{0}: the handshake failed (a forged or corrupted answer)")]
+    HandshakeFailed(SocketAddr),
+    #[error("peer timed out (nothing heard for {}s)", .0.as_secs())]
+    TimedOut(Duration),
+    #[error("connection closed by the peer{0}")]
+    ClosedByPeer(String),
+    #[error("connection closed: {0}")]
+    Closed(String),
+    #[error("the peer broke the protocol: {0}")]
+    Violation(String),
+    #[error("{0}")]
+    Stream(#[from] braid_proto::streams::StreamError),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    fn to_io(&self) -> std::io::Error {
+        use std::io::ErrorKind;
+        let kind = match self {
+            Error::TimedOut(_) | Error::Unreachable { .. } => ErrorKind::TimedOut,
+            Error::ClosedByPeer(_) => ErrorKind::ConnectionReset,
+            Error::Refused(_) => ErrorKind::ConnectionRefused,
+            _ => ErrorKind::ConnectionAborted,
+        };
+        std::io::Error::new(kind, self.to_string())
+    }
+}

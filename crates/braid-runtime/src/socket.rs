@@ -1,0 +1,159 @@
+//! UDP sockets, one per path: binding to an address or an interface, with errors that say what
+//! to do.
+
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+
+use crate::Error;
+
+/// Where a path's socket lives: `--path 192.168.8.10`, `--path 192.168.8.10:4000`, `--path wlan0`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSpec {
+    /// Any local address the system picks (the route to the server decides).
+    Any,
+    /// A local address (port 0: any port).
+    Addr(SocketAddr),
+    /// A network interface by name.
+    Interface(String),
+}
+
+impl FromStr for PathSpec {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() || s == "any" {
+            return Ok(PathSpec::Any);
+        }
+        if let Ok(a) = s.parse::<SocketAddr>() {
+            return Ok(PathSpec::Addr(a));
+        }
+        if let Ok(ip) = s.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            return Ok(PathSpec::Addr(SocketAddr::new(ip, 0)));
+        }
+        Ok(PathSpec::Interface(s.to_string()))
+    }
+}
+
+impl fmt::Display for PathSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathSpec::Any => f.write_str("any"),
+            PathSpec::Addr(a) if a.port() == 0 => write!(f, "{}", a.ip()),
+            PathSpec::Addr(a) => write!(f, "{a}"),
+            PathSpec::Interface(i) => f.write_str(i),
+        }
+    }
+}
+
+/// Names of the interfaces that exist (for error messages).
+pub fn interface_names() -> Vec<String> {
+    let mut names: Vec<String> =
+        if_addrs::get_if_addrs().map(|v| v.into_iter().map(|i| i.name).collect()).unwrap_or_default();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Socket buffer size asked for: a few bandwidth-delay products of a fast path, so bursts are
+/// not dropped by the kernel before the driver reads them. The kernel may cap it (rmem_max).
+const SOCKET_BUFFER: usize = 8 << 20;
+
+fn bind_error(addr: SocketAddr, e: io::Error) -> Error {
+    match e.kind() {
+        io::ErrorKind::AddrInUse => Error::AddrInUse(addr),
+        io::ErrorKind::AddrNotAvailable => Error::AddrNotAvailable(addr),
+        _ => Error::Bind { addr, source: e },
+    }
+}
+
+/// Binds a UDP socket at `addr` with large buffers.
+pub(crate) fn bind_udp(addr: SocketAddr, device: Option<&str>) -> Result<UdpSocket, Error> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(|e| Error::Bind { addr, source: e })?;
+    // Best effort: a smaller buffer works, only slower.
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(device) = device {
+        // SO_BINDTODEVICE needs CAP_NET_RAW on most kernels; the address binding below already
+        // picks the interface's source address, so without the capability we go on with that.
+        if let Err(e) = socket.bind_device(Some(device.as_bytes())) {
+            tracing::debug!("SO_BINDTODEVICE {device}: {e}; using the interface's address only");
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = device;
+    socket.set_nonblocking(true).map_err(|e| Error::Bind { addr, source: e })?;
+    socket.bind(&addr.into()).map_err(|e| bind_error(addr, e))?;
+    UdpSocket::from_std(socket.into()).map_err(|e| Error::Bind { addr, source: e })
+}
+
+/// The local address a path's socket binds to, for a server at `server`.
+pub(crate) fn resolve_local(
+    spec: &PathSpec,
+    server: SocketAddr,
+) -> Result<(SocketAddr, Option<String>), Error> {
+    let unspecified: IpAddr = if server.is_ipv4() { [0, 0, 0, 0].into() } else { [0u16; 8].into() };
+    match spec {
+        PathSpec::Any => Ok((SocketAddr::new(unspecified, 0), None)),
+        PathSpec::Addr(a) => {
+            if a.is_ipv4() != server.is_ipv4() {
+                return Err(Error::Family { path: spec.to_string(), server });
+            }
+            Ok((*a, None))
+        }
+        PathSpec::Interface(name) => {
+            let all = if_addrs::get_if_addrs().unwrap_or_default();
+            let mine: Vec<_> = all.iter().filter(|i| &i.name == name).collect();
+            if mine.is_empty() {
+                return Err(Error::NoSuchInterface {
+                    name: name.clone(),
+                    available: interface_names().join(", "),
+                });
+            }
+            let ip = mine
+                .iter()
+                .map(|i| i.ip())
+                .find(|ip| ip.is_ipv4() == server.is_ipv4())
+                .ok_or_else(|| Error::Family { path: name.clone(), server })?;
+            Ok((SocketAddr::new(ip, 0), Some(name.clone())))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_specs() {
+        assert_eq!("10.0.0.2".parse::<PathSpec>().unwrap(), PathSpec::Addr("10.0.0.2:0".parse().unwrap()));
+        assert_eq!("[::1]:5".parse::<PathSpec>().unwrap(), PathSpec::Addr("[::1]:5".parse().unwrap()));
+        assert_eq!("::1".parse::<PathSpec>().unwrap(), PathSpec::Addr("[::1]:0".parse().unwrap()));
+        assert_eq!("wlan0".parse::<PathSpec>().unwrap(), PathSpec::Interface("wlan0".into()));
+        assert_eq!("".parse::<PathSpec>().unwrap(), PathSpec::Any);
+    }
+
+    #[test]
+    fn missing_interface_lists_the_real_ones() {
+        let server: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let err = resolve_local(&PathSpec::Interface("nosuch0".into()), server).unwrap_err().to_string();
+        assert!(err.contains("nosuch0") && err.contains("lo"), "{err}");
+        let (addr, dev) = resolve_local(&PathSpec::Interface("lo".into()), server).unwrap();
+        assert!(addr.ip().is_loopback());
+        assert_eq!(dev.as_deref(), Some("lo"));
+    }
+
+    #[tokio::test]
+    async fn port_in_use_is_named() {
+        let a = bind_udp("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let taken = a.local_addr().unwrap();
+        let err = bind_udp(taken, None).unwrap_err().to_string();
+        assert!(err.contains("already in use") && err.contains(&taken.to_string()), "{err}");
+    }
+}

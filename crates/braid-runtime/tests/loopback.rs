@@ -1,0 +1,250 @@
+//! The runtime over real loopback sockets: streams, two paths with emulated loss, errors.
+
+use std::time::Duration;
+
+use braid_runtime::{ClientConfig, Connection, Endpoint, Error, Key, Server, ServerConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// An echo server: every stream's bytes come back, then the stream ends.
+fn echo_server(key: Key) -> std::net::SocketAddr {
+    let mut server: Server =
+        Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            tokio::spawn(async move {
+                while let Some(mut stream) = conn.accept_stream().await {
+                    tokio::spawn(async move {
+                        let mut data = Vec::new();
+                        stream.read_to_end(&mut data).await.unwrap();
+                        stream.write_all(&data).await.unwrap();
+                        stream.shutdown().await.unwrap();
+                    });
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+async fn echo(conn: &Connection, data: &[u8]) -> Vec<u8> {
+    let mut stream = conn.open_stream().unwrap();
+    let (mut r, mut w) = tokio::io::split(&mut stream);
+    let write = async {
+        w.write_all(data).await.unwrap();
+        w.shutdown().await.unwrap();
+    };
+    let mut back = Vec::new();
+    let read = r.read_to_end(&mut back);
+    let (_, n) = tokio::join!(write, read);
+    n.unwrap();
+    back
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_over_two_lossy_paths() {
+    let key = Key::generate().unwrap();
+    let addr = echo_server(key.clone());
+    let mut config = ClientConfig::new(key);
+    config.paths = vec!["127.0.0.1".parse().unwrap(), "127.0.0.1".parse().unwrap()];
+    config.emulate = vec![Some("50mbit,5ms,3%".parse().unwrap()), Some("50mbit,10ms,3%".parse().unwrap())];
+    let conn =
+        tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, addr)).await.unwrap().unwrap();
+    for (len, seed) in [(1, 1), (100_000, 2), (1_500_000, 3)] {
+        let data = pattern(len, seed);
+        let back =
+            tokio::time::timeout(Duration::from_secs(20), echo(&conn, &data)).await.expect("echo in time");
+        assert!(
+            back == data,
+            "seed {seed}: {} bytes sent, {} back, equal prefix {}",
+            len,
+            back.len(),
+            back.iter().zip(&data).take_while(|(a, b)| a == b).count()
+        );
+    }
+    let paths = conn.paths();
+    assert_eq!(paths.len(), 2);
+    for p in &paths {
+        assert!(p.datagrams_sent > 10 && p.datagrams_received > 10, "both paths carried traffic: {p:?}");
+        assert!(p.emulated_drops > 0, "the emulated loss dropped something: {p:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_serves_several_clients_at_once() {
+    let key = Key::generate().unwrap();
+    let addr = echo_server(key.clone());
+    let mut tasks = Vec::new();
+    for i in 0..4u64 {
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let conn = Endpoint::connect(ClientConfig::new(key), addr).await.unwrap();
+            let data = pattern(100_000, 100 + i);
+            assert_eq!(echo(&conn, &data).await, data, "client {i}");
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(15), t).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn several_streams_at_once() {
+    let key = Key::generate().unwrap();
+    let addr = echo_server(key.clone());
+    let conn = Endpoint::connect(ClientConfig::new(key), addr).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..8u64 {
+        let conn = conn.clone();
+        tasks.push(tokio::spawn(async move {
+            let data = pattern(20_000 + i as usize * 1000, i + 10);
+            assert_eq!(echo(&conn, &data).await, data, "stream {i}");
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(10), t).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn wrong_key_is_refused() {
+    let addr = echo_server(Key::generate().unwrap());
+    let mut config = ClientConfig::new(Key::generate().unwrap());
+    config.handshake_timeout = Duration::from_millis(800);
+    let err = Endpoint::connect(config, addr).await.err().expect("must fail");
+    assert!(matches!(err, Error::WrongKey(_)), "{err}");
+    assert!(err.to_string().contains("key"), "{err}");
+}
+
+#[tokio::test]
+async fn nothing_listening_is_refused_quickly() {
+    // A port that was just free: the kernel answers ICMP port unreachable.
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let config = ClientConfig::new(Key::generate().unwrap());
+    let started = std::time::Instant::now();
+    let err = Endpoint::connect(config, free).await.err().expect("must fail");
+    assert!(matches!(err, Error::Refused(_)), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn silent_server_times_out() {
+    // A socket that reads nothing and answers nothing.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut config = ClientConfig::new(Key::generate().unwrap());
+    config.handshake_timeout = Duration::from_millis(600);
+    let err = Endpoint::connect(config, silent.local_addr().unwrap()).await.err().expect("must fail");
+    assert!(matches!(err, Error::Unreachable { .. }), "{err}");
+}
+
+/// Raw datagrams at a server: what it answers, and how much.
+#[tokio::test]
+async fn server_answers_unauthenticated_datagrams_small_or_not_at_all() {
+    use braid_proto::wire::ConnectionId;
+    use braid_runtime::crypto::{self, ClientHandshake, Hello};
+    let key = Key::generate().unwrap();
+    let addr = echo_server(key.clone());
+    let raw = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    raw.connect(addr).await.unwrap();
+    let mut buf = [0u8; 2048];
+    // Junk of every kind: no answer.
+    for junk in [vec![0u8; 1], vec![0x22; 40], vec![0x25; 34], vec![0xff; 1200], vec![0x23; 100]] {
+        raw.send(&junk).await.unwrap();
+        assert_eq!(answer(&raw, &mut buf).await, None, "answered junk {:?}", &junk[..4.min(junk.len())]);
+    }
+    // A first message under another key: a 9-byte refusal, nothing else.
+    let other = ClientHandshake::new(
+        &Key::generate().unwrap(),
+        ConnectionId([9; 8]),
+        &Hello { paths: 1, ..Hello::default() },
+    );
+    raw.send(other.init_datagram()).await.unwrap();
+    let n = answer(&raw, &mut buf).await.expect("a refusal hint");
+    assert_eq!(&buf[..n], &crypto::refusal(other.init_datagram()).unwrap()[..]);
+    // The right key: an answer at most a third of the request; a repeat gets the same bytes.
+    let hs = ClientHandshake::new(&key, ConnectionId([3; 8]), &Hello { paths: 2, ..Hello::default() });
+    raw.send(hs.init_datagram()).await.unwrap();
+    let n = answer(&raw, &mut buf).await.expect("an answer");
+    assert!(
+        n * 3 <= hs.init_datagram().len(),
+        "{n} bytes answer a {}-byte request",
+        hs.init_datagram().len()
+    );
+    let first = buf[..n].to_vec();
+    raw.send(hs.init_datagram()).await.unwrap();
+    let n = answer(&raw, &mut buf).await.expect("the answer again");
+    assert_eq!(&buf[..n], &first[..]);
+}
+
+async fn answer(raw: &tokio::net::UdpSocket, buf: &mut [u8]) -> Option<usize> {
+    tokio::time::timeout(Duration::from_millis(300), raw.recv(buf)).await.ok().map(|r| r.unwrap())
+}
+
+/// A UDP relay standing for a NAT: client ↔ relay ↔ server. `rebind` makes the relay talk to
+/// the server from a new port, as a NAT does after a rebinding.
+struct Nat {
+    addr: std::net::SocketAddr,
+    rebind: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+async fn nat(server: std::net::SocketAddr) -> Nat {
+    use std::sync::Arc;
+    let front = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let addr = front.local_addr().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        let mut back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let mut client: Option<std::net::SocketAddr> = None;
+        let mut buf = vec![0u8; 65536];
+        let mut back_buf = vec![0u8; 65536];
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut buf) => {
+                    let Ok((n, from)) = r else { return };
+                    client = Some(from);
+                    let _ = back.send_to(&buf[..n], server).await;
+                }
+                r = back.recv_from(&mut back_buf) => {
+                    let Ok((n, _)) = r else { return };
+                    if let Some(c) = client {
+                        let _ = front.send_to(&back_buf[..n], c).await;
+                    }
+                }
+                r = rx.recv() => {
+                    if r.is_none() { return; }
+                    back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+                }
+            }
+        }
+    });
+    Nat { addr, rebind: tx }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_survives_nat_rebinding() {
+    let key = Key::generate().unwrap();
+    let server = echo_server(key.clone());
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let data = pattern(200_000, 11);
+    assert_eq!(echo(&conn, &data).await, data);
+    nat.rebind.send(()).unwrap();
+    // The old mapping is gone: only packets from the new port reach the server, and the
+    // server's answers must go to the new port to reach the client.
+    let back = tokio::time::timeout(Duration::from_secs(10), echo(&conn, &data))
+        .await
+        .expect("echo after rebinding");
+    assert_eq!(back, data);
+}
