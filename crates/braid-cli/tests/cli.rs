@@ -493,7 +493,7 @@ fn bench_json_and_stats_json() {
     let stats = dir.path("stats.jsonl");
     for reverse in [false, true] {
         let mut args =
-            vec!["bench", "-s", &addr, "-t", "1", "--json", "--path", "127.0.0.1", "--path", "127.0.0.1"];
+            vec!["bench", "-s", &addr, "-t", "2", "--json", "--path", "127.0.0.1", "--path", "127.0.0.1"];
         args.extend([
             "--emulate",
             "20mbit,5ms,1%",

@@ -794,6 +794,11 @@ impl Driver {
                     }
                 }
                 Event::Closed(reason) => ended = Some(ended_from(&reason, idle)),
+                Event::PathFailed(path) => {
+                    tracing::info!("path {path} failed: no answer; its data goes on the others")
+                }
+                Event::PathRecovered(path) => tracing::info!("path {path} answers again"),
+                Event::PathRemoved(path) => tracing::info!("path {path} removed"),
             }
         }
         if let Some(streams) = s.core.streams() {
