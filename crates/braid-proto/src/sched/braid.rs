@@ -259,6 +259,28 @@ mod tests {
     }
 
     #[test]
+    fn a_path_without_an_rtt_sample_carries_no_data_while_another_has_one() {
+        let blocks: Vec<BlockView> = (0..6).map(|i| block(i, 64, 64, 0)).collect();
+        let fast = path(0, 20, 0.001, 100, 10);
+        // RFC 9002's initial guess, nothing known: the model would rank it far behind.
+        let new = PathInfo { measured: false, ..path(1, 333, 0.0, 10, 0) };
+        // A full window of 4 packets: by 323 ms it brings some 60 symbols of the 384 needed.
+        let busy = path(0, 20, 0.001, 4, 4);
+        assert_eq!(pick(&[fast, new], &blocks), Some(Pick { path: 0, block: Some(0) }));
+        assert_eq!(pick(&[busy, new], &blocks), None, "the new path waits for its PING's answer");
+        let guessed = PathInfo { measured: true, ..new };
+        assert!(pick(&[busy, guessed], &blocks).is_some(), "taking the guess, it would carry data");
+        // Measured, it takes the blocks the fast path cannot bring first.
+        let measured = path(1, 20, 0.0, 10, 0);
+        assert!(pick(&[busy, measured], &blocks).is_some_and(|p| p.path == 1));
+        // Several paths and none measured (the moment before the handshake's ACK): wait.
+        let unmeasured = PathInfo { measured: false, ..fast };
+        assert_eq!(pick(&[unmeasured, new], &blocks), None);
+        // A path alone is used whatever is known of it.
+        assert_eq!(pick(&[new], &blocks), Some(Pick { path: 1, block: Some(0) }));
+    }
+
+    #[test]
     fn spare_repairs_only_on_a_path_about_as_fast_as_the_fastest() {
         let mut b = block(0, 64, 0, 64);
         b.spare_repairs = 3;
