@@ -118,6 +118,36 @@ impl Connection {
         room
     }
 
+    /// The next PING that measures a path (PROTOCOL.md §12.1), for a scheduler that leaves
+    /// paths without an RTT sample unused ([`Scheduler::needs_measured_paths`]), with two paths
+    /// or more that can carry data: on a path with no sample, at once if nothing awaits an ACK
+    /// on it, then again after the smallest SRTT of the measured paths, doubling with each PING
+    /// unanswered — one lost PING would otherwise cost the path a probe timeout from RFC 9002's
+    /// 333 ms guess (≈ 1 s), as one lost Initial would the handshake. At most about
+    /// log₂(PTO / SRTT) of them go out before the path's probe timeout, which presumes them
+    /// lost; three such timeouts in a row fail the path (§12.2).
+    ///
+    /// [`Scheduler::needs_measured_paths`]: crate::sched::Scheduler::needs_measured_paths
+    pub(super) fn measurement_due(&self) -> Option<(usize, Instant)> {
+        if self.session.is_none() || !self.scheduler.needs_measured_paths() {
+            return None;
+        }
+        if self.paths.iter().filter(|p| p.can_send()).count() < 2 {
+            return None;
+        }
+        let base =
+            self.paths.iter().filter(|p| p.can_send() && p.rtt.has_sample()).map(|p| p.rtt.smoothed()).min();
+        let due = |p: &Path| -> Option<Instant> {
+            if !p.can_send() || p.rtt.has_sample() {
+                return None;
+            }
+            let Some((_, last)) = p.sent.last_key_value() else { return Some(self.last_poll) };
+            let unanswered = p.sent.len().min(16) as u32;
+            Some(last.time + base? * 2u32.pow(unanswered - 1))
+        };
+        self.paths.iter().enumerate().filter_map(|(i, p)| due(p).map(|t| (i, t))).min_by_key(|&(_, t)| t)
+    }
+
     /// The path for control frames sent on their own (window updates, PATH_ABANDON): the
     /// lowest-RTT path that can carry data.
     pub(super) fn control_path(&self) -> Option<usize> {

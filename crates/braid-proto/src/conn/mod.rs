@@ -741,6 +741,9 @@ impl Connection {
         if let Some(t) = self.next_probe() {
             next = next.min(t);
         }
+        if let Some((_, at)) = self.measurement_due() {
+            next = next.min(at.max(self.last_poll));
+        }
         if self.session.is_some() {
             let mut paths = [PathInfo::default(); 8];
             let n = self.path_infos(self.last_poll, &mut paths);
@@ -897,6 +900,7 @@ impl Connection {
                 rto: p.rtt.rto(Duration::from_millis(10)),
                 oldest_unacked_age: p.sent.first_key_value().map_or(Duration::ZERO, |(_, s)| at - s.time),
                 ready: self.data_room(i) >= mss && p.next_send <= at,
+                measured: p.rtt.has_sample(),
             };
             n += 1;
         }
@@ -952,6 +956,12 @@ impl Connection {
         // rides on it, since its loss is never declared.
         if let Some(path) = self.paths.iter().position(|p| p.probe_pending) {
             self.paths[path].probe_pending = false;
+            self.begin_packet(path, PacketType::Data, buf);
+            Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        // A path the scheduler will not use until it is measured: a PING alone (§12.1).
+        if let Some((path, _)) = self.measurement_due().filter(|&(_, at)| at <= now) {
             self.begin_packet(path, PacketType::Data, buf);
             Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
             return Some(self.end_packet(now, path, buf, true, Vec::new()));

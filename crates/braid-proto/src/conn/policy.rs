@@ -138,11 +138,10 @@ impl Mode {
         match self {
             Mode::Ctcp => SchedulerKind::Ctcp,
             Mode::Fmtcp => SchedulerKind::Eat,
-            // braid's arrival-time allocation (`--scheduler braid`) measured ahead of min-RTT on
-            // most FMTCP Table II cases, but with a small receive window and a lossy second path
-            // it left that path unused in 2 of 10 seeds and fell below the good path alone
-            // (docs/BENCHMARKS.md): min-RTT until that is fixed.
-            Mode::Braid => SchedulerKind::MinRtt,
+            // The arrival-time allocation measured ahead of min-RTT overall and never below the
+            // best single path once it stopped putting data on paths without an RTT sample
+            // (docs/BENCHMARKS.md, "braid's scheduler against min-RTT").
+            Mode::Braid => SchedulerKind::Braid,
             Mode::Tcp | Mode::TcpIr | Mode::Dfec | Mode::Sato | Mode::Mptcp | Mode::MptcpDfec => {
                 SchedulerKind::MinRtt
             }
@@ -273,7 +272,7 @@ mod tests {
     #[test]
     fn each_mode_brings_its_scheduler_unless_one_is_named() {
         let expected = [
-            (Mode::Braid, "minrtt"),
+            (Mode::Braid, "braid"),
             (Mode::Tcp, "minrtt"),
             (Mode::Ctcp, "ctcp"),
             (Mode::Fmtcp, "eat"),

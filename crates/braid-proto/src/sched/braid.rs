@@ -23,6 +23,13 @@
 //! repairs the redundancy controller wants); f_p serves the block that is still short after
 //! them, or keeps its opportunity if none is.
 //!
+//! On several paths, one without an RTT sample carries no data (the connection measures it
+//! with a PING first, [`Scheduler::needs_measured_paths`]), and while no path has a sample the
+//! scheduler waits for the first. A symbol on an unmeasured path is lost, or late, unseen: its
+//! loss is declared only by a probe timeout from RFC 9002's 333 ms guess (≈ 1 s), while its
+//! block — and, with a small receive window, the whole transfer — waits. And with the guess for
+//! its RTT the model gives the path almost nothing more, so the guess is never corrected.
+//!
 //! Proactive repair with capacity new data leaves unused (the redundancy controller's spare
 //! repairs) goes only on a path whose packets arrive within 1.5 × the fastest path's delay:
 //! a late repair on a slow path would count as in flight for its block and hold back the fast
@@ -113,6 +120,20 @@ fn deliveries_before(f: &PathInfo, deadline: f64, m: &Model, ties: bool, cap: f6
 }
 
 impl ArrivalTime {
+    fn pick_among(&self, view: &SchedView<'_>) -> Option<Pick> {
+        let m = Model::of(view.paths);
+        let needed = by_key(view, |p| expected_delivery(p, &m))
+            .find_map(|p| Self::allocate(view, p, &m).map(|b| Pick { path: p.path, block: Some(b) }));
+        if needed.is_some() {
+            return needed;
+        }
+        // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
+        let path = by_key(view, |p| expected_delivery(p, &m)).next()?;
+        let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
+        (m.one_way(path) <= SPARE_DELAY_FACTOR * m.fastest)
+            .then_some(Pick { path: path.path, block: Some(block.id) })
+    }
+
     fn allocate(view: &SchedView<'_>, pending: &PathInfo, m: &Model) -> Option<u64> {
         let total: u64 = view.blocks.iter().map(BlockView::needed).sum();
         let cap = total as f64 + 1.0;
@@ -136,18 +157,26 @@ impl Scheduler for ArrivalTime {
         true
     }
 
+    fn needs_measured_paths(&self) -> bool {
+        true
+    }
+
     fn pick(&self, view: &SchedView<'_>) -> Option<Pick> {
-        let m = Model::of(view.paths);
-        let needed = by_key(view, |p| expected_delivery(p, &m))
-            .find_map(|p| Self::allocate(view, p, &m).map(|b| Pick { path: p.path, block: Some(b) }));
-        if needed.is_some() {
-            return needed;
+        let measured = view.paths.iter().filter(|p| p.measured).count();
+        if measured == view.paths.len() || view.paths.len() == 1 {
+            return self.pick_among(view);
         }
-        // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
-        let path = by_key(view, |p| expected_delivery(p, &m)).next()?;
-        let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
-        (m.one_way(path) <= SPARE_DELAY_FACTOR * m.fastest)
-            .then_some(Pick { path: path.path, block: Some(block.id) })
+        if measured == 0 {
+            // Several paths and no sample yet (the handshake's ACK is a moment away): wait.
+            return None;
+        }
+        let mut paths = [PathInfo::default(); 8];
+        let mut n = 0;
+        for p in view.paths.iter().filter(|p| p.measured).take(8) {
+            paths[n] = *p;
+            n += 1;
+        }
+        self.pick_among(&SchedView { paths: &paths[..n], ..*view })
     }
 }
 
@@ -227,6 +256,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_path_without_an_rtt_sample_carries_no_data_while_another_has_one() {
+        let blocks: Vec<BlockView> = (0..6).map(|i| block(i, 64, 64, 0)).collect();
+        let fast = path(0, 20, 0.001, 100, 10);
+        // RFC 9002's initial guess, nothing known: the model would rank it far behind.
+        let new = PathInfo { measured: false, ..path(1, 333, 0.0, 10, 0) };
+        // A full window of 4 packets: by 323 ms it brings some 60 symbols of the 384 needed.
+        let busy = path(0, 20, 0.001, 4, 4);
+        assert_eq!(pick(&[fast, new], &blocks), Some(Pick { path: 0, block: Some(0) }));
+        assert_eq!(pick(&[busy, new], &blocks), None, "the new path waits for its PING's answer");
+        let guessed = PathInfo { measured: true, ..new };
+        assert!(pick(&[busy, guessed], &blocks).is_some(), "taking the guess, it would carry data");
+        // Measured, it takes the blocks the fast path cannot bring first.
+        let measured = path(1, 20, 0.0, 10, 0);
+        assert!(pick(&[busy, measured], &blocks).is_some_and(|p| p.path == 1));
+        // Several paths and none measured (the moment before the handshake's ACK): wait.
+        let unmeasured = PathInfo { measured: false, ..fast };
+        assert_eq!(pick(&[unmeasured, new], &blocks), None);
+        // A path alone is used whatever is known of it.
+        assert_eq!(pick(&[new], &blocks), Some(Pick { path: 1, block: Some(0) }));
     }
 
     #[test]

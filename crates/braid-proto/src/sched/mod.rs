@@ -48,6 +48,8 @@ pub struct PathInfo {
     pub oldest_unacked_age: Duration,
     /// Room in the window for a full packet, and the pacer allows a send now.
     pub ready: bool,
+    /// The path has an RTT sample; without one its RTT is RFC 9002 §6.2.2's 333 ms guess.
+    pub measured: bool,
 }
 
 impl PathInfo {
@@ -148,6 +150,14 @@ pub trait Scheduler: Send + fmt::Debug {
     /// The path (and block) for the next symbol, among the ready paths; `None` keeps the
     /// sending opportunity unused (a scheduler may wait for a better path).
     fn pick(&self, view: &SchedView<'_>) -> Option<Pick>;
+
+    /// Whether the scheduler leaves a path without an RTT sample unused while a measured path
+    /// can send (a model built on RFC 9002's 333 ms guess would shun the path and never learn
+    /// better). The connection then measures such a path with a PING (PROTOCOL.md §12.1).
+    /// Default: no.
+    fn needs_measured_paths(&self) -> bool {
+        false
+    }
 
     /// Every symbol sent is copied at once onto every other ready path (the `redundant`
     /// reference scheduler). Default: no.
@@ -291,6 +301,7 @@ pub(crate) mod testing {
             rto: rtt * 2,
             oldest_unacked_age: Duration::ZERO,
             ready: in_flight < window,
+            measured: true,
         }
     }
 
