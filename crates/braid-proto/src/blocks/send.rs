@@ -1,10 +1,16 @@
 //! The sending side: open blocks, their encoders, and what each block still needs.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, SymbolHeader, SymbolId};
 
 use crate::wire::{BlockAckFrame, Frame, SymbolFrame, Writer};
+use crate::Instant;
+
+/// Most doublings of the release timeout for a block that stays unreleased (see
+/// [`BlockSender::release_deadline`]).
+const MAX_RELEASE_BACKOFF: u32 = 6;
 
 /// What was written, for the packet's record (loss detection needs to know which block a lost
 /// symbol belonged to).
@@ -34,9 +40,22 @@ pub struct SendBlock {
     next_unsent: usize,
     /// Symbols of this block in packets not yet acknowledged or declared lost.
     pub in_flight: u64,
-    /// Degrees of freedom the receiver holds: symbols acknowledged at packet level, reset to
-    /// the receiver's own count whenever it reports this block as its lowest undecoded one.
+    /// Symbols of this block acknowledged at packet level. Acknowledged is not innovative: a
+    /// duplicate, a repair over sources that all arrived, or a linearly dependent combination
+    /// is acknowledged and adds nothing. [`SendBlock::known_dofs`] prefers the receiver's count.
     pub acked: u64,
+    /// The receiver's own count of this block's degrees of freedom, from the latest BLOCK_ACK
+    /// that named it the lowest undecoded block (authoritative), and the symbols acknowledged
+    /// since that report arrived.
+    pub reported: Option<u64>,
+    pub acked_since_report: u64,
+    /// A release timeout found this block unreleased with nothing in flight: until the next
+    /// report, only the receiver's count (or one short of the length) is believed.
+    pub doubted: bool,
+    /// Since when the block has waited for the receiver with nothing in flight (see
+    /// [`BlockSender::update_waiting`]), and how many release timeouts it has had.
+    waiting_since: Option<Instant>,
+    release_timeouts: u32,
     /// Symbols of this block declared lost so far (they use up its proactive margin).
     pub lost: u64,
     pub decoded: bool,
@@ -57,9 +76,32 @@ impl SendBlock {
         self.next_unsent == self.len()
     }
 
-    /// Degrees of freedom the receiver holds, at most the block's length.
+    /// Degrees of freedom the receiver holds, as far as the sender knows, at most the block's
+    /// length: the receiver's last report plus what was acknowledged after it arrived, else the
+    /// packet-level count; a doubted block only the report, never the whole length.
     pub fn known_dofs(&self) -> u64 {
-        self.acked.min(self.len() as u64)
+        let len = self.len() as u64;
+        if self.doubted {
+            return self.reported.unwrap_or(len).min(len.saturating_sub(1));
+        }
+        match self.reported {
+            Some(dofs) => (dofs + self.acked_since_report).min(len),
+            None => self.acked.min(len),
+        }
+    }
+
+    /// Whether the block waits on the receiver alone: every source sent, nothing in flight,
+    /// not released — unless it is still open and the receiver reported all its sources (it
+    /// waits for more data then, not for a symbol).
+    fn waits_on_receiver(&self) -> bool {
+        let confirmed_open = !self.closed && self.reported.is_some_and(|d| d >= self.len() as u64);
+        !self.decoded && !self.is_empty() && self.all_sources_sent() && self.in_flight == 0 && !confirmed_open
+    }
+
+    /// A symbol of the block went out.
+    fn on_sent(&mut self) {
+        self.in_flight += 1;
+        self.waiting_since = None;
     }
 
     fn block_len(&self) -> Option<u16> {
@@ -194,6 +236,11 @@ impl BlockSender {
                 next_unsent: 0,
                 in_flight: 0,
                 acked: 0,
+                reported: None,
+                acked_since_report: 0,
+                doubted: false,
+                waiting_since: None,
+                release_timeouts: 0,
                 lost: 0,
                 decoded: false,
             });
@@ -223,7 +270,7 @@ impl BlockSender {
         let block = self.blocks.iter_mut().find(|b| !b.all_sources_sent())?;
         let index = block.next_unsent;
         block.next_unsent += 1;
-        block.in_flight += 1;
+        block.on_sent();
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
         Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
@@ -241,7 +288,7 @@ impl BlockSender {
         let payload = b.encoder.source(index)?;
         let len = b.block_len();
         write_symbol(w, block, SymbolId::Source { index }, len, payload);
-        b.in_flight += 1;
+        b.on_sent();
         Some(OutgoingSymbol { block, source: Some(index), group: None })
     }
 
@@ -269,7 +316,7 @@ impl BlockSender {
             _ => None,
         };
         write_symbol(w, block, id, len, &self.scratch);
-        b.in_flight += 1;
+        b.on_sent();
         Ok(Some(OutgoingSymbol { block, source: None, group }))
     }
 
@@ -278,6 +325,7 @@ impl BlockSender {
         if let Some(b) = self.block_mut(block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.acked += 1;
+            b.acked_since_report += 1;
         }
     }
 
@@ -317,8 +365,25 @@ impl BlockSender {
             if b.id == ack.lowest_undecoded {
                 // The receiver's count is authoritative: packet-level ACKs over-count when a
                 // symbol turned out not innovative (a repair over a prefix whose sources all
-                // arrived), and an over-count would leave the block waiting forever.
-                b.acked = ack.dofs;
+                // arrived), and an over-count would leave the block waiting forever. What is
+                // acknowledged after this report is counted on top of it; the connection sends
+                // every path's ACK ranges ahead of a BLOCK_ACK in the same packet (see
+                // `Connection::write_control`), so no symbol this report counts is acknowledged
+                // after it and counted twice.
+                match b.reported {
+                    // A receiver's count never falls: a lower one is an older report that took
+                    // a slower path back, and would discard what was acknowledged since the
+                    // newer one (RaptorQ's k − 1 cap is the exception; a doubt covers it).
+                    Some(r) if ack.dofs < r => {}
+                    _ => {
+                        if b.reported.is_none_or(|r| ack.dofs > r) {
+                            b.release_timeouts = 0;
+                        }
+                        b.reported = Some(ack.dofs);
+                        b.acked_since_report = 0;
+                        b.doubted = false;
+                    }
+                }
             } else if let Some(bit) = b.id.checked_sub(ack.lowest_undecoded + 1) {
                 if bit < 62 && ack.decoded_beyond & (1 << bit) != 0 {
                     b.decoded = true;
@@ -330,6 +395,53 @@ impl BlockSender {
     /// Whether everything pushed has been decoded by the receiver.
     pub fn is_idle(&self) -> bool {
         self.blocks.iter().all(|b| b.decoded)
+    }
+
+    /// Notes, at `now`, which blocks wait on the receiver alone (every source sent, nothing in
+    /// flight, not released). The connection calls it whenever acknowledgements, losses or a
+    /// BLOCK_ACK change a block (sends clear the wait themselves).
+    pub fn update_waiting(&mut self, now: Instant) {
+        let queued: Vec<u64> = self.retransmit.iter().map(|&(b, _)| b).collect();
+        for b in self.blocks.iter_mut() {
+            if b.waits_on_receiver() && !queued.contains(&b.id) {
+                b.waiting_since.get_or_insert(now);
+            } else {
+                b.waiting_since = None;
+            }
+        }
+    }
+
+    /// When the first waiting block's release timeout expires: `timeout` (about a probe
+    /// timeout) after it began to wait, doubled for each timeout it already had. A block the
+    /// sender believes complete is normally released by the receiver's BLOCK_ACK within a round
+    /// trip; one still waiting after that is doubted (the sender's count may be wrong, or the
+    /// report lost) and gets a new symbol, which also makes the receiver report again.
+    pub fn release_deadline(&self, timeout: Duration) -> Option<Instant> {
+        self.blocks
+            .iter()
+            .filter_map(|b| {
+                let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
+                b.waiting_since.map(|t| t + timeout * backoff)
+            })
+            .min()
+    }
+
+    /// The blocks whose release timeout expired at `now`: each is doubted (its count falls to
+    /// the receiver's report, or one short of its length) and returned, so the connection can
+    /// make sure a new symbol goes out for it.
+    pub fn on_release_timeout(&mut self, now: Instant, timeout: Duration) -> Vec<u64> {
+        let mut expired = Vec::new();
+        for b in self.blocks.iter_mut() {
+            let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
+            if b.waiting_since.is_some_and(|t| t + timeout * backoff <= now) {
+                b.doubted = true;
+                b.release_timeouts += 1;
+                // Re-armed (with the longer backoff) until a symbol of the block goes out.
+                b.waiting_since = Some(now);
+                expired.push(b.id);
+            }
+        }
+        expired
     }
 }
 

@@ -483,7 +483,9 @@ impl Connection {
             Frame::Ack(ack) => self.on_ack(now, arrival, &ack),
             Frame::PathAbandon(id) => self.on_path_abandon(now, id),
             Frame::BlockAck(b) => {
-                self.session.as_mut().expect("checked").sender.on_block_ack(&b);
+                let sender = &mut self.session.as_mut().expect("checked").sender;
+                sender.on_block_ack(&b);
+                sender.update_waiting(now);
                 self.redundancy.on_blocks_released(b.lowest_undecoded);
             }
             Frame::Symbol(s) => {
@@ -588,6 +590,7 @@ impl Connection {
                 newest = newest.max(Some(p.time));
             }
         }
+        session.sender.update_waiting(now);
         if lost.iter().any(|p| p.window_update) {
             session.streams.resend_windows();
         }
@@ -650,6 +653,7 @@ impl Connection {
             return;
         }
         self.redundancy.handle_timeout(now);
+        self.on_release_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
                 self.paths[i].set_packet_threshold(self.redundancy.packet_threshold());
@@ -664,6 +668,44 @@ impl Connection {
             }
         }
         self.on_probe_timers(now);
+    }
+
+    /// How long a block may wait on the receiver with nothing in flight before it is doubted:
+    /// the largest probe timeout of the paths that carry data (the BLOCK_ACK that releases it
+    /// may come back on the slowest one).
+    fn release_timeout(&self) -> Option<Duration> {
+        self.paths.iter().filter(|p| p.can_send()).map(|p| p.pto_base()).max()
+    }
+
+    fn release_deadline(&self) -> Option<Instant> {
+        self.session.as_ref()?.sender.release_deadline(self.release_timeout()?)
+    }
+
+    /// A sender must never sit idle with data the receiver has not released: a block that
+    /// waited a release timeout with nothing in flight is doubted (its count falls back to the
+    /// receiver's report, see `BlockSender::on_release_timeout`), which makes a coding
+    /// controller send a new repair; where the controller would still send nothing (the `tcp`
+    /// model; XOR, whose parity may not be ready), a source goes out again. Either symbol also
+    /// makes the receiver send a fresh BLOCK_ACK, which corrects or releases the block.
+    fn on_release_timeout(&mut self, now: Instant) {
+        let Some(timeout) = self.release_timeout() else { return };
+        if self.release_deadline().is_none_or(|t| t > now) {
+            return;
+        }
+        let fastest = (0..self.paths.len())
+            .filter(|&i| self.paths[i].can_send())
+            .min_by_key(|&i| self.paths[i].rtt.smoothed());
+        let view = fastest.map(|i| self.path_view(i)).unwrap_or_default();
+        let xor = self.config.params.code == CodeFamily::Xor;
+        let Some(s) = self.session.as_mut() else { return };
+        for id in s.sender.on_release_timeout(now, timeout) {
+            let Some(b) = s.sender.blocks().find(|b| b.id == id) else { continue };
+            let repair = !xor && self.redundancy.repairs_wanted(b, &view) > 0;
+            if !repair {
+                let last = b.len().saturating_sub(1) as u16;
+                s.sender.queue_retransmission(id, last);
+            }
+        }
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -683,6 +725,9 @@ impl Connection {
             next = next.min(t);
         }
         if let Some(t) = self.next_probe() {
+            next = next.min(t);
+        }
+        if let Some(t) = self.release_deadline() {
             next = next.min(t);
         }
         if self.session.is_some() {
@@ -915,7 +960,7 @@ impl Connection {
     /// decoder state, and flow-control updates — as many as keep the packet within `max` bytes.
     /// What does not fit stays due (an ACK-only packet carries it).
     fn write_control(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        self.write_acks(now, path, buf, ranges, max);
+        let acked = self.write_acks(now, path, buf, ranges, max);
         // PATH_ABANDON takes 2 bytes (PROTOCOL.md §12.3).
         for id in 0..8u8 {
             if self.abandon_pending & (1 << id) != 0 && buf.len() + 2 <= max {
@@ -925,8 +970,10 @@ impl Connection {
             }
         }
         let mut frame = Vec::new();
+        let block_ack_ready = self.session.as_ref().is_some_and(|s| s.block_ack_dirty)
+            && self.write_other_acks(now, path, buf, ranges, max, acked);
         if let Some(s) = self.session.as_mut() {
-            if s.block_ack_dirty {
+            if block_ack_ready {
                 frame.clear();
                 Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(&mut frame)).expect("valid");
                 if buf.len() + frame.len() <= max {
@@ -950,9 +997,55 @@ impl Connection {
         }
     }
 
+    /// Ahead of a BLOCK_ACK: the ACK ranges of every path not in `written` (the paths whose
+    /// ACK this packet already carries), so that every symbol the BLOCK_ACK counts is
+    /// acknowledged no later than the BLOCK_ACK arrives. Without them an ACK sent earlier on a
+    /// slower path arrives after the BLOCK_ACK, and the sender counts its symbols on top of a
+    /// report that already held them: it believed a block complete that the receiver still
+    /// lacked a symbol of, and both ends waited forever (the `fmtcp-receive-buffer` stall,
+    /// 256 KiB, 300 ms: ACKs returning over 150 ms, BLOCK_ACKs over 50 ms). Whether the
+    /// BLOCK_ACK may go: false if some path's ranges do not fit (or wait for their own path).
+    fn write_other_acks(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &mut Vec<u8>,
+        ranges: usize,
+        max: usize,
+        written: u8,
+    ) -> bool {
+        let mut frame = Vec::new();
+        let mut complete = true;
+        for p in self.paths.iter_mut() {
+            if written & (1 << p.id) != 0 || p.state() == PathState::Removed {
+                continue;
+            }
+            if p.ack_here && usize::from(p.id) != path {
+                // A probe's ACK goes on its own path (PROTOCOL.md §12.2); a probe carries no
+                // symbol, so the BLOCK_ACK need not wait for it.
+                continue;
+            }
+            let (pending, unacked) = (p.ack_pending, p.unacked_eliciting);
+            let Some(mut ack) = p.ack_frame(now) else { continue };
+            ack.ranges.truncate(ranges);
+            frame.clear();
+            Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
+            if buf.len() + frame.len() <= max {
+                buf.extend_from_slice(&frame);
+            } else {
+                p.ack_pending = pending;
+                p.unacked_eliciting = unacked;
+                complete = false;
+            }
+        }
+        complete
+    }
+
     /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
-    /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
-    fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
+    /// waits for a packet on the probe's own path (PROTOCOL.md §12.2). Returns the paths
+    /// (bit = id) whose ACK it wrote.
+    fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) -> u8 {
+        let mut written = 0u8;
         let mut frame = Vec::new();
         for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
         {
@@ -963,6 +1056,7 @@ impl Connection {
                 Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
                 if buf.len() + frame.len() <= max {
                     buf.extend_from_slice(&frame);
+                    written |= 1 << p.id;
                 } else {
                     p.ack_pending = true;
                     p.unacked_eliciting = unacked;
@@ -970,6 +1064,7 @@ impl Connection {
                 }
             }
         }
+        written
     }
 
     /// Moves stream data into source symbols while the block window has room.
