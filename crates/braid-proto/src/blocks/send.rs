@@ -45,9 +45,11 @@ pub struct SendBlock {
     /// is acknowledged and adds nothing. [`SendBlock::known_dofs`] prefers the receiver's count.
     pub acked: u64,
     /// The receiver's own count of this block's degrees of freedom, from the latest BLOCK_ACK
-    /// that named it the lowest undecoded block (authoritative), and the symbols acknowledged
-    /// since that report arrived.
+    /// that named it the lowest undecoded block (authoritative); when that report arrived; and
+    /// the symbols acknowledged since that the report cannot hold (see
+    /// [`BlockSender::on_symbol_acked_at`]).
     pub reported: Option<u64>,
+    report_arrived: Option<Instant>,
     pub acked_since_report: u64,
     /// A release timeout found this block unreleased with nothing in flight: until the next
     /// report, only the receiver's count (or one short of the length) is believed.
@@ -237,6 +239,7 @@ impl BlockSender {
                 in_flight: 0,
                 acked: 0,
                 reported: None,
+                report_arrived: None,
                 acked_since_report: 0,
                 doubted: false,
                 waiting_since: None,
@@ -320,12 +323,35 @@ impl BlockSender {
         Ok(Some(OutgoingSymbol { block, source: None, group }))
     }
 
-    /// A packet carrying a symbol of `block` was acknowledged.
+    /// A packet carrying a symbol of `block` was acknowledged (its send time unknown: it
+    /// counts on top of the receiver's last report).
     pub fn on_symbol_acked(&mut self, block: u64) {
+        self.acknowledge(block, None);
+    }
+
+    /// A packet carrying a symbol of `block`, sent at `sent`, was acknowledged.
+    ///
+    /// Root cause of the `fmtcp-receive-buffer` stall (256 KiB, subflow 2 at 300 ms): the
+    /// receiver acknowledges packets on one path and reports its decoder (BLOCK_ACK) on whichever
+    /// path answers next, so an ACK sent earlier over the 150 ms return path arrived after a
+    /// BLOCK_ACK sent later over the 50 ms one. The BLOCK_ACK already counted the symbols that
+    /// ACK acknowledged, and the sender counted them again on top of it (16 for a 13-symbol
+    /// block of which the receiver held 12); it sent no repair, and the receiver, which reports
+    /// only when a symbol arrives, never reported again. A symbol counts on top of a report only
+    /// if it was sent after the report arrived — it cannot have reached the receiver before the
+    /// report left. One sent earlier may or may not be in the report: it is left out (at worst
+    /// a repair goes out early), and the next report counts it.
+    pub fn on_symbol_acked_at(&mut self, block: u64, sent: Instant) {
+        self.acknowledge(block, Some(sent));
+    }
+
+    fn acknowledge(&mut self, block: u64, sent: Option<Instant>) {
         if let Some(b) = self.block_mut(block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.acked += 1;
-            b.acked_since_report += 1;
+            if b.report_arrived.is_none_or(|at| sent.is_none_or(|sent| sent >= at)) {
+                b.acked_since_report += 1;
+            }
         }
     }
 
@@ -356,8 +382,19 @@ impl BlockSender {
     }
 
     /// The receiver's decoder state: release every block below its lowest undecoded one, mark
-    /// the decoded ones beyond it.
+    /// the decoded ones beyond it (arrival time unknown: later acknowledgements all count on
+    /// top of it).
     pub fn on_block_ack(&mut self, ack: &BlockAckFrame) {
+        self.block_ack(ack, None);
+    }
+
+    /// [`BlockSender::on_block_ack`] for a BLOCK_ACK that arrived at `now` (see
+    /// [`BlockSender::on_symbol_acked_at`]).
+    pub fn on_block_ack_at(&mut self, ack: &BlockAckFrame, now: Instant) {
+        self.block_ack(ack, Some(now));
+    }
+
+    fn block_ack(&mut self, ack: &BlockAckFrame, now: Option<Instant>) {
         while self.blocks.front().is_some_and(|b| b.id < ack.lowest_undecoded) {
             self.blocks.pop_front();
         }
@@ -366,10 +403,8 @@ impl BlockSender {
                 // The receiver's count is authoritative: packet-level ACKs over-count when a
                 // symbol turned out not innovative (a repair over a prefix whose sources all
                 // arrived), and an over-count would leave the block waiting forever. What is
-                // acknowledged after this report is counted on top of it; the connection sends
-                // every path's ACK ranges ahead of a BLOCK_ACK in the same packet (see
-                // `Connection::write_control`), so no symbol this report counts is acknowledged
-                // after it and counted twice.
+                // acknowledged after this report counts on top of it only if the report cannot
+                // hold it (see `on_symbol_acked_at`).
                 // An older report that came back over a slower path may lower the count: the
                 // sender then repairs a little early, never too late. (Ignoring lower counts
                 // measured a few % less goodput on the receive-buffer sweep.)
@@ -377,6 +412,7 @@ impl BlockSender {
                     b.release_timeouts = 0;
                 }
                 b.reported = Some(ack.dofs);
+                b.report_arrived = now;
                 b.acked_since_report = 0;
                 b.doubted = false;
             } else if let Some(bit) = b.id.checked_sub(ack.lowest_undecoded + 1) {
@@ -573,6 +609,44 @@ mod tests {
         tx.update_waiting(t0 + pto * 2);
         assert!(tx.is_idle());
         assert_eq!(tx.release_deadline(pto), None);
+    }
+
+    /// The same overtaken report with send and arrival times: the symbols sent before the
+    /// report arrived are not counted on top of it (it holds them), so the sender sees the
+    /// missing symbol at once; one sent after it is.
+    #[test]
+    fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
+        use crate::redundancy::{PathView, Redundancy, RedundancyController};
+        let mut tx = BlockSender::new(config(), 4);
+        let mut rx = BlockReceiver::new(config(), 4);
+        for i in 0..4u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        tx.close_block();
+        let at = Instant::from_micros;
+        let mut sent = Vec::new();
+        for n in 0..4 {
+            let mut out = Vec::new();
+            let s = tx.write_next_source(&mut Writer::new(&mut out)).unwrap();
+            if n == 3 {
+                tx.on_symbol_lost(s, false);
+            } else {
+                carry(&out, &mut rx);
+                sent.push(s);
+            }
+        }
+        // Sent at 10 ms; the report (3 of 4) arrives at 80 ms, their ACKs at 100 ms.
+        tx.on_block_ack_at(&rx.block_ack(), at(80_000));
+        for s in &sent {
+            tx.on_symbol_acked_at(s.block, at(10_000));
+        }
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((b.acked, b.acked_since_report, b.known_dofs()), (3, 0, 3));
+        assert_eq!(Redundancy::default().repairs_wanted(b, &PathView::default()), 1);
+        let mut out = Vec::new();
+        let repair = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+        tx.on_symbol_acked_at(repair.block, at(100_000));
+        assert_eq!(tx.blocks().next().unwrap().known_dofs(), 4);
     }
 
     /// A block whose receiver never named it in a report (a lower block was undecoded) is

@@ -484,7 +484,7 @@ impl Connection {
             Frame::PathAbandon(id) => self.on_path_abandon(now, id),
             Frame::BlockAck(b) => {
                 let sender = &mut self.session.as_mut().expect("checked").sender;
-                sender.on_block_ack(&b);
+                sender.on_block_ack_at(&b, now);
                 sender.update_waiting(now);
                 self.redundancy.on_blocks_released(b.lowest_undecoded);
             }
@@ -558,7 +558,7 @@ impl Connection {
         let xor_groups = session.xor_groups;
         for p in &acked {
             for s in &p.symbols {
-                session.sender.on_symbol_acked(s.block);
+                session.sender.on_symbol_acked_at(s.block, p.time);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
@@ -960,7 +960,7 @@ impl Connection {
     /// decoder state, and flow-control updates — as many as keep the packet within `max` bytes.
     /// What does not fit stays due (an ACK-only packet carries it).
     fn write_control(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        let acked = self.write_acks(now, path, buf, ranges, max);
+        self.write_acks(now, path, buf, ranges, max);
         // PATH_ABANDON takes 2 bytes (PROTOCOL.md §12.3).
         for id in 0..8u8 {
             if self.abandon_pending & (1 << id) != 0 && buf.len() + 2 <= max {
@@ -970,10 +970,8 @@ impl Connection {
             }
         }
         let mut frame = Vec::new();
-        let block_ack_ready = self.session.as_ref().is_some_and(|s| s.block_ack_dirty)
-            && self.write_other_acks(now, path, buf, ranges, max, acked);
         if let Some(s) = self.session.as_mut() {
-            if block_ack_ready {
+            if s.block_ack_dirty {
                 frame.clear();
                 Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(&mut frame)).expect("valid");
                 if buf.len() + frame.len() <= max {
@@ -997,55 +995,9 @@ impl Connection {
         }
     }
 
-    /// Ahead of a BLOCK_ACK: the ACK ranges of every path not in `written` (the paths whose
-    /// ACK this packet already carries), so that every symbol the BLOCK_ACK counts is
-    /// acknowledged no later than the BLOCK_ACK arrives. Without them an ACK sent earlier on a
-    /// slower path arrives after the BLOCK_ACK, and the sender counts its symbols on top of a
-    /// report that already held them: it believed a block complete that the receiver still
-    /// lacked a symbol of, and both ends waited forever (the `fmtcp-receive-buffer` stall,
-    /// 256 KiB, 300 ms: ACKs returning over 150 ms, BLOCK_ACKs over 50 ms). Whether the
-    /// BLOCK_ACK may go: false if some path's ranges do not fit (or wait for their own path).
-    fn write_other_acks(
-        &mut self,
-        now: Instant,
-        path: usize,
-        buf: &mut Vec<u8>,
-        ranges: usize,
-        max: usize,
-        written: u8,
-    ) -> bool {
-        let mut frame = Vec::new();
-        let mut complete = true;
-        for p in self.paths.iter_mut() {
-            if written & (1 << p.id) != 0 || p.state() == PathState::Removed {
-                continue;
-            }
-            if p.ack_here && usize::from(p.id) != path {
-                // A probe's ACK goes on its own path (PROTOCOL.md §12.2); a probe carries no
-                // symbol, so the BLOCK_ACK need not wait for it.
-                continue;
-            }
-            let (pending, unacked) = (p.ack_pending, p.unacked_eliciting);
-            let Some(mut ack) = p.ack_frame(now) else { continue };
-            ack.ranges.truncate(ranges);
-            frame.clear();
-            Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
-            if buf.len() + frame.len() <= max {
-                buf.extend_from_slice(&frame);
-            } else {
-                p.ack_pending = pending;
-                p.unacked_eliciting = unacked;
-                complete = false;
-            }
-        }
-        complete
-    }
-
     /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
-    /// waits for a packet on the probe's own path (PROTOCOL.md §12.2). Returns the paths
-    /// (bit = id) whose ACK it wrote.
-    fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) -> u8 {
-        let mut written = 0u8;
+    /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
+    fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
         let mut frame = Vec::new();
         for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
         {
@@ -1056,7 +1008,6 @@ impl Connection {
                 Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
                 if buf.len() + frame.len() <= max {
                     buf.extend_from_slice(&frame);
-                    written |= 1 << p.id;
                 } else {
                     p.ack_pending = true;
                     p.unacked_eliciting = unacked;
@@ -1064,7 +1015,6 @@ impl Connection {
                 }
             }
         }
-        written
     }
 
     /// Moves stream data into source symbols while the block window has room.
