@@ -450,6 +450,7 @@ impl BlockSender {
     pub fn release_deadline(&self, timeout: Duration) -> Option<Instant> {
         self.blocks
             .iter()
+            .filter(|b| b.waits_on_receiver())
             .filter_map(|b| {
                 let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
                 b.waiting_since.map(|t| t + timeout * backoff)
@@ -464,7 +465,8 @@ impl BlockSender {
         let mut expired = Vec::new();
         for b in self.blocks.iter_mut() {
             let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
-            if b.waiting_since.is_some_and(|t| t + timeout * backoff <= now) {
+            // Checked again: a symbol sent by a path that bypassed `on_sent` leaves the mark.
+            if b.waits_on_receiver() && b.waiting_since.is_some_and(|t| t + timeout * backoff <= now) {
                 b.doubted = true;
                 b.release_timeouts += 1;
                 // Re-armed (with the longer backoff) until a symbol of the block goes out.
