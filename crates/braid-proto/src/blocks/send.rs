@@ -1,10 +1,16 @@
 //! The sending side: open blocks, their encoders, and what each block still needs.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, SymbolHeader, SymbolId};
 
 use crate::wire::{BlockAckFrame, Frame, SymbolFrame, Writer};
+use crate::Instant;
+
+/// Most doublings of the release timeout for a block that stays unreleased (see
+/// [`BlockSender::release_deadline`]).
+const MAX_RELEASE_BACKOFF: u32 = 6;
 
 /// What was written, for the packet's record (loss detection needs to know which block a lost
 /// symbol belonged to).
@@ -34,9 +40,24 @@ pub struct SendBlock {
     next_unsent: usize,
     /// Symbols of this block in packets not yet acknowledged or declared lost.
     pub in_flight: u64,
-    /// Degrees of freedom the receiver holds: symbols acknowledged at packet level, reset to
-    /// the receiver's own count whenever it reports this block as its lowest undecoded one.
+    /// Symbols of this block acknowledged at packet level. Acknowledged is not innovative: a
+    /// duplicate, a repair over sources that all arrived, or a linearly dependent combination
+    /// is acknowledged and adds nothing. [`SendBlock::known_dofs`] prefers the receiver's count.
     pub acked: u64,
+    /// The receiver's own count of this block's degrees of freedom, from the latest BLOCK_ACK
+    /// that named it the lowest undecoded block (authoritative); when that report arrived; and
+    /// the symbols acknowledged since that the report cannot hold (see
+    /// [`BlockSender::on_symbol_acked_at`]).
+    pub reported: Option<u64>,
+    report_arrived: Option<Instant>,
+    pub acked_since_report: u64,
+    /// A release timeout found this block unreleased with nothing in flight: until the next
+    /// report, only the receiver's count (or one short of the length) is believed.
+    pub doubted: bool,
+    /// Since when the block has waited for the receiver with nothing in flight (see
+    /// [`BlockSender::update_waiting`]), and how many release timeouts it has had.
+    waiting_since: Option<Instant>,
+    release_timeouts: u32,
     /// Symbols of this block declared lost so far (they use up its proactive margin).
     pub lost: u64,
     pub decoded: bool,
@@ -70,9 +91,32 @@ impl SendBlock {
         self.next_unsent == self.len()
     }
 
-    /// Degrees of freedom the receiver holds, at most the block's length.
+    /// Degrees of freedom the receiver holds, as far as the sender knows, at most the block's
+    /// length: the receiver's last report plus what was acknowledged after it arrived, else the
+    /// packet-level count; a doubted block only the report, never the whole length.
     pub fn known_dofs(&self) -> u64 {
-        self.acked.min(self.len() as u64)
+        let len = self.len() as u64;
+        if self.doubted {
+            return self.reported.unwrap_or(len).min(len.saturating_sub(1));
+        }
+        match self.reported {
+            Some(dofs) => (dofs + self.acked_since_report).min(len),
+            None => self.acked.min(len),
+        }
+    }
+
+    /// Whether the block waits on the receiver alone: every source sent, nothing in flight,
+    /// not released — unless it is still open and the receiver reported all its sources (it
+    /// waits for more data then, not for a symbol).
+    fn waits_on_receiver(&self) -> bool {
+        let confirmed_open = !self.closed && self.reported.is_some_and(|d| d >= self.len() as u64);
+        !self.decoded && !self.is_empty() && self.all_sources_sent() && self.in_flight == 0 && !confirmed_open
+    }
+
+    /// A symbol of the block went out.
+    fn on_sent(&mut self) {
+        self.in_flight += 1;
+        self.waiting_since = None;
     }
 
     fn block_len(&self) -> Option<u16> {
@@ -235,6 +279,12 @@ impl BlockSender {
                 next_unsent: 0,
                 in_flight: 0,
                 acked: 0,
+                reported: None,
+                report_arrived: None,
+                acked_since_report: 0,
+                doubted: false,
+                waiting_since: None,
+                release_timeouts: 0,
                 lost: 0,
                 decoded: false,
                 path: None,
@@ -265,7 +315,7 @@ impl BlockSender {
         let block = self.blocks.iter_mut().find(|b| !b.all_sources_sent())?;
         let index = block.next_unsent;
         block.next_unsent += 1;
-        block.in_flight += 1;
+        block.on_sent();
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
         Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
@@ -281,7 +331,7 @@ impl BlockSender {
         block.path = Some(path);
         let index = block.next_unsent;
         block.next_unsent += 1;
-        block.in_flight += 1;
+        block.on_sent();
         let payload = block.encoder.source(index as u16).expect("pushed");
         write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
         Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
@@ -298,7 +348,7 @@ impl BlockSender {
         let b = self.block_mut(block).filter(|b| !b.all_sources_sent())?;
         let index = b.next_unsent;
         b.next_unsent += 1;
-        b.in_flight += 1;
+        b.on_sent();
         let payload = b.encoder.source(index as u16).expect("pushed");
         write_symbol(w, b.id, SymbolId::Source { index: index as u16 }, b.block_len(), payload);
         Some(OutgoingSymbol { block, source: Some(index as u16), group: None })
@@ -308,7 +358,7 @@ impl BlockSender {
     /// scheduler): one more in flight.
     pub fn on_copy_sent(&mut self, block: u64) {
         if let Some(b) = self.block_mut(block) {
-            b.in_flight += 1;
+            b.on_sent();
         }
     }
 
@@ -324,7 +374,7 @@ impl BlockSender {
         let payload = b.encoder.source(index)?;
         let len = b.block_len();
         write_symbol(w, block, SymbolId::Source { index }, len, payload);
-        b.in_flight += 1;
+        b.on_sent();
         Some(OutgoingSymbol { block, source: Some(index), group: None })
     }
 
@@ -352,15 +402,39 @@ impl BlockSender {
             _ => None,
         };
         write_symbol(w, block, id, len, &self.scratch);
-        b.in_flight += 1;
+        b.on_sent();
         Ok(Some(OutgoingSymbol { block, source: None, group }))
     }
 
-    /// A packet carrying a symbol of `block` was acknowledged.
+    /// A packet carrying a symbol of `block` was acknowledged (its send time unknown: it
+    /// counts on top of the receiver's last report).
     pub fn on_symbol_acked(&mut self, block: u64) {
+        self.acknowledge(block, None);
+    }
+
+    /// A packet carrying a symbol of `block`, sent at `sent`, was acknowledged.
+    ///
+    /// Root cause of the `fmtcp-receive-buffer` stall (256 KiB, subflow 2 at 300 ms): the
+    /// receiver acknowledges packets on one path and reports its decoder (BLOCK_ACK) on whichever
+    /// path answers next, so an ACK sent earlier over the 150 ms return path arrived after a
+    /// BLOCK_ACK sent later over the 50 ms one. The BLOCK_ACK already counted the symbols that
+    /// ACK acknowledged, and the sender counted them again on top of it (16 for a 13-symbol
+    /// block of which the receiver held 12); it sent no repair, and the receiver, which reports
+    /// only when a symbol arrives, never reported again. A symbol counts on top of a report only
+    /// if it was sent after the report arrived — it cannot have reached the receiver before the
+    /// report left. One sent earlier may or may not be in the report: it is left out (at worst
+    /// a repair goes out early), and the next report counts it.
+    pub fn on_symbol_acked_at(&mut self, block: u64, sent: Instant) {
+        self.acknowledge(block, Some(sent));
+    }
+
+    fn acknowledge(&mut self, block: u64, sent: Option<Instant>) {
         if let Some(b) = self.block_mut(block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.acked += 1;
+            if b.report_arrived.is_none_or(|at| sent.is_none_or(|sent| sent >= at)) {
+                b.acked_since_report += 1;
+            }
         }
     }
 
@@ -439,8 +513,19 @@ impl BlockSender {
     }
 
     /// The receiver's decoder state: release every block below its lowest undecoded one, mark
-    /// the decoded ones beyond it.
+    /// the decoded ones beyond it (arrival time unknown: later acknowledgements all count on
+    /// top of it).
     pub fn on_block_ack(&mut self, ack: &BlockAckFrame) {
+        self.block_ack(ack, None);
+    }
+
+    /// [`BlockSender::on_block_ack`] for a BLOCK_ACK that arrived at `now` (see
+    /// [`BlockSender::on_symbol_acked_at`]).
+    pub fn on_block_ack_at(&mut self, ack: &BlockAckFrame, now: Instant) {
+        self.block_ack(ack, Some(now));
+    }
+
+    fn block_ack(&mut self, ack: &BlockAckFrame, now: Option<Instant>) {
         while self.blocks.front().is_some_and(|b| b.id < ack.lowest_undecoded) {
             self.blocks.pop_front();
         }
@@ -448,8 +533,19 @@ impl BlockSender {
             if b.id == ack.lowest_undecoded {
                 // The receiver's count is authoritative: packet-level ACKs over-count when a
                 // symbol turned out not innovative (a repair over a prefix whose sources all
-                // arrived), and an over-count would leave the block waiting forever.
-                b.acked = ack.dofs;
+                // arrived), and an over-count would leave the block waiting forever. What is
+                // acknowledged after this report counts on top of it only if the report cannot
+                // hold it (see `on_symbol_acked_at`).
+                // An older report that came back over a slower path may lower the count: the
+                // sender then repairs a little early, never too late. (Ignoring lower counts
+                // measured a few % less goodput on the receive-buffer sweep.)
+                if b.reported.is_none_or(|r| ack.dofs > r) {
+                    b.release_timeouts = 0;
+                }
+                b.reported = Some(ack.dofs);
+                b.report_arrived = now;
+                b.acked_since_report = 0;
+                b.doubted = false;
             } else if let Some(bit) = b.id.checked_sub(ack.lowest_undecoded + 1) {
                 if bit < 62 && ack.decoded_beyond & (1 << bit) != 0 {
                     b.decoded = true;
@@ -461,6 +557,55 @@ impl BlockSender {
     /// Whether everything pushed has been decoded by the receiver.
     pub fn is_idle(&self) -> bool {
         self.blocks.iter().all(|b| b.decoded)
+    }
+
+    /// Notes, at `now`, which blocks wait on the receiver alone (every source sent, nothing in
+    /// flight, not released). The connection calls it whenever acknowledgements, losses or a
+    /// BLOCK_ACK change a block (sends clear the wait themselves).
+    pub fn update_waiting(&mut self, now: Instant) {
+        let queued: Vec<u64> = self.retransmit.iter().map(|&(b, _, _)| b).collect();
+        for b in self.blocks.iter_mut() {
+            if b.waits_on_receiver() && !queued.contains(&b.id) {
+                b.waiting_since.get_or_insert(now);
+            } else {
+                b.waiting_since = None;
+            }
+        }
+    }
+
+    /// When the first waiting block's release timeout expires: `timeout` (about a probe
+    /// timeout) after it began to wait, doubled for each timeout it already had. A block the
+    /// sender believes complete is normally released by the receiver's BLOCK_ACK within a round
+    /// trip; one still waiting after that is doubted (the sender's count may be wrong, or the
+    /// report lost) and gets a new symbol, which also makes the receiver report again.
+    pub fn release_deadline(&self, timeout: Duration) -> Option<Instant> {
+        self.blocks
+            .iter()
+            .filter(|b| b.waits_on_receiver())
+            .filter_map(|b| {
+                let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
+                b.waiting_since.map(|t| t + timeout * backoff)
+            })
+            .min()
+    }
+
+    /// The blocks whose release timeout expired at `now`: each is doubted (its count falls to
+    /// the receiver's report, or one short of its length) and returned, so the connection can
+    /// make sure a new symbol goes out for it.
+    pub fn on_release_timeout(&mut self, now: Instant, timeout: Duration) -> Vec<u64> {
+        let mut expired = Vec::new();
+        for b in self.blocks.iter_mut() {
+            let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
+            // Checked again: a symbol sent by a path that bypassed `on_sent` leaves the mark.
+            if b.waits_on_receiver() && b.waiting_since.is_some_and(|t| t + timeout * backoff <= now) {
+                b.doubted = true;
+                b.release_timeouts += 1;
+                // Re-armed (with the longer backoff) until a symbol of the block goes out.
+                b.waiting_since = Some(now);
+                expired.push(b.id);
+            }
+        }
+        expired
     }
 }
 
@@ -575,6 +720,140 @@ mod tests {
         // A retransmission queued by the code (a failed XOR group) goes on the block's path.
         tx.queue_retransmission(0, 1);
         assert!(tx.has_retransmission_only_for(0));
+    }
+
+    /// The stall of `fmtcp-receive-buffer` (256 KiB, 300 ms) in miniature: the receiver's report
+    /// (3 of 4) arrives before the packet ACKs of the very symbols it counts, the sender counts
+    /// them again (4 of 4) and wants no repair. The release timeout doubts the block after a
+    /// probe timeout with nothing in flight, the count falls back to the report, a repair goes
+    /// out and the block is released.
+    #[test]
+    fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_timeout() {
+        use crate::redundancy::{PathView, Redundancy, RedundancyController};
+        let mut tx = BlockSender::new(config(), 4);
+        let mut rx = BlockReceiver::new(config(), 4);
+        for i in 0..4u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        tx.close_block();
+        let mut sent = Vec::new();
+        for n in 0..4 {
+            let mut out = Vec::new();
+            let s = tx.write_next_source(&mut Writer::new(&mut out)).unwrap();
+            if n == 3 {
+                tx.on_symbol_lost(s, false);
+            } else {
+                carry(&out, &mut rx);
+                sent.push(s);
+            }
+        }
+        tx.on_block_ack(&rx.block_ack());
+        for s in &sent {
+            tx.on_symbol_acked(s.block);
+        }
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((b.acked, b.reported, b.acked_since_report), (3, Some(3), 3));
+        assert_eq!(b.known_dofs(), 4, "the over-count this test is about");
+        let (policy, view) = (Redundancy::default(), PathView::default());
+        assert_eq!(policy.repairs_wanted(b, &view), 0);
+
+        let (t0, pto) = (Instant::from_micros(1_000_000), Duration::from_millis(450));
+        tx.update_waiting(t0);
+        assert_eq!(tx.release_deadline(pto), Some(t0 + pto));
+        assert!(tx.on_release_timeout(t0 + pto - Duration::from_micros(1), pto).is_empty());
+        assert_eq!(tx.on_release_timeout(t0 + pto, pto), [0]);
+        let b = tx.blocks().next().unwrap();
+        assert_eq!(b.known_dofs(), 3, "doubted: the receiver's count");
+        assert_eq!(policy.repairs_wanted(b, &view), 1);
+        // Nothing sent yet: the next timeout backs off.
+        assert_eq!(tx.release_deadline(pto), Some(t0 + pto + pto * 2));
+
+        let mut out = Vec::new();
+        let repair = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+        assert_eq!(tx.release_deadline(pto), None, "a symbol in flight: no timeout");
+        assert_eq!(carry(&out, &mut rx), [Received::Innovative]);
+        rx.deliver(|_| {});
+        tx.on_symbol_acked(repair.block);
+        tx.on_block_ack(&rx.block_ack());
+        tx.update_waiting(t0 + pto * 2);
+        assert!(tx.is_idle());
+        assert_eq!(tx.release_deadline(pto), None);
+    }
+
+    /// The same overtaken report with send and arrival times: the symbols sent before the
+    /// report arrived are not counted on top of it (it holds them), so the sender sees the
+    /// missing symbol at once; one sent after it is.
+    #[test]
+    fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
+        use crate::redundancy::{PathView, Redundancy, RedundancyController};
+        let mut tx = BlockSender::new(config(), 4);
+        let mut rx = BlockReceiver::new(config(), 4);
+        for i in 0..4u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        tx.close_block();
+        let at = Instant::from_micros;
+        let mut sent = Vec::new();
+        for n in 0..4 {
+            let mut out = Vec::new();
+            let s = tx.write_next_source(&mut Writer::new(&mut out)).unwrap();
+            if n == 3 {
+                tx.on_symbol_lost(s, false);
+            } else {
+                carry(&out, &mut rx);
+                sent.push(s);
+            }
+        }
+        // Sent at 10 ms; the report (3 of 4) arrives at 80 ms, their ACKs at 100 ms.
+        tx.on_block_ack_at(&rx.block_ack(), at(80_000));
+        for s in &sent {
+            tx.on_symbol_acked_at(s.block, at(10_000));
+        }
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((b.acked, b.acked_since_report, b.known_dofs()), (3, 0, 3));
+        assert_eq!(Redundancy::default().repairs_wanted(b, &PathView::default()), 1);
+        let mut out = Vec::new();
+        let repair = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+        tx.on_symbol_acked_at(repair.block, at(100_000));
+        assert_eq!(tx.blocks().next().unwrap().known_dofs(), 4);
+    }
+
+    /// A block whose receiver never named it in a report (a lower block was undecoded) is
+    /// doubted to one short of its length; an open block the receiver reported whole waits for
+    /// more data, not for a timeout.
+    #[test]
+    fn release_timeout_without_a_report_and_for_open_blocks() {
+        let mut tx = BlockSender::new(config(), 4);
+        for i in 0..3u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        for _ in 0..3 {
+            let s = tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+            tx.on_symbol_acked(s.block);
+        }
+        let t0 = Instant::from_micros(5_000);
+        let pto = Duration::from_millis(100);
+        // Open, all acknowledged, the receiver's report says it holds all three: no timeout.
+        tx.on_block_ack(&BlockAckFrame { lowest_undecoded: 0, dofs: 3, decoded_beyond: 0 });
+        tx.update_waiting(t0);
+        assert_eq!(tx.release_deadline(pto), None);
+        // Closed: the receiver must release it, so it waits on the receiver.
+        tx.close_block();
+        tx.update_waiting(t0);
+        assert_eq!(tx.release_deadline(pto), Some(t0 + pto));
+        // Without any report, a doubt leaves one degree of freedom to send.
+        let mut tx = BlockSender::new(config(), 4);
+        for i in 0..2u8 {
+            tx.push_source(&[i; 32]).unwrap();
+        }
+        tx.close_block();
+        for _ in 0..2 {
+            let s = tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+            tx.on_symbol_acked(s.block);
+        }
+        tx.update_waiting(t0);
+        assert_eq!(tx.on_release_timeout(t0 + pto, pto), [0]);
+        assert_eq!(tx.blocks().next().unwrap().known_dofs(), 1);
     }
 
     #[test]

@@ -524,7 +524,9 @@ impl Connection {
             Frame::Ack(ack) => self.on_ack(now, arrival, &ack),
             Frame::PathAbandon(id) => self.on_path_abandon(now, id),
             Frame::BlockAck(b) => {
-                self.session.as_mut().expect("checked").sender.on_block_ack(&b);
+                let sender = &mut self.session.as_mut().expect("checked").sender;
+                sender.on_block_ack_at(&b, now);
+                sender.update_waiting(now);
                 self.redundancy.on_blocks_released(b.lowest_undecoded);
             }
             Frame::Symbol(s) => {
@@ -599,7 +601,7 @@ impl Connection {
         let xor_groups = session.xor_groups;
         for p in &acked {
             for s in &p.symbols {
-                session.sender.on_symbol_acked(s.block);
+                session.sender.on_symbol_acked_at(s.block, p.time);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
@@ -639,6 +641,7 @@ impl Connection {
                 newest = newest.max(Some(p.time));
             }
         }
+        session.sender.update_waiting(now);
         if lost.iter().any(|p| p.window_update) {
             session.streams.resend_windows();
         }
@@ -706,6 +709,7 @@ impl Connection {
             return;
         }
         self.redundancy.handle_timeout(now);
+        self.on_release_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
                 self.paths[i].set_packet_threshold(self.redundancy.packet_threshold(i));
@@ -720,6 +724,44 @@ impl Connection {
             }
         }
         self.on_probe_timers(now);
+    }
+
+    /// How long a block may wait on the receiver with nothing in flight before it is doubted:
+    /// the largest probe timeout of the paths that carry data (the BLOCK_ACK that releases it
+    /// may come back on the slowest one).
+    fn release_timeout(&self) -> Option<Duration> {
+        self.paths.iter().filter(|p| p.can_send()).map(|p| p.pto_base()).max()
+    }
+
+    fn release_deadline(&self) -> Option<Instant> {
+        self.session.as_ref()?.sender.release_deadline(self.release_timeout()?)
+    }
+
+    /// A sender must never sit idle with data the receiver has not released: a block that
+    /// waited a release timeout with nothing in flight is doubted (its count falls back to the
+    /// receiver's report, see `BlockSender::on_release_timeout`), which makes a coding
+    /// controller send a new repair; where the controller would still send nothing (the `tcp`
+    /// model; XOR, whose parity may not be ready), a source goes out again. Either symbol also
+    /// makes the receiver send a fresh BLOCK_ACK, which corrects or releases the block.
+    fn on_release_timeout(&mut self, now: Instant) {
+        let Some(timeout) = self.release_timeout() else { return };
+        if self.release_deadline().is_none_or(|t| t > now) {
+            return;
+        }
+        let fastest = (0..self.paths.len())
+            .filter(|&i| self.paths[i].can_send())
+            .min_by_key(|&i| self.paths[i].rtt.smoothed());
+        let view = fastest.map(|i| self.path_view(i)).unwrap_or_default();
+        let xor = self.config.params.code == CodeFamily::Xor;
+        let Some(s) = self.session.as_mut() else { return };
+        for id in s.sender.on_release_timeout(now, timeout) {
+            let Some(b) = s.sender.blocks().find(|b| b.id == id) else { continue };
+            let repair = !xor && self.redundancy.repairs_wanted(b, &view) > 0;
+            if !repair {
+                let last = b.len().saturating_sub(1) as u16;
+                s.sender.queue_retransmission(id, last);
+            }
+        }
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -750,6 +792,9 @@ impl Connection {
             if let Some(t) = self.scheduler.poll_timeout(self.last_poll, &paths[..n]) {
                 next = next.min(t.max(self.last_poll));
             }
+        }
+        if let Some(t) = self.release_deadline() {
+            next = next.min(t);
         }
         if self.session.is_some() {
             for i in 0..self.paths.len() {

@@ -263,7 +263,7 @@ impl Path {
     }
 
     /// RFC 9002 §6.2.1's PTO before backoff (see `compute_loss_timeout`).
-    fn pto_base(&self) -> Duration {
+    pub(super) fn pto_base(&self) -> Duration {
         let base = self.rtt.rto(Duration::from_millis(10)).max(self.rtt.smoothed().mul_f64(1.5));
         base + Duration::from_millis(5)
     }
