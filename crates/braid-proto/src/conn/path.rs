@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::blocks::OutgoingSymbol;
 use crate::cc::{Ack, CongestionController, RttEstimator};
-use crate::wire::{AckFrame, AckRange};
+use crate::wire::{write_ack, AckFrame, AckRange, Writer};
 use crate::Instant;
 
 /// RFC 9002 §6.1.1: a packet is lost once three later packets are acknowledged…
@@ -332,6 +332,7 @@ impl Path {
         true
     }
 
+    #[cfg(test)]
     pub fn ack_frame(&mut self, now: Instant) -> Option<AckFrame> {
         if self.received.is_empty() {
             return None;
@@ -345,6 +346,22 @@ impl Path {
             ack_delay_us: delay.as_micros() as u64,
             ranges: self.received.clone(),
         })
+    }
+
+    /// Writes this path's ACK frame with at most `max_ranges` ranges, like
+    /// `Frame::Ack(self.ack_frame(now))` with its ranges truncated, without building the frame.
+    /// Returns false (writing nothing) when nothing was received yet.
+    pub fn write_ack(&mut self, now: Instant, max_ranges: usize, w: &mut Writer<'_>) -> bool {
+        if self.received.is_empty() {
+            return false;
+        }
+        self.ack_pending = false;
+        self.ack_here = false;
+        self.unacked_eliciting = 0;
+        let delay = self.largest_received_at.map_or(Duration::ZERO, |t| now - t);
+        let ranges = &self.received[..self.received.len().min(max_ranges)];
+        write_ack(w, self.id, delay.as_micros() as u64, ranges).expect("received ranges are valid");
+        true
     }
 
     /// Processes an ACK for this path's packets.

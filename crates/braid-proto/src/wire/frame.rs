@@ -107,29 +107,7 @@ impl Frame<'_> {
         match self {
             Frame::Padding => w.varint(PADDING),
             Frame::Ping => w.varint(PING),
-            Frame::Ack(ack) => {
-                let (first, rest) = ack.ranges.split_first().ok_or(WireError::OutOfRange("ack ranges"))?;
-                if ack.ranges.len() > MAX_ACK_RANGES || first.start > first.end {
-                    return Err(WireError::OutOfRange("ack ranges"));
-                }
-                w.varint(ACK);
-                w.varint(ack.path.into());
-                w.varint(first.end);
-                w.varint(ack.ack_delay_us.min(MAX_VARINT));
-                w.varint(rest.len() as u64);
-                w.varint(first.end - first.start);
-                let mut previous_start = first.start;
-                for range in rest {
-                    // gap: packets skipped between this range and the previous one, minus 2
-                    // (RFC 9000 §19.3.1: ranges are separated by at least one missing packet).
-                    if range.start > range.end || range.end + 2 > previous_start {
-                        return Err(WireError::OutOfRange("ack ranges"));
-                    }
-                    w.varint(previous_start - range.end - 2);
-                    w.varint(range.end - range.start);
-                    previous_start = range.start;
-                }
-            }
+            Frame::Ack(ack) => write_ack(w, ack.path, ack.ack_delay_us, &ack.ranges)?,
             Frame::BlockAck(b) => {
                 w.varint(BLOCK_ACK);
                 w.varint(b.lowest_undecoded);
@@ -181,6 +159,34 @@ impl Frame<'_> {
         }
         Ok(())
     }
+}
+
+/// Writes an ACK frame (§8.3) straight from a slice of ranges, highest first, with no
+/// `AckFrame` to build: the sender's hot path. On error nothing useful was written; the caller
+/// truncates.
+pub fn write_ack(w: &mut Writer<'_>, path: u8, ack_delay_us: u64, ranges: &[AckRange]) -> Result<(), WireError> {
+    let (first, rest) = ranges.split_first().ok_or(WireError::OutOfRange("ack ranges"))?;
+    if ranges.len() > MAX_ACK_RANGES || first.start > first.end {
+        return Err(WireError::OutOfRange("ack ranges"));
+    }
+    w.varint(ACK);
+    w.varint(path.into());
+    w.varint(first.end);
+    w.varint(ack_delay_us.min(MAX_VARINT));
+    w.varint(rest.len() as u64);
+    w.varint(first.end - first.start);
+    let mut previous_start = first.start;
+    for range in rest {
+        // gap: packets skipped between this range and the previous one, minus 2
+        // (RFC 9000 §19.3.1: ranges are separated by at least one missing packet).
+        if range.start > range.end || range.end + 2 > previous_start {
+            return Err(WireError::OutOfRange("ack ranges"));
+        }
+        w.varint(previous_start - range.end - 2);
+        w.varint(range.end - range.start);
+        previous_start = range.start;
+    }
+    Ok(())
 }
 
 /// Parses the frames of a packet payload, one at a time; stops at the first error.

@@ -9,7 +9,7 @@ mod packet;
 mod params;
 
 pub use frame::{
-    AckFrame, AckRange, BlockAckFrame, CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame,
+    write_ack, AckFrame, AckRange, BlockAckFrame, CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame,
 };
 pub use packet::{ConnectionId, PacketHeader, PacketType, MAX_PATHS};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
@@ -120,7 +120,14 @@ impl<'o> Writer<'o> {
     /// Writes `v` (must be ≤ [`MAX_VARINT`]) in the shortest varint form.
     pub fn varint(&mut self, v: u64) {
         let (bytes, n) = braid_fec::varint::encode(v);
-        self.put(&bytes[..n]);
+        // Fixed-size copies: `extend_from_slice` of a run-time length calls memcpy, which
+        // dominated writing ACK frames (32 ranges, two varints each).
+        match n {
+            1 => self.out.push(bytes[0]),
+            2 => self.out.extend_from_slice(&bytes[..2]),
+            4 => self.out.extend_from_slice(&bytes[..4]),
+            _ => self.out.extend_from_slice(&bytes),
+        }
     }
 
     pub fn bytes(&mut self, b: &[u8]) {
