@@ -211,6 +211,8 @@ struct Route {
 const ENDPOINT_BIT: u32 = 1 << 31;
 /// Most delivered datagram buffers kept for reuse.
 const MAX_SPARE_BUFFERS: usize = 1024;
+/// Capacity given to every transmit buffer (above the usual datagram size).
+const DATAGRAM_CAPACITY: usize = 2048;
 
 /// A simulated network of endpoints and links; see the module doc.
 pub struct Network<E> {
@@ -572,6 +574,10 @@ impl<E: Endpoint> Network<E> {
                 }
                 let slot = &mut self.endpoints[index];
                 let mut datagram = self.spare.pop().unwrap_or_default();
+                // A recycled ACK's buffer is small: grow it once here rather than while the
+                // endpoint writes a full datagram into it.
+                datagram.clear();
+                datagram.reserve(DATAGRAM_CAPACITY);
                 let Some(path) = slot.endpoint.poll_transmit_into(now, &mut datagram) else {
                     self.recycle(datagram);
                     break;
