@@ -522,6 +522,21 @@ mod tests {
             w.varint(v);
         }
         assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range")));
+        // A later range running below packet 0: refused when parsed, although the ranges are
+        // decoded again only when iterated (AckRanges).
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        for v in [ACK, 0, 100, 0, 2, 10, 50, 1, 30, 6] {
+            w.varint(v);
+        }
+        assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range")));
+        // The same frame with a valid last range parses, and its ranges iterate as written.
+        out.truncate(out.len() - 1);
+        Writer::new(&mut out).varint(5);
+        let Some(Ok(Frame::Ack(ack))) = FrameIter::new(&out).next() else { panic!("valid ACK refused") };
+        let ranges: Vec<(u64, u64)> = ack.ranges.iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(ranges, [(90, 100), (37, 38), (0, 5)]);
+        assert_eq!((ack.ranges.len(), ack.ranges.first()), (3, Some(AckRange { start: 90, end: 100 })));
         // PATH_ABANDON of a path id beyond the limit.
         assert_eq!(
             FrameIter::new(&[PATH_ABANDON as u8, 8]).next().unwrap(),
