@@ -32,12 +32,23 @@ pub fn encode(v: u64) -> ([u8; 8], usize) {
 #[inline]
 pub fn decode(bytes: &[u8]) -> Result<(u64, usize), usize> {
     let first = *bytes.first().ok_or(1usize)?;
-    let n = 1usize << (first >> 6);
-    if bytes.len() < n {
-        return Err(n - bytes.len());
+    let missing = |n: usize| n - bytes.len();
+    // One fixed-size big-endian load per length (no per-byte loop on the hot path).
+    match first >> 6 {
+        0 => Ok((u64::from(first), 1)),
+        1 => match bytes.first_chunk::<2>() {
+            Some(b) => Ok((u64::from(u16::from_be_bytes(*b) & 0x3fff), 2)),
+            None => Err(missing(2)),
+        },
+        2 => match bytes.first_chunk::<4>() {
+            Some(b) => Ok((u64::from(u32::from_be_bytes(*b) & 0x3fff_ffff), 4)),
+            None => Err(missing(4)),
+        },
+        _ => match bytes.first_chunk::<8>() {
+            Some(b) => Ok((u64::from_be_bytes(*b) & MAX, 8)),
+            None => Err(missing(8)),
+        },
     }
-    let v = bytes[1..n].iter().fold(u64::from(first & 0x3f), |v, &b| v << 8 | u64::from(b));
-    Ok((v, n))
 }
 
 #[cfg(test)]

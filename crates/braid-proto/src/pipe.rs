@@ -63,29 +63,46 @@ impl PipeParser {
         bytes: &[u8],
         mut on_frame: impl FnMut(PipeFrame<'_>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
+        if self.partial.is_empty() {
+            // Nothing held back (the usual case): parse straight from `bytes` and keep only
+            // what is left unparsed, instead of copying every symbol in and out.
+            let (consumed, result) = parse_frames(bytes, &mut on_frame);
+            self.partial.extend_from_slice(&bytes[consumed..]);
+            return result;
+        }
         self.partial.extend_from_slice(bytes);
-        let mut consumed = 0;
-        let result = loop {
-            let mut r = Reader::new(&self.partial[consumed..]);
-            if r.is_empty() {
-                break Ok(());
-            }
-            match parse(&mut r) {
-                Ok(Some(frame)) => {
-                    let used = self.partial.len() - consumed - r.remaining();
-                    if let Err(e) = on_frame(frame) {
-                        break Err(e);
-                    }
-                    consumed += used;
-                }
-                Ok(None) => consumed += 1,
-                Err(WireError::Truncated { .. }) => break Ok(()),
-                Err(e) => break Err(e),
-            }
-        };
+        let (consumed, result) = parse_frames(&self.partial, &mut on_frame);
         self.partial.drain(..consumed);
         result
     }
+}
+
+/// Parses the complete frames at the front of `buf`: how many bytes they took, and the first
+/// error other than truncation.
+fn parse_frames(
+    buf: &[u8],
+    on_frame: &mut impl FnMut(PipeFrame<'_>) -> Result<(), WireError>,
+) -> (usize, Result<(), WireError>) {
+    let mut consumed = 0;
+    let result = loop {
+        let mut r = Reader::new(&buf[consumed..]);
+        if r.is_empty() {
+            break Ok(());
+        }
+        match parse(&mut r) {
+            Ok(Some(frame)) => {
+                let used = buf.len() - consumed - r.remaining();
+                if let Err(e) = on_frame(frame) {
+                    break Err(e);
+                }
+                consumed += used;
+            }
+            Ok(None) => consumed += 1,
+            Err(WireError::Truncated { .. }) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    (consumed, result)
 }
 
 fn parse<'a>(r: &mut Reader<'a>) -> Result<Option<PipeFrame<'a>>, WireError> {

@@ -332,7 +332,7 @@ fn absurd_feedback_is_survived() {
         Frame::Ack(AckFrame {
             path: 0,
             ack_delay_us: u64::MAX >> 3,
-            ranges: vec![AckRange { start: 0, end: 1 << 40 }],
+            ranges: (&[AckRange { start: 0, end: 1 << 40 }]).into(),
         })
         .write(&mut w)
         .unwrap();

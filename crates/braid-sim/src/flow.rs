@@ -195,6 +195,17 @@ impl Endpoint for BulkFlow {
         Some((usize::from(t.path), self.buf[..t.size].to_vec()))
     }
 
+    fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
+        if now < self.start {
+            return None;
+        }
+        self.drive(now);
+        // The connection writes straight into the network's recycled buffer: no copy.
+        let t = self.conn.poll_transmit(now, buf)?;
+        buf.truncate(t.size);
+        Some(usize::from(t.path))
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         self.conn.poll_timeout().map(|t| t.max(self.start))
     }

@@ -41,6 +41,14 @@ pub trait Endpoint {
     fn handle_timeout(&mut self, now: Instant);
     /// Next datagram to send and the path (index into this endpoint's paths) it goes on.
     fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)>;
+    /// Like `poll_transmit`, but writes the datagram into `buf` (a recycled buffer; its old
+    /// contents are garbage) and returns the path: no allocation per datagram, the simulator's
+    /// hot path. The default calls `poll_transmit`.
+    fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
+        let (path, datagram) = self.poll_transmit(now)?;
+        *buf = datagram;
+        Some(path)
+    }
     /// When `handle_timeout` should next be called, if ever.
     fn poll_timeout(&self) -> Option<Instant>;
 }
@@ -54,6 +62,9 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
         (**self).poll_transmit(now)
+    }
+    fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
+        (**self).poll_transmit_into(now, buf)
     }
     fn poll_timeout(&self) -> Option<Instant> {
         (**self).poll_timeout()
@@ -198,6 +209,10 @@ struct Route {
 
 /// Wake-up ids: endpoints have the top bit set, links not.
 const ENDPOINT_BIT: u32 = 1 << 31;
+/// Most delivered datagram buffers kept for reuse.
+const MAX_SPARE_BUFFERS: usize = 1024;
+/// Capacity given to every transmit buffer (above the usual datagram size).
+const DATAGRAM_CAPACITY: usize = 2048;
 
 /// A simulated network of endpoints and links; see the module doc.
 pub struct Network<E> {
@@ -208,6 +223,8 @@ pub struct Network<E> {
     routes: Vec<Route>,
     wakeups: BinaryHeap<Reverse<(u64, u32)>>,
     dirty: Vec<u32>,
+    /// Buffers of delivered datagrams, reused for the next transmits.
+    spare: Vec<Vec<u8>>,
     /// The last instant at which events were processed.
     last_instant: Option<u64>,
     stats: NetStats,
@@ -228,6 +245,7 @@ impl<E: Endpoint> Network<E> {
             routes: Vec::new(),
             wakeups: BinaryHeap::new(),
             dirty: Vec::new(),
+            spare: Vec::new(),
             last_instant: None,
             stats: NetStats::default(),
         }
@@ -514,6 +532,7 @@ impl<E: Endpoint> Network<E> {
                     let destination = route.destination as usize;
                     let path = route.destination_path as usize;
                     self.endpoints[destination].endpoint.handle_datagram(now, path, &datagram);
+                    self.recycle(datagram);
                     self.stats.datagrams_delivered += 1;
                     self.mark_dirty(destination as u32);
                 }
@@ -521,6 +540,13 @@ impl<E: Endpoint> Network<E> {
             self.reschedule_link(index);
         }
         true
+    }
+
+    /// Keeps a delivered datagram's buffer for a later `poll_transmit_into` (a bounded pool).
+    fn recycle(&mut self, datagram: Vec<u8>) {
+        if self.spare.len() < MAX_SPARE_BUFFERS {
+            self.spare.push(datagram);
+        }
     }
 
     fn mark_dirty(&mut self, index: u32) {
@@ -547,12 +573,19 @@ impl<E: Endpoint> Network<E> {
                     break;
                 }
                 let slot = &mut self.endpoints[index];
-                let Some((path, datagram)) = slot.endpoint.poll_transmit(now) else {
+                let mut datagram = self.spare.pop().unwrap_or_default();
+                // A recycled ACK's buffer is small: grow it once here rather than while the
+                // endpoint writes a full datagram into it.
+                datagram.clear();
+                datagram.reserve(DATAGRAM_CAPACITY);
+                let Some(path) = slot.endpoint.poll_transmit_into(now, &mut datagram) else {
+                    self.recycle(datagram);
                     break;
                 };
                 sent += 1;
                 let Some(&route) = slot.paths.get(path) else {
                     self.stats.unroutable += 1;
+                    self.recycle(datagram);
                     continue;
                 };
                 let first = self.routes[route as usize].hops[0] as usize;

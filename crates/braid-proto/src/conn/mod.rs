@@ -1169,14 +1169,15 @@ impl Connection {
                 self.abandon_written |= 1 << id;
             }
         }
-        let mut frame = Vec::new();
         if let Some(s) = self.session.as_mut() {
             if s.block_ack_dirty {
-                frame.clear();
-                Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(&mut frame)).expect("valid");
-                if buf.len() + frame.len() <= max {
-                    buf.extend_from_slice(&frame);
+                // Written in place, taken back if it does not fit.
+                let start = buf.len();
+                Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(buf)).expect("valid");
+                if buf.len() <= max {
                     s.block_ack_dirty = false;
+                } else {
+                    buf.truncate(start);
                 }
             }
             // MAX_DATA and MAX_STREAM_DATA frames take at most 1 + 8 and 1 + 8 + 8 bytes.
@@ -1198,21 +1199,16 @@ impl Connection {
     /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
     /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
     fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        let mut frame = Vec::new();
         for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
         {
             let (unacked, here) = (p.unacked_eliciting, p.ack_here);
-            if let Some(mut ack) = p.ack_frame(now) {
-                ack.ranges.truncate(ranges);
-                frame.clear();
-                Frame::Ack(ack).write(&mut Writer::new(&mut frame)).expect("valid ranges");
-                if buf.len() + frame.len() <= max {
-                    buf.extend_from_slice(&frame);
-                } else {
-                    p.ack_pending = true;
-                    p.unacked_eliciting = unacked;
-                    p.ack_here = here;
-                }
+            let start = buf.len();
+            // Written in place, taken back if it does not fit.
+            if p.write_ack(now, ranges, &mut Writer::new(buf)) && buf.len() > max {
+                buf.truncate(start);
+                p.ack_pending = true;
+                p.unacked_eliciting = unacked;
+                p.ack_here = here;
             }
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::blocks::OutgoingSymbol;
 use crate::cc::{Ack, CongestionController, RttEstimator};
-use crate::wire::{AckFrame, AckRange};
+use crate::wire::{write_ack, AckFrame, AckRange, Writer};
 use crate::Instant;
 
 /// RFC 9002 §6.1.1: a packet is lost once three later packets are acknowledged…
@@ -332,7 +332,9 @@ impl Path {
         true
     }
 
-    pub fn ack_frame(&mut self, now: Instant) -> Option<AckFrame> {
+    /// The ACK frame `write_ack` would write (tests only: its ranges are leaked).
+    #[cfg(test)]
+    pub fn ack_frame(&mut self, now: Instant) -> Option<AckFrame<'static>> {
         if self.received.is_empty() {
             return None;
         }
@@ -343,8 +345,24 @@ impl Path {
         Some(AckFrame {
             path: self.id,
             ack_delay_us: delay.as_micros() as u64,
-            ranges: self.received.clone(),
+            ranges: tests::leak(self.received.clone()),
         })
+    }
+
+    /// Writes this path's ACK frame with at most `max_ranges` ranges, like
+    /// `Frame::Ack(self.ack_frame(now))` with its ranges truncated, without building the frame.
+    /// Returns false (writing nothing) when nothing was received yet.
+    pub fn write_ack(&mut self, now: Instant, max_ranges: usize, w: &mut Writer<'_>) -> bool {
+        if self.received.is_empty() {
+            return false;
+        }
+        self.ack_pending = false;
+        self.ack_here = false;
+        self.unacked_eliciting = 0;
+        let delay = self.largest_received_at.map_or(Duration::ZERO, |t| now - t);
+        let ranges = &self.received[..self.received.len().min(max_ranges)];
+        write_ack(w, self.id, delay.as_micros() as u64, ranges).expect("received ranges are valid");
+        true
     }
 
     /// Processes an ACK for this path's packets.
@@ -527,6 +545,12 @@ impl Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::AckRanges;
+
+    /// Test ACK frames own their ranges by leaking them.
+    pub(super) fn leak(ranges: Vec<AckRange>) -> AckRanges<'static> {
+        AckRanges::from(&*Box::leak(ranges.into_boxed_slice()))
+    }
     use crate::cc::CcAlgorithm;
 
     fn packet(t: u64) -> SentPacket {
@@ -551,7 +575,7 @@ mod tests {
         for n in 0..4 {
             p.on_sent(Instant::from_micros(n * 10), n, packet(n * 10));
         }
-        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 0, end: 0 }] };
+        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(vec![AckRange { start: 0, end: 0 }]) };
         p.on_ack(Instant::from_micros(50_000), &ack);
         let lost = p.fail(Instant::from_micros(100_000));
         assert_eq!((lost.len(), p.in_flight, p.state()), (3, 0, PathState::Failed));
@@ -575,8 +599,11 @@ mod tests {
         assert_eq!(*gaps.last().unwrap(), MAX_PROBE_INTERVAL);
         assert!(p.sent.len() <= MAX_PROBES_KEPT);
         let newest = p.sent.last_key_value().map(|(&n, _)| n).unwrap();
-        let ack =
-            AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: newest, end: newest }] };
+        let ack = AckFrame {
+            path: 0,
+            ack_delay_us: 0,
+            ranges: leak(vec![AckRange { start: newest, end: newest }]),
+        };
         assert!(p.acks_any(&ack));
         p.revive(last_probe, CcAlgorithm::NewReno.build(1200), &ack);
         assert_eq!((p.sent.len(), p.in_flight), (1, 1000), "earlier probes are forgotten");
@@ -608,7 +635,7 @@ mod tests {
         for n in 0..3 {
             p.on_sent(Instant::from_micros(n * 1000), n, packet(n * 1000));
         }
-        let ack = |end| AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 1, end }] };
+        let ack = |end| AckFrame { path: 0, ack_delay_us: 0, ranges: leak(vec![AckRange { start: 1, end }]) };
         // Packet 0 is below the largest acknowledged but only two behind: a time-threshold timer.
         assert!(p.on_ack(Instant::from_micros(100_000), &ack(2)).lost.is_empty());
         let armed = p.loss_timeout().unwrap();
@@ -665,7 +692,7 @@ mod tests {
         let ack = AckFrame {
             path: 0,
             ack_delay_us: 0,
-            ranges: vec![AckRange { start: 2, end: 5 }, AckRange { start: 0, end: 0 }],
+            ranges: leak(vec![AckRange { start: 2, end: 5 }, AckRange { start: 0, end: 0 }]),
         };
         let out = p.on_ack(Instant::from_micros(100_000), &ack);
         assert_eq!(out.acked.len(), 5);
@@ -680,7 +707,7 @@ mod tests {
         p.on_sent(Instant::ZERO, 0, packet(0));
         p.on_sent(Instant::from_micros(10), 1, packet(10));
         // RTT 100.001 ms: the loss delay, 9/8 of it, is 112.501125 ms — not whole microseconds.
-        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: vec![AckRange { start: 1, end: 1 }] };
+        let ack = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(vec![AckRange { start: 1, end: 1 }]) };
         let out = p.on_ack(Instant::from_micros(100_011), &ack);
         assert!(out.lost.is_empty());
         let due = p.loss_timeout().unwrap();

@@ -33,12 +33,133 @@ pub struct AckRange {
 }
 
 /// Which packets of a path arrived (§8.3). Ranges are disjoint, highest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AckFrame {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckFrame<'a> {
     pub path: u8,
     /// How long the receiver held the largest packet before acknowledging, in microseconds.
     pub ack_delay_us: u64,
-    pub ranges: Vec<AckRange>,
+    pub ranges: AckRanges<'a>,
+}
+
+/// The ranges of an ACK frame, highest first: either still encoded in the received packet
+/// (checked whole when the frame was parsed, decoded again on each iteration, so parsing an
+/// ACK allocates nothing) or a slice the caller built.
+#[derive(Clone, Copy)]
+pub struct AckRanges<'a>(RangesRepr<'a>);
+
+#[derive(Clone, Copy)]
+enum RangesRepr<'a> {
+    /// The first range and the `extra` (gap, length) varint pairs that follow it (§8.3).
+    Wire {
+        first: AckRange,
+        extra: usize,
+        rest: &'a [u8],
+    },
+    Slice(&'a [AckRange]),
+}
+
+impl<'a> AckRanges<'a> {
+    pub fn iter(&self) -> AckRangeIter<'a> {
+        match self.0 {
+            RangesRepr::Wire { first, extra, rest } => {
+                AckRangeIter(IterRepr::Wire { next: Some(first), left: extra, reader: Reader::new(rest) })
+            }
+            RangesRepr::Slice(s) => AckRangeIter(IterRepr::Slice(s.iter())),
+        }
+    }
+
+    /// The highest range.
+    pub fn first(&self) -> Option<AckRange> {
+        match self.0 {
+            RangesRepr::Wire { first, .. } => Some(first),
+            RangesRepr::Slice(s) => s.first().copied(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self.0 {
+            RangesRepr::Wire { extra, .. } => extra + 1,
+            RangesRepr::Slice(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> From<&'a [AckRange]> for AckRanges<'a> {
+    fn from(ranges: &'a [AckRange]) -> AckRanges<'a> {
+        AckRanges(RangesRepr::Slice(ranges))
+    }
+}
+
+impl<'a, const N: usize> From<&'a [AckRange; N]> for AckRanges<'a> {
+    fn from(ranges: &'a [AckRange; N]) -> AckRanges<'a> {
+        AckRanges(RangesRepr::Slice(ranges))
+    }
+}
+
+impl<'a> IntoIterator for &AckRanges<'a> {
+    type Item = AckRange;
+    type IntoIter = AckRangeIter<'a>;
+
+    fn into_iter(self) -> AckRangeIter<'a> {
+        self.iter()
+    }
+}
+
+impl PartialEq for AckRanges<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for AckRanges<'_> {}
+
+impl std::fmt::Debug for AckRanges<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Iterates over [`AckRanges`], highest first.
+pub struct AckRangeIter<'a>(IterRepr<'a>);
+
+enum IterRepr<'a> {
+    Wire { next: Option<AckRange>, left: usize, reader: Reader<'a> },
+    Slice(std::slice::Iter<'a, AckRange>),
+}
+
+impl Iterator for AckRangeIter<'_> {
+    type Item = AckRange;
+
+    #[inline]
+    fn next(&mut self) -> Option<AckRange> {
+        match &mut self.0 {
+            IterRepr::Slice(it) => it.next().copied(),
+            IterRepr::Wire { next, left, reader } => {
+                let current = next.take()?;
+                if *left > 0 {
+                    *left -= 1;
+                    // Checked when the frame was parsed; a failure here ends the iteration.
+                    *next = next_range(reader, current.start).ok();
+                }
+                Some(current)
+            }
+        }
+    }
+}
+
+/// The range after one starting at `start`: a (gap, length) pair of §8.3.
+#[inline]
+fn next_range(r: &mut Reader<'_>, start: u64) -> Result<AckRange, WireError> {
+    let gap = r.varint()?;
+    let len = r.varint()?;
+    let end =
+        start.checked_sub(gap).and_then(|s| s.checked_sub(2)).ok_or(WireError::OutOfRange("ack gap"))?;
+    let start = end.checked_sub(len).ok_or(WireError::OutOfRange("ack range"))?;
+    Ok(AckRange { start, end })
 }
 
 /// The decoder's state (§8.4): CTCP's ACK carries the smallest undecoded block and the degrees
@@ -82,7 +203,7 @@ pub struct CloseFrame<'a> {
 pub enum Frame<'a> {
     Padding,
     Ping,
-    Ack(AckFrame),
+    Ack(AckFrame<'a>),
     BlockAck(BlockAckFrame),
     Symbol(SymbolFrame<'a>),
     FecStatus(FecStatusFrame),
@@ -108,27 +229,7 @@ impl Frame<'_> {
             Frame::Padding => w.varint(PADDING),
             Frame::Ping => w.varint(PING),
             Frame::Ack(ack) => {
-                let (first, rest) = ack.ranges.split_first().ok_or(WireError::OutOfRange("ack ranges"))?;
-                if ack.ranges.len() > MAX_ACK_RANGES || first.start > first.end {
-                    return Err(WireError::OutOfRange("ack ranges"));
-                }
-                w.varint(ACK);
-                w.varint(ack.path.into());
-                w.varint(first.end);
-                w.varint(ack.ack_delay_us.min(MAX_VARINT));
-                w.varint(rest.len() as u64);
-                w.varint(first.end - first.start);
-                let mut previous_start = first.start;
-                for range in rest {
-                    // gap: packets skipped between this range and the previous one, minus 2
-                    // (RFC 9000 §19.3.1: ranges are separated by at least one missing packet).
-                    if range.start > range.end || range.end + 2 > previous_start {
-                        return Err(WireError::OutOfRange("ack ranges"));
-                    }
-                    w.varint(previous_start - range.end - 2);
-                    w.varint(range.end - range.start);
-                    previous_start = range.start;
-                }
+                write_ack_ranges(w, ack.path, ack.ack_delay_us, ack.ranges.len(), ack.ranges.iter())?
             }
             Frame::BlockAck(b) => {
                 w.varint(BLOCK_ACK);
@@ -183,6 +284,49 @@ impl Frame<'_> {
     }
 }
 
+/// Writes an ACK frame (§8.3) straight from a slice of ranges, highest first, with no
+/// `AckFrame` to build: the sender's hot path. On error nothing useful was written; the caller
+/// truncates.
+pub fn write_ack(
+    w: &mut Writer<'_>,
+    path: u8,
+    ack_delay_us: u64,
+    ranges: &[AckRange],
+) -> Result<(), WireError> {
+    write_ack_ranges(w, path, ack_delay_us, ranges.len(), ranges.iter().copied())
+}
+
+fn write_ack_ranges(
+    w: &mut Writer<'_>,
+    path: u8,
+    ack_delay_us: u64,
+    count: usize,
+    mut ranges: impl Iterator<Item = AckRange>,
+) -> Result<(), WireError> {
+    let first = ranges.next().ok_or(WireError::OutOfRange("ack ranges"))?;
+    if count > MAX_ACK_RANGES || first.start > first.end {
+        return Err(WireError::OutOfRange("ack ranges"));
+    }
+    w.varint(ACK);
+    w.varint(path.into());
+    w.varint(first.end);
+    w.varint(ack_delay_us.min(MAX_VARINT));
+    w.varint(count as u64 - 1);
+    w.varint(first.end - first.start);
+    let mut previous_start = first.start;
+    for range in ranges {
+        // gap: packets skipped between this range and the previous one, minus 2
+        // (RFC 9000 §19.3.1: ranges are separated by at least one missing packet).
+        if range.start > range.end || range.end + 2 > previous_start {
+            return Err(WireError::OutOfRange("ack ranges"));
+        }
+        w.varint(previous_start - range.end - 2);
+        w.varint(range.end - range.start);
+        previous_start = range.start;
+    }
+    Ok(())
+}
+
 /// Parses the frames of a packet payload, one at a time; stops at the first error.
 pub struct FrameIter<'a> {
     reader: Reader<'a>,
@@ -205,17 +349,22 @@ impl<'a> FrameIter<'a> {
                 let ack_delay_us = r.varint()?;
                 let extra = r.varint_max(MAX_ACK_RANGES as u64 - 1, "ack range count")? as usize;
                 let first_len = r.varint()?;
-                let mut start = largest.checked_sub(first_len).ok_or(WireError::OutOfRange("ack range"))?;
-                let mut ranges = Vec::with_capacity(extra + 1);
-                ranges.push(AckRange { start, end: largest });
+                let first = AckRange {
+                    start: largest.checked_sub(first_len).ok_or(WireError::OutOfRange("ack range"))?,
+                    end: largest,
+                };
+                // Check every range now; iterating decodes them again from these bytes.
+                let rest = r.rest();
+                let mut start = first.start;
                 for _ in 0..extra {
-                    let gap = r.varint()?;
-                    let len = r.varint()?;
-                    let end = start.checked_sub(gap + 2).ok_or(WireError::OutOfRange("ack gap"))?;
-                    start = end.checked_sub(len).ok_or(WireError::OutOfRange("ack range"))?;
-                    ranges.push(AckRange { start, end });
+                    start = next_range(r, start)?.start;
                 }
-                Frame::Ack(AckFrame { path, ack_delay_us, ranges })
+                let rest = &rest[..rest.len() - r.remaining()];
+                Frame::Ack(AckFrame {
+                    path,
+                    ack_delay_us,
+                    ranges: AckRanges(RangesRepr::Wire { first, extra, rest }),
+                })
             }
             BLOCK_ACK => Frame::BlockAck(BlockAckFrame {
                 lowest_undecoded: r.varint()?,
@@ -290,7 +439,7 @@ mod tests {
             (0u8..8, 0..MAX_VARINT, ranges).prop_map(|(path, ack_delay_us, ranges)| Frame::Ack(AckFrame {
                 path,
                 ack_delay_us,
-                ranges
+                ranges: AckRanges::from(&*Box::leak(ranges.into_boxed_slice()))
             })),
             (0..MAX_VARINT, 0..MAX_VARINT, 0..(1u64 << 62)).prop_map(
                 |(lowest_undecoded, dofs, decoded_beyond)| {
@@ -373,6 +522,21 @@ mod tests {
             w.varint(v);
         }
         assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range")));
+        // A later range running below packet 0: refused when parsed, although the ranges are
+        // decoded again only when iterated (AckRanges).
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        for v in [ACK, 0, 100, 0, 2, 10, 50, 1, 30, 6] {
+            w.varint(v);
+        }
+        assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("ack range")));
+        // The same frame with a valid last range parses, and its ranges iterate as written.
+        out.truncate(out.len() - 1);
+        Writer::new(&mut out).varint(5);
+        let Some(Ok(Frame::Ack(ack))) = FrameIter::new(&out).next() else { panic!("valid ACK refused") };
+        let ranges: Vec<(u64, u64)> = ack.ranges.iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(ranges, [(90, 100), (37, 38), (0, 5)]);
+        assert_eq!((ack.ranges.len(), ack.ranges.first()), (3, Some(AckRange { start: 90, end: 100 })));
         // PATH_ABANDON of a path id beyond the limit.
         assert_eq!(
             FrameIter::new(&[PATH_ABANDON as u8, 8]).next().unwrap(),

@@ -9,7 +9,8 @@ mod packet;
 mod params;
 
 pub use frame::{
-    AckFrame, AckRange, BlockAckFrame, CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame,
+    write_ack, AckFrame, AckRange, AckRangeIter, AckRanges, BlockAckFrame, CloseFrame, FecStatusFrame, Frame,
+    FrameIter, SymbolFrame,
 };
 pub use packet::{ConnectionId, PacketHeader, PacketType, MAX_PATHS};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
@@ -56,6 +57,7 @@ impl<'a> Reader<'a> {
         self.bytes
     }
 
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         if self.bytes.len() < n {
             return Err(WireError::Truncated { needed: n - self.bytes.len() });
@@ -65,6 +67,7 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.take(1)?[0])
     }
@@ -76,6 +79,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A QUIC variable-length integer (RFC 9000 §16).
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, WireError> {
         let (v, n) =
             braid_fec::varint::decode(self.bytes).map_err(|needed| WireError::Truncated { needed })?;
@@ -84,6 +88,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint that must be at most `max`.
+    #[inline]
     pub fn varint_max(&mut self, max: u64, field: &'static str) -> Result<u64, WireError> {
         let v = self.varint()?;
         if v > max {
@@ -93,6 +98,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-prefixed byte string of at most `max` bytes.
+    #[inline]
     pub fn bytes(&mut self, max: usize, field: &'static str) -> Result<&'a [u8], WireError> {
         let len = self.varint_max(max as u64, field)?;
         self.take(len as usize)
@@ -109,20 +115,31 @@ impl<'o> Writer<'o> {
         Writer { out }
     }
 
+    #[inline]
     pub fn u8(&mut self, v: u8) {
         self.out.push(v);
     }
 
+    #[inline]
     pub fn put(&mut self, b: &[u8]) {
         self.out.extend_from_slice(b);
     }
 
     /// Writes `v` (must be ≤ [`MAX_VARINT`]) in the shortest varint form.
+    #[inline]
     pub fn varint(&mut self, v: u64) {
         let (bytes, n) = braid_fec::varint::encode(v);
-        self.put(&bytes[..n]);
+        // Fixed-size copies: `extend_from_slice` of a run-time length calls memcpy, which
+        // dominated writing ACK frames (32 ranges, two varints each).
+        match n {
+            1 => self.out.push(bytes[0]),
+            2 => self.out.extend_from_slice(&bytes[..2]),
+            4 => self.out.extend_from_slice(&bytes[..4]),
+            _ => self.out.extend_from_slice(&bytes),
+        }
     }
 
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.varint(b.len() as u64);
         self.put(b);
