@@ -111,6 +111,31 @@ impl BulkFlow {
         &self.blocks
     }
 
+    /// Checks a finished transfer's block logs: every block `sender` started (its first symbol
+    /// sent) was delivered by `receiver` once and in order (0, 1, 2, …). Returns how many.
+    pub fn check_block_order(sender: &BulkFlow, receiver: &BulkFlow) -> Result<usize, String> {
+        let delivered: Vec<u64> = receiver
+            .block_log()
+            .iter()
+            .filter_map(|b| match *b {
+                BlockRecord::Delivered { block, .. } => Some(block),
+                _ => None,
+            })
+            .collect();
+        let started =
+            sender.block_log().iter().filter(|b| matches!(b, BlockRecord::FirstSent { .. })).count();
+        if delivered.is_empty() {
+            return Err("no block delivered".into());
+        }
+        if let Some((i, &b)) = delivered.iter().enumerate().find(|&(i, &b)| b != i as u64) {
+            return Err(format!("blocks out of order: delivery {i} was block {b}"));
+        }
+        if delivered.len() != started {
+            return Err(format!("{started} blocks started, {} delivered", delivered.len()));
+        }
+        Ok(started)
+    }
+
     /// The first offset whose byte differed from the pattern, if any (receiver).
     pub fn corrupt_at(&self) -> Option<u64> {
         match self.role {
@@ -226,5 +251,28 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn block_order_check_names_what_is_wrong() {
+        let at = Instant::ZERO;
+        let flow = |records: &[BlockRecord]| {
+            let mut f = BulkFlow::receiver(ConnectionConfig::default());
+            f.blocks = records.to_vec();
+            f
+        };
+        let sent =
+            |n: u64| flow(&(0..n).map(|block| BlockRecord::FirstSent { block, at }).collect::<Vec<_>>());
+        let got = |blocks: &[u64]| {
+            flow(&blocks.iter().map(|&block| BlockRecord::Delivered { block, at }).collect::<Vec<_>>())
+        };
+        assert_eq!(BulkFlow::check_block_order(&sent(3), &got(&[0, 1, 2])), Ok(3));
+        assert!(BulkFlow::check_block_order(&sent(3), &got(&[0, 2, 1]))
+            .unwrap_err()
+            .contains("out of order"));
+        assert!(BulkFlow::check_block_order(&sent(3), &got(&[0, 1]))
+            .unwrap_err()
+            .contains("3 blocks started"));
+        assert!(BulkFlow::check_block_order(&sent(1), &got(&[])).is_err());
     }
 }
