@@ -22,9 +22,12 @@ USAGE:
                             add an external contender (placeholders {sink} {entry} {server0} {client0} ..)
       --transfer SIZE       bytes per run (default: the scenario's `transfer`, else 10MB)
       --limit DUR           give up after DUR (default: the scenario's `duration`, else 120s)
-      --only K=V            run only the sweep points whose label contains K=V (repeatable)
+      --only K=V            run only the sweep points whose label has K=V (`loss=0.05` matches
+                            `path.wifi.loss=0.05`; repeatable)
       --json FILE           write the rows as JSON (and FILE with .csv as CSV)
       --out-dir DIR         where `ss -tinM` snapshots go (default: the JSON's directory or .)
+      --assert-setup        exit 1 unless every run completed, saw no TUN drops, showed its kernel
+                            congestion control in `ss`, and (multipath) used every path
   braid-testbed check [scenario.toml] [--json FILE]
       self-check of delay, rate and loss against the configuration (first sweep point; default:
       one path 20Mbit/s, 100 ms RTT, 2% loss on the forward direction); exits 1 on failure
@@ -84,6 +87,7 @@ struct Args {
     only: Vec<String>,
     json: Option<PathBuf>,
     out_dir: Option<PathBuf>,
+    assert_setup: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -96,6 +100,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         only: Vec::new(),
         json: None,
         out_dir: None,
+        assert_setup: false,
     };
     let (mut ext_name, mut server_cmd, mut client_cmd) = (None, None, None);
     let mut it = args.iter();
@@ -113,6 +118,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--only" => a.only.push(value()?),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--out-dir" => a.out_dir = Some(PathBuf::from(value()?)),
+            "--assert-setup" => a.assert_setup = true,
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n\n{USAGE}")),
             file => a.files.push(PathBuf::from(file)),
         }
@@ -129,7 +135,7 @@ fn load(files: &[PathBuf], only: &[String]) -> Result<Vec<Scenario>, String> {
     let mut all = Vec::new();
     for f in files {
         let points = Scenario::load(f).map_err(|e| e.to_string())?;
-        all.extend(points.into_iter().filter(|s| only.iter().all(|o| s.label.split(' ').any(|l| l == o))));
+        all.extend(points.into_iter().filter(|s| only.iter().all(|o| s.label.split(' ').any(|l| l == o || l.ends_with(&format!(".{o}"))))));
     }
     Ok(all)
 }
@@ -179,7 +185,38 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
         }
         tb.teardown();
     }
+    if a.assert_setup {
+        let problems: Vec<String> = rows.iter().flat_map(setup_problems).collect();
+        if !problems.is_empty() {
+            return Err(format!("setup check failed:\n  {}", problems.join("\n  ")));
+        }
+        println!("setup check passed ({} runs)", rows.len());
+    }
     Ok(())
+}
+
+/// What makes a run evidence of a broken testbed rather than a slow transport.
+fn setup_problems(r: &Row) -> Vec<String> {
+    let id = format!("{} {} {}", r.scenario, r.label, r.contender);
+    let mut p = Vec::new();
+    if let Some(e) = &r.error {
+        p.push(format!("{id}: {e}"));
+    }
+    if r.completion_s.is_none() {
+        p.push(format!("{id}: did not complete ({} of {} bytes)", r.received_bytes, r.transfer_bytes));
+    }
+    if r.tun_drops > 0 {
+        p.push(format!("{id}: {} TUN drops", r.tun_drops));
+    }
+    if r.ss_check != "ok" && r.ss_check != "n/a" {
+        p.push(format!("{id}: ss -tinM: {}", r.ss_check));
+    }
+    let total: u64 = r.path_fwd_tx_bytes.iter().sum();
+    let multipath = r.contender.starts_with("mptcp-") || r.contender.starts_with("2tcp-");
+    if multipath && r.path_fwd_tx_bytes.iter().any(|&b| b * 20 < total) {
+        p.push(format!("{id}: a path carried < 5% of the bytes {:?}", r.path_fwd_tx_bytes));
+    }
+    p
 }
 
 fn cmd_check(args: &[String]) -> Result<(), String> {
@@ -245,5 +282,32 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("5").is_err());
+    }
+}
+
+#[cfg(test)]
+mod scenario_files {
+    use super::*;
+
+    /// Every testbed scenario parses with braid-sim's parser (no root needed).
+    #[test]
+    fn testbed_scenarios_parse() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/testbed");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("scenarios/testbed exists")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 5, "{files:?}");
+        let ctcp = load(&[dir.join("ctcp-table4.toml")], &[]).unwrap();
+        assert_eq!(ctcp.len(), 7, "loss 0, 1, 2, 3, 5, 10, 20 %");
+        assert_eq!(ctcp[0].transfer, Some(11_492_499));
+        for f in files {
+            let points = load(std::slice::from_ref(&f), &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!points.is_empty(), "{}", f.display());
+        }
+        let only = load(&[dir.join("ctcp-table4.toml")], &["loss=0.05".into()]).unwrap();
+        assert_eq!(only.len(), 1, "--only picks one sweep point");
     }
 }

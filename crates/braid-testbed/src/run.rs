@@ -69,7 +69,7 @@ pub fn run_one(tb: &Testbed, scenario: &Scenario, contender: &Contender, opts: &
     let paths = scenario.paths.len();
     let load = sys::load_average();
     if let Some(cc) = contender.cc() {
-        tb.set_default_cc(cc)?;
+        tb.set_default_cc(cc);
     }
     let before_c: Vec<IfCounters> = (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
     let before_s: Vec<IfCounters> = (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;

@@ -263,3 +263,21 @@ pub fn load_average() -> String {
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
 }
+
+/// Give a socket a large receive buffer whatever `rmem_max` says (root only: SO_RCVBUFFORCE).
+pub fn force_rcvbuf(fd: RawFd, bytes: i32) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes)
+}
+
+/// UDP receive-buffer overflows in the calling thread's namespace (/proc/net/snmp `Udp:
+/// RcvbufErrors`).
+pub fn udp_rcvbuf_errors() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/net/snmp").unwrap_or_default();
+    let mut lines = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (Some(head), Some(vals)) = (lines.next(), lines.next()) else { return 0 };
+    head.split_whitespace()
+        .zip(vals.split_whitespace())
+        .find(|(k, _)| *k == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
