@@ -82,7 +82,11 @@ fn read_all(mut stream: TcpStream, total: u64, progress: &Progress) {
                     *progress.done.lock().unwrap() = Some(Instant::now());
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => break,
         }
     }
@@ -108,8 +112,9 @@ pub fn send(
     stream.set_write_timeout(Some(Duration::from_millis(100)))?;
     let buf = vec![0x5au8; CHUNK as usize];
     'claim: loop {
-        let claimed =
-            progress.unclaimed.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| Some(u.saturating_sub(CHUNK)));
+        let claimed = progress
+            .unclaimed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| Some(u.saturating_sub(CHUNK)));
         let n = match claimed {
             Ok(before) => before.min(CHUNK) as usize,
             Err(_) => 0,
@@ -124,7 +129,11 @@ pub fn send(
             }
             match stream.write(&buf[off..n]) {
                 Ok(w) => off += w,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -137,7 +146,11 @@ pub fn send(
         match stream.read(&mut b) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => break,
         }
     }

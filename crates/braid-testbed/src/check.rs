@@ -143,7 +143,10 @@ pub fn run(scenario: &Scenario) -> io::Result<CheckReport> {
     sorted.sort_by(f64::total_cmp);
     let rtt_measured = if rtts.is_empty() { f64::NAN } else { rtts.iter().sum::<f64>() / rtts.len() as f64 };
     let rtt_median = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
-    let rtt_p99 = sorted.get((sorted.len() * 99 / 100).min(sorted.len().saturating_sub(1))).copied().unwrap_or(f64::NAN);
+    let rtt_p99 = sorted
+        .get((sorted.len() * 99 / 100).min(sorted.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(f64::NAN);
     let probe_bits = ((PROBE + UDP_IP_OVERHEAD) * 8) as f64;
     let rtt_expected = rtt_cfg.as_secs_f64() * 1e3
         + probe_bits / fwd_cfg.rate_bps as f64 * 1e3

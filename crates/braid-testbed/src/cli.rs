@@ -125,7 +125,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     }
     match (ext_name, server_cmd, client_cmd) {
         (None, None, None) => {}
-        (Some(name), Some(server_cmd), Some(client_cmd)) => a.ext = Some(External { name, server_cmd, client_cmd }),
+        (Some(name), Some(server_cmd), Some(client_cmd)) => {
+            a.ext = Some(External { name, server_cmd, client_cmd })
+        }
         _ => return Err("--ext needs --server-cmd and --client-cmd".into()),
     }
     Ok(a)
@@ -135,7 +137,9 @@ fn load(files: &[PathBuf], only: &[String]) -> Result<Vec<Scenario>, String> {
     let mut all = Vec::new();
     for f in files {
         let points = Scenario::load(f).map_err(|e| e.to_string())?;
-        all.extend(points.into_iter().filter(|s| only.iter().all(|o| s.label.split(' ').any(|l| l == o || l.ends_with(&format!(".{o}"))))));
+        all.extend(points.into_iter().filter(|s| {
+            only.iter().all(|o| s.label.split(' ').any(|l| l == o || l.ends_with(&format!(".{o}"))))
+        }));
     }
     Ok(all)
 }
@@ -161,7 +165,8 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     println!("{}", report::header());
     'points: for scenario in &scenarios {
-        let mut contenders = a.contenders.clone().unwrap_or_else(|| Contender::defaults(scenario.paths.len()));
+        let mut contenders =
+            a.contenders.clone().unwrap_or_else(|| Contender::defaults(scenario.paths.len()));
         if let Some(ext) = &a.ext {
             contenders.push(Contender::External(ext.clone()));
         }
@@ -175,7 +180,8 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
             if sys::interrupted() {
                 break 'points;
             }
-            let row = run_one(&tb, scenario, c, &opts).map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
+            let row =
+                run_one(&tb, scenario, c, &opts).map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
             println!("{}", report::line(&row));
             rows.push(row);
             if let Some(j) = &a.json {
@@ -244,10 +250,17 @@ fn cmd_check(args: &[String]) -> Result<(), String> {
 /// `11492499`, `64KB`, `30MB`, `1MiB` (decimal K/M/G, binary Ki/Mi/Gi; optional trailing `B`).
 fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim().trim_end_matches('B');
-    let (num, mult) = [("Ki", 1u64 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30), ("K", 1_000), ("M", 1_000_000), ("G", 1_000_000_000)]
-        .iter()
-        .find_map(|(suffix, m)| t.strip_suffix(suffix).map(|n| (n, *m)))
-        .unwrap_or((t, 1));
+    let (num, mult) = [
+        ("Ki", 1u64 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("K", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+    ]
+    .iter()
+    .find_map(|(suffix, m)| t.strip_suffix(suffix).map(|n| (n, *m)))
+    .unwrap_or((t, 1));
     let v: f64 = num.trim().parse().map_err(|_| format!("`{text}` is not a size (e.g. 30MB)"))?;
     if !(v >= 0.0 && v.is_finite()) {
         return Err(format!("`{text}` is not a size"));

@@ -19,9 +19,10 @@ static INSTANCE: AtomicU32 = AtomicU32::new(0);
 
 /// Run `ip <args>`; the error carries the command and its stderr.
 pub fn ip(args: &[&str]) -> io::Result<String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| {
-        io::Error::new(e.kind(), format!("cannot run `ip` ({e}); install iproute2"))
-    })?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run `ip` ({e}); install iproute2")))?;
     if !out.status.success() {
         return Err(io::Error::other(format!(
             "`ip {}` failed: {}",
@@ -152,7 +153,17 @@ impl Testbed {
             tb.paths.push(PathDevs { client_tun: Arc::new(client_tun), server_tun: Arc::new(server_tun) });
             let (ca, sa) = (client_addr(i).to_string(), server_addr(i).to_string());
             for (ns, dev, local, peer) in [(&tb.client_ns, &c, &ca, &sa), (&tb.server_ns, &s, &sa, &ca)] {
-                ip(&["-n", ns, "addr", "add", &format!("{local}/32"), "peer", &format!("{peer}/32"), "dev", dev])?;
+                ip(&[
+                    "-n",
+                    ns,
+                    "addr",
+                    "add",
+                    &format!("{local}/32"),
+                    "peer",
+                    &format!("{peer}/32"),
+                    "dev",
+                    dev,
+                ])?;
                 ip(&["-n", ns, "link", "set", "dev", dev, "txqueuelen", "1000", "up"])?;
             }
             // Source routing on the client only: the server answers each peer address through
@@ -171,7 +182,19 @@ impl Testbed {
             for i in 1..paths {
                 let id = (i + 1).to_string();
                 let (addr, dev) = (client_addr(i).to_string(), format!("c{i}"));
-                ip(&["-n", &tb.client_ns, "mptcp", "endpoint", "add", &addr, "dev", &dev, "id", &id, "subflow"])?;
+                ip(&[
+                    "-n",
+                    &tb.client_ns,
+                    "mptcp",
+                    "endpoint",
+                    "add",
+                    &addr,
+                    "dev",
+                    &dev,
+                    "id",
+                    &id,
+                    "subflow",
+                ])?;
             }
         }
         Ok(tb)

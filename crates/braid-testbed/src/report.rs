@@ -42,7 +42,16 @@ pub struct Row {
 pub fn header() -> String {
     format!(
         "{:<22} {:<22} {:<12} {:>9} {:>8} {:>11} {:>18} {:>5} {:>6} {}",
-        "scenario", "point", "contender", "goodput", "x ideal", "completion", "per-path MB", "drops", "ss", "load"
+        "scenario",
+        "point",
+        "contender",
+        "goodput",
+        "x ideal",
+        "completion",
+        "per-path MB",
+        "drops",
+        "ss",
+        "load"
     )
 }
 
@@ -51,7 +60,8 @@ pub fn line(r: &Row) -> String {
         Some(c) => format!("{c:.2} s"),
         None => format!("> {:.0} s", r.elapsed_s),
     };
-    let per_path: Vec<String> = r.path_fwd_tx_bytes.iter().map(|b| format!("{:.1}", *b as f64 / 1e6)).collect();
+    let per_path: Vec<String> =
+        r.path_fwd_tx_bytes.iter().map(|b| format!("{:.1}", *b as f64 / 1e6)).collect();
     let mut s = format!(
         "{:<22} {:<22} {:<12} {:>9} {:>8.3} {:>11} {:>18} {:>5} {:>6} {}",
         r.scenario,

@@ -48,7 +48,8 @@ fn spawn_helper(ns: &str, cmd: &str) -> io::Result<Child> {
 }
 
 fn snapshot_ss(tb: &Testbed, file: &std::path::Path) -> String {
-    let out = crate::netns::ns_exec(&tb.client_ns, &["ss", "-tinM"]).unwrap_or_else(|e| format!("ss failed: {e}"));
+    let out =
+        crate::netns::ns_exec(&tb.client_ns, &["ss", "-tinM"]).unwrap_or_else(|e| format!("ss failed: {e}"));
     let _ = std::fs::write(file, &out);
     out
 }
@@ -57,7 +58,8 @@ fn snapshot_ss(tb: &Testbed, file: &std::path::Path) -> String {
 fn ss_verdict(contender: &Contender, ss: &str) -> String {
     let Some(cc) = contender.cc() else { return "n/a".into() };
     let has_cc = ss.contains(&format!(" {cc} ")) || ss.contains(&format!("\t{cc} "));
-    let mptcp_ok = !matches!(contender, Contender::Mptcp { .. }) || ss.contains("mptcp") || ss.contains("MPTCP");
+    let mptcp_ok =
+        !matches!(contender, Contender::Mptcp { .. }) || ss.contains("mptcp") || ss.contains("MPTCP");
     match (has_cc, mptcp_ok) {
         (true, true) => "ok".into(),
         (false, _) => format!("{cc} not seen"),
@@ -65,7 +67,12 @@ fn ss_verdict(contender: &Contender, ss: &str) -> String {
     }
 }
 
-pub fn run_one(tb: &Testbed, scenario: &Scenario, contender: &Contender, opts: &RunOptions) -> io::Result<Row> {
+pub fn run_one(
+    tb: &Testbed,
+    scenario: &Scenario,
+    contender: &Contender,
+    opts: &RunOptions,
+) -> io::Result<Row> {
     let paths = scenario.paths.len();
     let load = sys::load_average();
     if let Some(cc) = contender.cc() {
@@ -118,7 +125,9 @@ pub fn run_one(tb: &Testbed, scenario: &Scenario, contender: &Contender, opts: &
     let ready = Arc::new(AtomicBool::new(false));
     let sink = {
         let (progress, ready, total) = (progress.clone(), ready.clone(), opts.transfer);
-        sys::spawn_in(&tb.server_ns, "sink", move || bulk::sink(sink_addr, mptcp, connections, total, progress, ready))
+        sys::spawn_in(&tb.server_ns, "sink", move || {
+            bulk::sink(sink_addr, mptcp, connections, total, progress, ready)
+        })
     };
     while !ready.load(Ordering::SeqCst) && !sink.is_finished() {
         std::thread::sleep(Duration::from_millis(1));
@@ -150,7 +159,11 @@ pub fn run_one(tb: &Testbed, scenario: &Scenario, contender: &Contender, opts: &
         "ss-{}-{}{}.txt",
         scenario.name,
         contender.to_string().replace(':', "_"),
-        if scenario.label.is_empty() { String::new() } else { format!("-{}", scenario.label.replace([' ', '='], "_")) }
+        if scenario.label.is_empty() {
+            String::new()
+        } else {
+            format!("-{}", scenario.label.replace([' ', '='], "_"))
+        }
     ));
     let mut ss_text: Option<String> = None;
     let started = Instant::now();
@@ -199,8 +212,10 @@ pub fn run_one(tb: &Testbed, scenario: &Scenario, contender: &Contender, opts: &
     let goodput_bps = received as f64 * 8.0 / secs;
     let mut tun_drops = 0;
     for i in 0..paths {
-        tun_drops += after_c[i].tx_dropped - before_c[i].tx_dropped + after_c[i].rx_dropped - before_c[i].rx_dropped;
-        tun_drops += after_s[i].tx_dropped - before_s[i].tx_dropped + after_s[i].rx_dropped - before_s[i].rx_dropped;
+        tun_drops +=
+            after_c[i].tx_dropped - before_c[i].tx_dropped + after_c[i].rx_dropped - before_c[i].rx_dropped;
+        tun_drops +=
+            after_s[i].tx_dropped - before_s[i].tx_dropped + after_s[i].rx_dropped - before_s[i].rx_dropped;
     }
     let ss = ss_text.unwrap_or_default();
     Ok(Row {

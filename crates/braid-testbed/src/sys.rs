@@ -156,7 +156,9 @@ fn stream_socket(mptcp: bool) -> io::Result<OwnedFd> {
 
 fn setsockopt_bytes(fd: RawFd, level: i32, opt: i32, value: &[u8]) -> io::Result<()> {
     // SAFETY: value is valid for value.len() bytes.
-    check(unsafe { libc::setsockopt(fd, level, opt, value.as_ptr().cast(), value.len() as libc::socklen_t) })?;
+    check(unsafe {
+        libc::setsockopt(fd, level, opt, value.as_ptr().cast(), value.len() as libc::socklen_t)
+    })?;
     Ok(())
 }
 
@@ -246,7 +248,13 @@ pub fn connect(
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: err and len are valid for getsockopt(SO_ERROR).
         check(unsafe {
-            libc::getsockopt(raw, libc::SOL_SOCKET, libc::SO_ERROR, (&mut err as *mut libc::c_int).cast(), &mut len)
+            libc::getsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
         })?;
         if err != 0 {
             return Err(io::Error::from_raw_os_error(err));
