@@ -19,7 +19,8 @@ USAGE:
       --contenders a,b,..   cubic, bbr, reno, mptcp-<cc>, 2tcp-<cc> (default: cubic,bbr on one path;
                             mptcp-cubic,mptcp-bbr,2tcp-bbr on several)
       --ext NAME --server-cmd CMD --client-cmd CMD
-                            add an external contender (placeholders {sink} {entry} {server0} {client0} ..)
+                            add an external contender (placeholders {sink} {entry} {server0} {client0} ..
+                            {self} = this binary)
       --transfer SIZE       bytes per run (default: the scenario's `transfer`, else 10MB)
       --limit DUR           give up after DUR (default: the scenario's `duration`, else 120s)
       --only K=V            run only the sweep points whose label has K=V (`loss=0.05` matches
@@ -33,6 +34,8 @@ USAGE:
       one path 20Mbit/s, 100 ms RTT, 2% loss on the forward direction); exits 1 on failure
   braid-testbed cleanup
       delete namespaces left by testbed processes that are gone
+  braid-testbed relay LISTEN TO
+      a plain TCP relay, for trying the external-contender interface
 ";
 
 fn preflight() -> Result<(), String> {
@@ -59,6 +62,10 @@ pub fn main() -> i32 {
                 println!("removed {n}");
             }
         }),
+        Some("relay") => match &args[1..] {
+            [listen, to] => crate::relay::run(listen, to).map_err(|e| format!("relay: {e}")),
+            _ => Err("usage: braid-testbed relay LISTEN_ADDR:PORT TO_ADDR:PORT".into()),
+        },
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

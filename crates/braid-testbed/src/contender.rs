@@ -12,7 +12,8 @@
 //!   the server namespace and must deliver to the sink at `{sink}`; `client_cmd` runs in the
 //!   client namespace and must accept the sender at `{entry}`. Placeholders: `{sink}`
 //!   (server-side address:port of the sink), `{entry}` (client-side address:port the sender
-//!   connects to), `{server<i>}`/`{client<i>}` (path i's server/client address).
+//!   connects to), `{server<i>}`/`{client<i>}` (path i's server/client address), `{self}` (this
+//!   binary).
 
 use std::fmt;
 use std::str::FromStr;
@@ -89,7 +90,9 @@ impl Contender {
 
 /// Fill a command template's placeholders.
 pub fn expand(template: &str, sink: &str, entry: &str, paths: usize) -> String {
-    let mut s = template.replace("{sink}", sink).replace("{entry}", entry);
+    let me =
+        std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "braid-testbed".into());
+    let mut s = template.replace("{sink}", sink).replace("{entry}", entry).replace("{self}", &me);
     for i in 0..paths {
         s = s
             .replace(&format!("{{server{i}}}"), &crate::netns::server_addr(i).to_string())

@@ -31,18 +31,28 @@ pub struct RunOptions {
 struct Helpers(Vec<Child>);
 
 impl Drop for Helpers {
+    /// Each helper leads its own process group (`ip netns exec` forks the command): end the whole
+    /// group, politely first.
     fn drop(&mut self) {
+        for c in &self.0 {
+            // SAFETY: signalling a process group we created.
+            unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGTERM) };
+        }
+        std::thread::sleep(Duration::from_millis(100));
         for c in &mut self.0 {
-            let _ = c.kill();
+            // SAFETY: as above.
+            unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
             let _ = c.wait();
         }
     }
 }
 
 fn spawn_helper(ns: &str, cmd: &str) -> io::Result<Child> {
+    use std::os::unix::process::CommandExt;
     Command::new("ip")
         .args(["netns", "exec", ns, "sh", "-c", cmd])
         .stdin(Stdio::null())
+        .process_group(0)
         .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot start `{cmd}`: {e}")))
 }
