@@ -41,7 +41,9 @@ echo "--- testbed self-check (20 Mbit/s, 100 ms RTT, 2% loss)"
 "$bin" check --json "$out/check.json"
 
 echo "--- testbed smoke scenarios"
-"$bin" run scenarios/testbed/smoke-1path.toml --contenders cubic,bbr --json "$out/smoke1.json" --assert-setup
+# The relay contender exercises the external-command interface a `braid` binary will use.
+"$bin" run scenarios/testbed/smoke-1path.toml --contenders cubic,bbr --json "$out/smoke1.json" --assert-setup \
+  --ext relay --server-cmd '{self} relay 0.0.0.0:7000 {sink}' --client-cmd '{self} relay {entry} {server0}:7000'
 "$bin" run scenarios/testbed/smoke-2path.toml --contenders mptcp-bbr,2tcp-bbr --json "$out/smoke2.json" --assert-setup
 
 # Nothing of ours may be left behind.

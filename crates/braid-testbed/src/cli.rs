@@ -331,3 +331,47 @@ mod scenario_files {
         assert_eq!(only.len(), 1, "--only picks one sweep point");
     }
 }
+
+#[cfg(test)]
+mod setup_check {
+    use super::*;
+
+    fn row(contender: &str, paths: Vec<u64>) -> Row {
+        Row {
+            scenario: "s".into(),
+            label: String::new(),
+            seed: 1,
+            contender: contender.into(),
+            transfer_bytes: 100,
+            received_bytes: 100,
+            completion_s: Some(1.0),
+            elapsed_s: 1.0,
+            goodput_mbps: 1.0,
+            ideal_mbps: 1.0,
+            ratio: 1.0,
+            path_fwd_tx_bytes: paths.clone(),
+            path_fwd_rx_bytes: paths,
+            tun_drops: 0,
+            ss_check: "ok".into(),
+            ss_file: String::new(),
+            load: String::new(),
+            error: None,
+            forwarders: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn flags_a_broken_setup_not_a_slow_one() {
+        assert!(setup_problems(&row("mptcp-bbr", vec![5000, 4000])).is_empty());
+        let mut slow = row("cubic", vec![5000]);
+        slow.goodput_mbps = 0.01;
+        assert!(setup_problems(&slow).is_empty(), "speed is not checked");
+        assert_eq!(setup_problems(&row("mptcp-bbr", vec![10_000, 100])).len(), 1, "one path unused");
+        assert!(setup_problems(&row("cubic", vec![10_000, 0])).is_empty(), "single-path TCP uses path 0");
+        let mut r = row("bbr", vec![5000]);
+        r.completion_s = None;
+        r.tun_drops = 3;
+        r.ss_check = "bbr not seen".into();
+        assert_eq!(setup_problems(&r).len(), 3);
+    }
+}
