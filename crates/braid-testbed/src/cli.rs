@@ -347,6 +347,7 @@ mod setup_check {
             completion_s: Some(1.0),
             elapsed_s: 1.0,
             goodput_mbps: 1.0,
+            steady_mbps: None,
             ideal_mbps: 1.0,
             ratio: 1.0,
             path_fwd_tx_bytes: paths.clone(),

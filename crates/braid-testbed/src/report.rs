@@ -21,6 +21,9 @@ pub struct Row {
     pub elapsed_s: f64,
     /// received × 8 / elapsed (the whole transfer, slow start included).
     pub goodput_mbps: f64,
+    /// Goodput from 2 s after connect to the last byte (or the limit), when that window is ≥ 2 s:
+    /// comparable with iperf3's steady-state numbers in TESTBED.md.
+    pub steady_mbps: Option<f64>,
     /// Σ rateᵢ × (1 − pᵢ) of the forward paths over the same time (braid-sim's ideal).
     pub ideal_mbps: f64,
     pub ratio: f64,
@@ -63,13 +66,14 @@ pub fn line(r: &Row) -> String {
     let per_path: Vec<String> =
         r.path_fwd_tx_bytes.iter().map(|b| format!("{:.1}", *b as f64 / 1e6)).collect();
     let mut s = format!(
-        "{:<22} {:<22} {:<12} {:>9} {:>8.3} {:>11} {:>18} {:>5} {:>6} {}",
+        "{:<22} {:<22} {:<12} {:>9} {:>8.3} {:>11} {:>8} {:>18} {:>5} {:>6} {}",
         r.scenario,
         r.label,
         r.contender,
         format!("{:.2}", r.goodput_mbps),
         r.ratio,
         completion,
+        r.steady_mbps.map(|s| format!("{s:.2}")).unwrap_or_else(|| "-".into()),
         per_path.join("/"),
         r.tun_drops,
         r.ss_check,
@@ -89,12 +93,12 @@ pub fn write_json(rows: &[Row], path: &Path) -> io::Result<()> {
 pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
     let mut out = String::from(
         "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,goodput_mbps,\
-         ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error\n",
+         steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error\n",
     );
     let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(";");
     for r in rows {
         out.push_str(&format!(
-            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\"\n",
+            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\"\n",
             r.scenario,
             r.label,
             r.seed,
@@ -104,6 +108,7 @@ pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
             r.completion_s.map(|c| format!("{c:.3}")).unwrap_or_default(),
             r.elapsed_s,
             r.goodput_mbps,
+            r.steady_mbps.map(|s| format!("{s:.4}")).unwrap_or_default(),
             r.ideal_mbps,
             r.ratio,
             join(&r.path_fwd_tx_bytes),

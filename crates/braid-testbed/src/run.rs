@@ -21,6 +21,9 @@ use crate::sys;
 
 static PORT: AtomicU16 = AtomicU16::new(5001);
 
+/// The steady-state goodput window starts this long after the first connect.
+const STEADY_FROM: Duration = Duration::from_secs(2);
+
 pub struct RunOptions {
     pub transfer: u64,
     pub limit: Duration,
@@ -178,8 +181,17 @@ pub fn run_one(
     let mut ss_text: Option<String> = None;
     let started = Instant::now();
     let mut error = None;
+    // (time, bytes) at the first sample 2 s after the first connect: the start of the
+    // steady-state window (TESTBED.md's iperf3 numbers skip the first 2 s likewise).
+    let mut mark_2s: Option<(Instant, u64)> = None;
     loop {
         std::thread::sleep(Duration::from_millis(10));
+        if mark_2s.is_none() {
+            let t0 = *progress.started.lock().unwrap();
+            if t0.is_some_and(|t0| t0.elapsed() >= STEADY_FROM) {
+                mark_2s = Some((Instant::now(), progress.received.load(Ordering::SeqCst)));
+            }
+        }
         if progress.done.lock().unwrap().is_some() || Instant::now() >= deadline || sys::interrupted() {
             break;
         }
@@ -220,6 +232,12 @@ pub fn run_one(
     let secs = elapsed.as_secs_f64().max(1e-6);
     let ideal_bps = scenario.ideal_goodput_bps(elapsed.max(Duration::from_millis(1)));
     let goodput_bps = received as f64 * 8.0 / secs;
+    let end = done.unwrap_or_else(Instant::now);
+    // Only when the window is at least 2 s long (a transfer of 4 s or more).
+    let steady_mbps = mark_2s.and_then(|(t, b)| {
+        let span = end.saturating_duration_since(t).as_secs_f64();
+        (span >= 2.0).then(|| (received.saturating_sub(b)) as f64 * 8.0 / span / 1e6)
+    });
     let mut tun_drops = 0;
     for i in 0..paths {
         tun_drops +=
@@ -238,6 +256,7 @@ pub fn run_one(
         completion_s: completion,
         elapsed_s: secs,
         goodput_mbps: goodput_bps / 1e6,
+        steady_mbps,
         ideal_mbps: ideal_bps / 1e6,
         ratio: if ideal_bps > 0.0 { goodput_bps / ideal_bps } else { 0.0 },
         path_fwd_tx_bytes: (0..paths).map(|i| after_c[i].tx_bytes - before_c[i].tx_bytes).collect(),
