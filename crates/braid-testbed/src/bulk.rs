@@ -94,11 +94,14 @@ fn read_all(mut stream: TcpStream, total: u64, progress: &Progress) {
 
 /// One sender connection: connect (from `from`, if given) to `to`, then write chunks claimed
 /// from the shared pool until it is empty; then wait for the sink to close.
+/// `notsent_lowat`: with several connections sharing the pool, keep each one's unsent backlog
+/// small, or a slow path's socket buffer swallows megabytes that the fast path then waits for.
 pub fn send(
     to: SocketAddrV4,
     from: Option<SocketAddrV4>,
     mptcp: bool,
     cc: Option<String>,
+    notsent_lowat: Option<i32>,
     deadline: Instant,
     progress: Arc<Progress>,
 ) -> io::Result<()> {
@@ -110,6 +113,9 @@ pub fn send(
     }
     let mut stream = sys::connect(to, from, mptcp, cc.as_deref(), deadline, &progress.stop)?;
     stream.set_write_timeout(Some(Duration::from_millis(100)))?;
+    if let Some(lowat) = notsent_lowat {
+        sys::set_notsent_lowat(&stream, lowat)?;
+    }
     let buf = vec![0x5au8; CHUNK as usize];
     'claim: loop {
         let claimed = progress

@@ -163,8 +163,10 @@ pub fn run_one(
         };
         let (cc, progress) = (contender.cc().map(str::to_owned), progress.clone());
         let is_mptcp = mptcp;
+        // 2-TCP: chunks are claimed when the connection can send them (256 KB unsent at most).
+        let lowat = (connections > 1).then_some(256 * 1024);
         senders.push(sys::spawn_in(&tb.client_ns, "sender", move || {
-            bulk::send(to, from, is_mptcp, cc, deadline, progress)
+            bulk::send(to, from, is_mptcp, cc, lowat, deadline, progress)
         }));
     }
 

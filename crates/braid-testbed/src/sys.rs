@@ -289,3 +289,9 @@ pub fn udp_rcvbuf_errors() -> u64 {
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Bound the bytes queued in a socket but not yet sent (TCP_NOTSENT_LOWAT): writes then wait
+/// until the connection can take more, so data is handed out close to when it is sent.
+pub fn set_notsent_lowat(stream: &TcpStream, bytes: i32) -> io::Result<()> {
+    setsockopt_int(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
+}
