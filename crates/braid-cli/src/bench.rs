@@ -85,7 +85,7 @@ async fn probe_latency(
     let mut rtts = Vec::new();
     let mut b = [0u8; 1];
     let mut ended = false;
-    while !(*end.borrow()).is_some_and(|u| Instant::now() >= u) {
+    while (*end.borrow()).is_none_or(|u| Instant::now() < u) {
         let t = Instant::now();
         s.write_all(&[7]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
         let read = s.read_exact(&mut b);
@@ -195,7 +195,10 @@ pub async fn measure(conn: &Connection, amount: Amount, reverse: bool) -> Result
             }
             let mut answer = [0u8; 16];
             stream.read_exact(&mut answer).await.map_err(io)?;
-            let _ = end_tx.send(Some(Instant::now()));
+            if byte_limit.is_some() {
+                // The probes stop now (a timed run's end was known from the start).
+                let _ = end_tx.send(Some(Instant::now()));
+            }
             let total = u64::from_be_bytes(answer[..8].try_into().expect("8"));
             let micros = u64::from_be_bytes(answer[8..].try_into().expect("8"));
             Ok((total, Duration::from_micros(micros)))

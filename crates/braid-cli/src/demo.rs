@@ -151,6 +151,11 @@ async fn run_mode(
     let conn = Endpoint::connect(config, server).await?;
     let before = conn.stats();
     let m = bench::measure(&conn, amount, false).await?;
+    if let Amount::Bytes(n) = amount {
+        if m.bytes != n {
+            return Err(fail(format!("the server counted {} of the {n} bytes sent", m.bytes)));
+        }
+    }
     let after = conn.stats();
     let repair = after.repair_symbols_sent - before.repair_symbols_sent;
     let source = after.source_symbols_sent - before.source_symbols_sent;
@@ -237,17 +242,20 @@ fn svg(rows: &[Row], ideal: Option<f64>, specs: &[String]) -> String {
         width - 10.0
     );
     let step = nice_step(top_value / 5.0);
-    let mut t = 0.0;
-    while t <= top_value {
+    let decimals = if step >= 1.0 { 0 } else { 1 };
+    for k in 0.. {
+        let t = k as f64 * step;
+        if t > top_value {
+            break;
+        }
         let _ = writeln!(
             s,
-            r##"<line x1="{x1:.1}" y1="{ty:.1}" x2="{left}" y2="{ty:.1}" stroke="#333"/><text x="{tx:.1}" y="{ly:.1}" text-anchor="end">{t}</text>"##,
+            r##"<line x1="{x1:.1}" y1="{ty:.1}" x2="{left}" y2="{ty:.1}" stroke="#333"/><text x="{tx:.1}" y="{ly:.1}" text-anchor="end">{t:.decimals$}</text>"##,
             x1 = left - 4.0,
             ty = y(t),
             tx = left - 6.0,
             ly = y(t) + 4.0
         );
-        t += step;
     }
     let _ = writeln!(
         s,
