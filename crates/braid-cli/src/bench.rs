@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use braid_runtime::{Connection, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
 
 use crate::common::{fail, ClientOpts, Fail};
 use crate::request;
@@ -71,47 +72,92 @@ fn fill(buf: &mut [u8]) {
     }
 }
 
-/// Round trips of 1-byte probes every 50 ms until `until`. A probe still unanswered 1 s after
-/// `until` is abandoned and counts with its age so far (a lower bound): the probe's byte waits
-/// behind the data already queued in the connection's ordered pipe.
-async fn probe_latency(conn: &Connection, until: Instant) -> Result<Vec<Duration>, Fail> {
+/// Round trips of 1-byte probes every 50 ms until the end of the transfer (`end`: set when it
+/// is known). A probe still unanswered 1 s after the end is abandoned and counts with its age so
+/// far (a lower bound): the probe's byte waits behind the data already queued in the
+/// connection's ordered pipe.
+async fn probe_latency(
+    conn: &Connection,
+    mut end: watch::Receiver<Option<Instant>>,
+) -> Result<Vec<Duration>, Fail> {
     let mut s = conn.open_stream()?;
     s.write_all(&[request::ECHO]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
     let mut rtts = Vec::new();
     let mut b = [0u8; 1];
-    while Instant::now() < until {
+    let mut ended = false;
+    while (*end.borrow()).is_none_or(|u| Instant::now() < u) {
         let t = Instant::now();
         s.write_all(&[7]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
-        let answered =
-            tokio::time::timeout_at((until + Duration::from_secs(1)).into(), s.read_exact(&mut b)).await;
+        let read = s.read_exact(&mut b);
+        tokio::pin!(read);
+        let answered = loop {
+            let give_up = (*end.borrow()).map(|u| u + Duration::from_secs(1));
+            tokio::select! {
+                r = &mut read => break Some(r),
+                r = end.changed(), if !ended => ended = r.is_err(),
+                _ = tokio::time::sleep_until(give_up.unwrap_or(t + Duration::from_secs(3600)).into()), if give_up.is_some() => break None,
+            }
+        };
         rtts.push(t.elapsed());
         match answered {
-            Ok(r) => {
+            Some(r) => {
                 r.map_err(|e| fail(format!("latency probe: {e}")))?;
             }
-            Err(_) => break,
+            None => break,
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            r = end.changed(), if !ended => ended = r.is_err(),
+        }
     }
     let _ = s.shutdown().await;
     Ok(rtts)
 }
 
-pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -> Result<(), Fail> {
-    if !(seconds > 0.0 && seconds <= 600.0) {
-        return Err(fail("--time: expected seconds between 0 and 600"));
+/// How much one measurement sends.
+#[derive(Clone, Copy)]
+pub enum Amount {
+    /// For this long (the server counts what arrives within it).
+    Time(Duration),
+    /// Exactly this many bytes, upload only (timed at the server, first byte to last).
+    Bytes(u64),
+}
+
+/// One measurement's results.
+pub struct Measured {
+    /// Payload bytes that reached the receiver, and over how long.
+    pub bytes: u64,
+    pub elapsed: Duration,
+    /// Latency probes' round trips, sorted.
+    pub rtts: Vec<Duration>,
+    /// Per path, over the measurement.
+    pub samples: Vec<crate::stats::PathSample>,
+}
+
+impl Measured {
+    pub fn goodput_mbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.elapsed.as_secs_f64().max(1e-6) / 1e6
     }
-    let conn = client.connect().await?;
-    let duration = Duration::from_secs_f64(seconds);
-    let mut sampler = Sampler::new(&conn);
+}
+
+/// A BENCH request on `conn` with latency probes beside it.
+pub async fn measure(conn: &Connection, amount: Amount, reverse: bool) -> Result<Measured, Fail> {
+    let mut sampler = Sampler::new(conn);
     let mut stream = conn.open_stream()?;
     let io = |e: std::io::Error| fail(format!("bench: {e}"));
+    let (duration, byte_limit) = match amount {
+        Amount::Time(d) => (d, None),
+        // The server stops counting at the end of the stream or after this cap.
+        Amount::Bytes(n) if !reverse => (Duration::from_secs(600), Some(n)),
+        Amount::Bytes(_) => return Err(fail("bench: a byte count is for uploads only")),
+    };
     let mut head = vec![request::BENCH, u8::from(reverse)];
     head.extend_from_slice(&(duration.as_millis() as u32).to_be_bytes());
     stream.write_all(&head).await.map_err(io)?;
     let started = Instant::now();
     let until = started + duration;
-    let latency = probe_latency(&conn, until);
+    let (end_tx, end_rx) = watch::channel(byte_limit.is_none().then_some(until));
+    let latency = probe_latency(conn, end_rx);
     let transfer = async {
         let mut buf = vec![0u8; 256 << 10];
         if reverse {
@@ -129,16 +175,30 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
             Ok::<_, Fail>((total, started.elapsed().min(duration)))
         } else {
             fill(&mut buf);
-            loop {
-                tokio::select! {
-                    r = stream.write_all(&buf) => r.map_err(io)?,
-                    _ = tokio::time::sleep_until(until.into()) => break,
+            if let Some(mut left) = byte_limit {
+                while left > 0 {
+                    let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                    stream.write_all(&buf[..n]).await.map_err(io)?;
+                    left -= n as u64;
                 }
+                // The server answers at the end of the stream.
+                stream.shutdown().await.map_err(io)?;
+            } else {
+                loop {
+                    tokio::select! {
+                        r = stream.write_all(&buf) => r.map_err(io)?,
+                        _ = tokio::time::sleep_until(until.into()) => break,
+                    }
+                }
+                // Unsent data is dropped; the server answers from its own clock.
+                stream.reset(0);
             }
-            // Unsent data is dropped; the server answers from its own clock.
-            stream.reset(0);
             let mut answer = [0u8; 16];
             stream.read_exact(&mut answer).await.map_err(io)?;
+            if byte_limit.is_some() {
+                // The probes stop now (a timed run's end was known from the start).
+                let _ = end_tx.send(Some(Instant::now()));
+            }
             let total = u64::from_be_bytes(answer[..8].try_into().expect("8"));
             let micros = u64::from_be_bytes(answer[8..].try_into().expect("8"));
             Ok((total, Duration::from_micros(micros)))
@@ -148,8 +208,18 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     let (bytes, elapsed) = transfer?;
     let mut rtts = latency?;
     rtts.sort();
-    let samples = sampler.sample(&conn);
-    let goodput = bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-6) / 1e6;
+    let samples = sampler.sample(conn);
+    Ok(Measured { bytes, elapsed, rtts, samples })
+}
+
+pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -> Result<(), Fail> {
+    if !(seconds > 0.0 && seconds <= 600.0) {
+        return Err(fail("--time: expected seconds between 0 and 600"));
+    }
+    let conn = client.connect().await?;
+    let m = measure(&conn, Amount::Time(Duration::from_secs_f64(seconds)), reverse).await?;
+    let (bytes, elapsed, rtts, samples) = (m.bytes, m.elapsed, &m.rtts, &m.samples);
+    let goodput = m.goodput_mbps();
     // JSON has no NaN: a missing value is `null`.
     let ms = |d: Option<&Duration>| {
         d.map_or_else(|| "null".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3))
@@ -160,7 +230,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     use std::io::Write;
     let mut stdout = std::io::stdout();
     if json {
-        let stats = crate::stats::json(&samples, &conn, elapsed);
+        let stats = crate::stats::json(samples, &conn, elapsed);
         let _ = writeln!(
             stdout,
             "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min},\"p50\":{p50},\"max\":{max},\"probes\":{}}},\"stats\":{stats}}}",
@@ -176,7 +246,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
             client.transport.mode
         );
         let _ = writeln!(stdout, "latency under load (stream round trip, {} probes): min {min} ms, median {p50} ms, max {max} ms (max may be a lower bound: see `braid bench --help`)", rtts.len());
-        let _ = write!(stdout, "{}", crate::stats::table(&samples, &conn));
+        let _ = write!(stdout, "{}", crate::stats::table(samples, &conn));
     }
     conn.close(0, "done");
     let _ = tokio::time::timeout(Duration::from_millis(200), conn.closed()).await;

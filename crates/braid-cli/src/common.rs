@@ -125,6 +125,24 @@ pub fn parse_listen(addr: &str, flag: &str) -> Result<SocketAddr, Fail> {
     })
 }
 
+/// `--emulate` values for `paths` paths: none, one for all, or one per path.
+pub fn emulations(specs: &[String], paths: usize) -> Result<Vec<Option<Emulation>>, Fail> {
+    let emulate: Vec<Emulation> = specs
+        .iter()
+        .map(|e| e.parse::<Emulation>().map_err(|e| fail(e.to_string())))
+        .collect::<Result<_, _>>()?;
+    Ok(match emulate.len() {
+        0 => Vec::new(),
+        1 => vec![Some(emulate[0]); paths],
+        n if n == paths => emulate.into_iter().map(Some).collect(),
+        n => {
+            return Err(fail(format!(
+                "--emulate given {n} times for {paths} paths (give it once for all, or once per --path)"
+            )))
+        }
+    })
+}
+
 impl ClientOpts {
     pub fn client_config(&self) -> Result<ClientConfig, Fail> {
         let key = self.key.load()?;
@@ -134,22 +152,7 @@ impl ClientOpts {
         if config.paths.is_empty() {
             config.paths = vec![PathSpec::Any];
         }
-        let emulate: Vec<Emulation> = self
-            .emulate
-            .iter()
-            .map(|e| e.parse::<Emulation>().map_err(|e| fail(e.to_string())))
-            .collect::<Result<_, _>>()?;
-        config.emulate = match emulate.len() {
-            0 => Vec::new(),
-            1 => vec![Some(emulate[0]); config.paths.len()],
-            n if n == config.paths.len() => emulate.into_iter().map(Some).collect(),
-            n => {
-                return Err(fail(format!(
-                    "--emulate given {n} times for {} paths (give it once for all, or once per --path)",
-                    config.paths.len()
-                )))
-            }
-        };
+        config.emulate = emulations(&self.emulate, config.paths.len())?;
         if !(self.timeout > 0.0 && self.timeout < 3600.0) {
             return Err(fail("--timeout: expected seconds between 0 and 3600"));
         }

@@ -1,9 +1,11 @@
 //! `braid`: the command. A server (`braid server`, far end of forwards and SOCKS), file
 //! transfer (`braid send` / `braid recv`), TCP port forwarding (`braid forward`), a SOCKS5 proxy
-//! (`braid socks`) and `braid keygen`. Every failure is one line on stderr and a non-zero exit.
+//! (`braid socks`), `braid bench`, `braid demo` and `braid keygen`. Every failure is one line on
+//! stderr and a non-zero exit.
 
 mod bench;
 mod common;
+mod demo;
 mod request;
 mod serve;
 mod socks;
@@ -90,6 +92,11 @@ enum Command {
         #[command(flatten)]
         client: ClientOpts,
     },
+    /// The demo: every mode over two emulated lossy paths on this machine, a table and a chart.
+    ///
+    /// No root and no key file: a server runs in this process on 127.0.0.1 with a key that lives
+    /// only in memory, and each mode makes a real transfer through real UDP sockets to it.
+    Demo(demo::DemoArgs),
     /// A SOCKS5 proxy (RFC 1928 CONNECT) whose connections leave from the braid server.
     Socks {
         /// Local TCP address to accept SOCKS clients on.
@@ -167,6 +174,7 @@ fn main() -> ExitCode {
             Command::Send { file, client } => transfer::send(&file, &client).await,
             Command::Forward { listen, to, client } => socks::forward(&listen, &to, &client).await,
             Command::Bench { time, reverse, json, client } => bench::run(&client, time, reverse, json).await,
+            Command::Demo(a) => demo::run(a).await,
             Command::Socks { listen, auth, client } => socks::socks(&listen, auth.as_deref(), &client).await,
         }
     });

@@ -53,7 +53,7 @@ pub async fn run_server(
     }
 }
 
-async fn serve_connection(conn: Connection, role: Role, done: mpsc::Sender<Result<(), Fail>>) {
+pub async fn serve_connection(conn: Connection, role: Role, done: mpsc::Sender<Result<(), Fail>>) {
     let peer = conn.remote_address();
     if let Err(e) = role.stats.spawn(&conn, Some(format!("connection from {peer}"))) {
         tracing::warn!("{e}");

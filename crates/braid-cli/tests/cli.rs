@@ -531,3 +531,73 @@ fn a_server_without_dir_refuses_files_in_one_line() {
         run(&["send", dir.path("f").to_str().unwrap(), "--server", &addr, "--key", key.to_str().unwrap()]);
     assert_one_line_error(&o, &["takes no files", "braid recv"]);
 }
+
+#[test]
+fn demo_runs_two_modes_and_draws_them() {
+    let dir = TempDir::new("demo");
+    let plot = dir.path("demo.svg");
+    let out = run(&["demo", "--modes", "braid,tcp", "--seconds", "1", "--plot", plot.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "demo failed: {}\n{table}", stderr(&out));
+    // Each mode's row, with a goodput above zero (the second column).
+    for mode in ["braid", "tcp (model of TCP over UDP)"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(mode) && l[mode.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("no row for {mode} in:\n{table}"));
+        let goodput: f64 = row[mode.len()..].split_whitespace().next().unwrap().parse().unwrap();
+        assert!(goodput > 0.0, "{mode}: goodput {goodput} in:\n{table}");
+    }
+    // Progress on stderr, one line per mode.
+    let err = stderr(&out);
+    assert!(err.contains("[1/2] braid") && err.contains("[2/2] tcp"), "{err}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert!(svg.contains(">braid<") && svg.contains(">tcp<"), "{svg}");
+    assert_well_formed(&svg);
+}
+
+/// Tags nest and close, text holds no stray `<`, `>` or `&` (a check without an XML crate).
+fn assert_well_formed(xml: &str) {
+    let mut open: Vec<&str> = Vec::new();
+    let mut rest = xml;
+    while let Some(start) = rest.find('<') {
+        let text = &rest[..start];
+        assert!(!text.contains('>'), "stray '>' in {text:?}");
+        for (i, _) in text.match_indices('&') {
+            let entity = &text[i..];
+            assert!(
+                ["&amp;", "&lt;", "&gt;", "&quot;"].iter().any(|e| entity.starts_with(e)),
+                "bare '&' in {text:?}"
+            );
+        }
+        let end = rest[start..].find('>').expect("unclosed '<'") + start;
+        let tag = &rest[start + 1..end];
+        assert!(!tag.contains('<'), "'<' inside a tag: {tag:?}");
+        let name =
+            |t: &'_ str| t.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or("").to_string();
+        if let Some(closing) = tag.strip_prefix('/') {
+            let top = open.pop().unwrap_or_else(|| panic!("</{closing}> closes nothing"));
+            assert_eq!(name(top), name(closing), "<{top}> closed by </{closing}>");
+        } else if !tag.ends_with('/') {
+            open.push(tag);
+        }
+        if open.is_empty() {
+            assert!(rest[end + 1..].trim().is_empty(), "content after the root element");
+        }
+        rest = &rest[end + 1..];
+    }
+    assert!(open.is_empty(), "unclosed: {open:?}");
+}
+
+#[test]
+fn demo_errors_are_one_line() {
+    let dir = TempDir::new("demo-errors");
+    let plot = dir.path("x.svg");
+    let p = plot.to_str().unwrap();
+    assert_one_line_error(&run(&["demo", "--modes", "braid,quic", "--plot", p]), &["--modes", "quic"]);
+    assert_one_line_error(&run(&["demo", "--path-a", "fast", "--plot", p]), &["--emulate", "fast"]);
+    assert_one_line_error(&run(&["demo", "--seconds", "0", "--plot", p]), &["--seconds"]);
+    let nowhere = dir.path("no/such/dir/x.svg");
+    assert_one_line_error(&run(&["demo", "--plot", nowhere.to_str().unwrap()]), &["--plot"]);
+}
