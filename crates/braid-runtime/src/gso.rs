@@ -3,9 +3,17 @@
 //! as one system call. Where the kernel has no GSO, `quinn-udp` reports one segment and every
 //! datagram goes alone. Receiving goes through `quinn-udp` too, because it turns on generic
 //! receive offload (GRO): one read may return several datagrams of `stride` bytes each.
+//!
+//! Replies leave from the local address the peer wrote to. A server socket bound to the
+//! wildcard address on a multihomed host would otherwise answer a path's datagrams from whatever
+//! address the kernel's route picks, and a client whose path socket is connected to the
+//! server's address drops them (seen on the namespace testbed: path 2 reached the server's path-1
+//! address through policy routing, and every answer came back from the path-2 address).
 
+use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
@@ -15,6 +23,11 @@ use tokio::net::UdpSocket;
 /// Bytes in one batch: below the 64 KiB UDP limit.
 const MAX_BATCH_BYTES: usize = 60_000;
 
+/// Peers whose local address is remembered for replies. Any datagram may add one (they are
+/// recorded before authentication), so the map is cleared when it would grow past this; a peer
+/// forgotten that way is answered from the kernel's choice until its next datagram.
+const MAX_REPLY_ADDRESSES: usize = 4096;
+
 pub(crate) struct Batcher {
     state: UdpSocketState,
     buf: Vec<u8>,
@@ -23,6 +36,8 @@ pub(crate) struct Batcher {
     count: usize,
     /// The last datagram was shorter than `segment`: nothing may follow it in this batch.
     closed: bool,
+    /// For each peer, the local address its latest datagram was sent to (see the module doc).
+    reply_from: Mutex<HashMap<SocketAddr, IpAddr>>,
 }
 
 impl Batcher {
@@ -34,6 +49,7 @@ impl Batcher {
             segment: 0,
             count: 0,
             closed: false,
+            reply_from: Mutex::new(HashMap::new()),
         })
     }
 
@@ -67,7 +83,7 @@ impl Batcher {
             ecn: None,
             contents: &self.buf,
             segment_size: (self.count > 1).then_some(self.segment),
-            src_ip: None,
+            src_ip: self.reply_from.lock().ok().and_then(|m| m.get(&destination).copied()),
         };
         let r = udp.try_io(Interest::WRITABLE, || self.state.try_send(udp.into(), &transmit));
         self.buf.clear();
@@ -100,6 +116,14 @@ impl Batcher {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
             let m = meta[0];
+            if let Some(local) = m.dst_ip {
+                if let Ok(mut map) = self.reply_from.lock() {
+                    if map.len() >= MAX_REPLY_ADDRESSES && !map.contains_key(&m.addr) {
+                        map.clear();
+                    }
+                    map.insert(m.addr, local);
+                }
+            }
             Ok(Received { len: m.len, stride: m.stride.max(1), from: m.addr })
         })
     }

@@ -248,3 +248,38 @@ async fn connection_survives_nat_rebinding() {
         .expect("echo after rebinding");
     assert_eq!(back, data);
 }
+
+/// A server bound to the wildcard address answers from the address the client wrote to. The
+/// client's path socket is connected to 127.0.0.3, and the kernel would answer it from 127.0.0.1
+/// (loopback's preferred source): a connected socket drops that, so without the reply-address
+/// rule (`gso.rs`) the handshake times out. On the namespace testbed the same thing left a second
+/// path unused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_server_answers_from_the_address_it_was_reached_at() {
+    let key = Key::generate().unwrap();
+    let mut server: Server =
+        Endpoint::server(ServerConfig::new(key.clone()), "0.0.0.0:0".parse().unwrap()).unwrap();
+    let port = server.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            tokio::spawn(async move {
+                while let Some(mut stream) = conn.accept_stream().await {
+                    let mut data = Vec::new();
+                    stream.read_to_end(&mut data).await.unwrap();
+                    stream.write_all(&data).await.unwrap();
+                    stream.shutdown().await.unwrap();
+                }
+            });
+        }
+    });
+    let mut config = ClientConfig::new(key);
+    config.paths = vec!["127.0.0.1".parse().unwrap()];
+    let target = std::net::SocketAddr::from(([127, 0, 0, 3], port));
+    let conn = tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, target))
+        .await
+        .expect("the handshake is answered from 127.0.0.3")
+        .unwrap();
+    let data = pattern(50_000, 9);
+    let back = tokio::time::timeout(Duration::from_secs(10), echo(&conn, &data)).await.expect("echo in time");
+    assert!(back == data, "{} bytes sent, {} back", data.len(), back.len());
+}
