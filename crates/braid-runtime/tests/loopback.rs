@@ -7,8 +7,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// An echo server: every stream's bytes come back, then the stream ends.
 fn echo_server(key: Key) -> std::net::SocketAddr {
-    let mut server: Server =
-        Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
+    echo_server_on(key, "127.0.0.1:0")
+}
+
+/// [`echo_server`] bound to `bind`.
+fn echo_server_on(key: Key, bind: &str) -> std::net::SocketAddr {
+    let mut server: Server = Endpoint::server(ServerConfig::new(key), bind.parse().unwrap()).unwrap();
     let addr = server.local_addr().unwrap();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
@@ -257,21 +261,7 @@ async fn connection_survives_nat_rebinding() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wildcard_server_answers_from_the_address_it_was_reached_at() {
     let key = Key::generate().unwrap();
-    let mut server: Server =
-        Endpoint::server(ServerConfig::new(key.clone()), "0.0.0.0:0".parse().unwrap()).unwrap();
-    let port = server.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Some(conn) = server.accept().await {
-            tokio::spawn(async move {
-                while let Some(mut stream) = conn.accept_stream().await {
-                    let mut data = Vec::new();
-                    stream.read_to_end(&mut data).await.unwrap();
-                    stream.write_all(&data).await.unwrap();
-                    stream.shutdown().await.unwrap();
-                }
-            });
-        }
-    });
+    let port = echo_server_on(key.clone(), "0.0.0.0:0").port();
     let mut config = ClientConfig::new(key);
     config.paths = vec!["127.0.0.1".parse().unwrap()];
     let target = std::net::SocketAddr::from(([127, 0, 0, 3], port));
