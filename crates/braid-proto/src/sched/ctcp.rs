@@ -123,7 +123,9 @@ impl Scheduler for CtcpBlocks {
         self.in_flight
             .iter()
             .filter_map(|(&(_, path), sent)| {
-                let horizon = paths.get(usize::from(path))?.view.smoothed_rtt.mul_f64(FRESH_RTTS);
+                // `paths` holds only the paths that can send, not indexed by id.
+                let info = paths.iter().find(|p| p.path == usize::from(path))?;
+                let horizon = info.view.smoothed_rtt.mul_f64(FRESH_RTTS);
                 let i = sent.partition_point(|&at| at + horizon <= now);
                 sent.get(i).map(|&at| at + horizon)
             })
@@ -191,6 +193,15 @@ mod tests {
         ctcp.on_symbol(ms(20), SymbolEvent::Acked { block: 0, path: 0, sent_at: ms(0) });
         ctcp.on_symbol(ms(20), SymbolEvent::Lost { block: 0, path: 0, sent_at: ms(0) });
         assert_eq!(ctcp.fresh(ms(20), 0, &clean[0]), 8);
+    }
+
+    #[test]
+    fn wake_up_uses_the_rtt_of_the_path_by_id_not_by_position() {
+        // Path 0 failed and is not offered: path 1 (100 ms) is the first entry of the view.
+        let mut ctcp = CtcpBlocks::default();
+        sent(&mut ctcp, 0, 1, 0, 4);
+        let only_path_1 = [path(1, 100, 0.0, 100, 4)];
+        assert_eq!(ctcp.poll_timeout(ms(10), &only_path_1), Some(ms(150)));
     }
 
     #[test]

@@ -113,7 +113,8 @@ impl BlockView {
 #[derive(Debug, Clone, Copy)]
 pub struct SchedView<'a> {
     pub now: Instant,
-    /// Every path, in index order.
+    /// The paths that can carry data (failed and removed paths are left out), in id order; a
+    /// path's id is [`PathInfo::path`], not its position here.
     pub paths: &'a [PathInfo],
     /// The open blocks, oldest first; empty unless [`Scheduler::wants_blocks`].
     pub blocks: &'a [BlockView],
