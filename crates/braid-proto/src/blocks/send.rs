@@ -119,6 +119,22 @@ impl SendBlock {
         self.waiting_since = None;
     }
 
+    /// Writes source symbol `index` as a SYMBOL frame (`None` if it was never pushed).
+    fn write_source(&mut self, index: u16, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        let payload = self.encoder.source(index)?;
+        write_symbol(w, self.id, SymbolId::Source { index }, self.block_len(), payload);
+        self.on_sent();
+        Some(OutgoingSymbol { block: self.id, source: Some(index), group: None })
+    }
+
+    /// Writes the first source symbol not yet sent once.
+    fn write_next_unsent(&mut self, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
+        let index = self.next_unsent as u16;
+        let sent = self.write_source(index, w)?;
+        self.next_unsent += 1;
+        Some(sent)
+    }
+
     fn block_len(&self) -> Option<u16> {
         self.closed.then_some(self.len() as u16)
     }
@@ -241,6 +257,11 @@ impl BlockSender {
         self.blocks.iter()
     }
 
+    /// The open block `id`, if any.
+    pub fn block(&self, id: u64) -> Option<&SendBlock> {
+        self.blocks.get(self.index_of(id)?)
+    }
+
     pub fn block_mut(&mut self, id: u64) -> Option<&mut SendBlock> {
         let index = self.index_of(id)?;
         self.blocks.get_mut(index)
@@ -312,29 +333,18 @@ impl BlockSender {
 
     /// Writes the oldest source symbol not yet sent, as a SYMBOL frame.
     pub fn write_next_source(&mut self, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
-        let block = self.blocks.iter_mut().find(|b| !b.all_sources_sent())?;
-        let index = block.next_unsent;
-        block.next_unsent += 1;
-        block.on_sent();
-        let payload = block.encoder.source(index as u16).expect("pushed");
-        write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
-        Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
+        self.blocks.iter_mut().find(|b| !b.all_sources_sent())?.write_next_unsent(w)
     }
 
     /// Writes the oldest source symbol not yet sent that `path` may carry; with per-path
-    /// placement the block is mapped to `path` if it was not yet.
+    /// placement the block is mapped to `path` if it was not yet (without it no block has a
+    /// path, so every path may carry every block).
     pub fn write_next_source_on(&mut self, path: u8, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
-        if !self.per_path {
-            return self.write_next_source(w);
-        }
         let block = self.blocks.iter_mut().find(|b| !b.all_sources_sent() && b.may_carry(path))?;
-        block.path = Some(path);
-        let index = block.next_unsent;
-        block.next_unsent += 1;
-        block.on_sent();
-        let payload = block.encoder.source(index as u16).expect("pushed");
-        write_symbol(w, block.id, SymbolId::Source { index: index as u16 }, block.block_len(), payload);
-        Some(OutgoingSymbol { block: block.id, source: Some(index as u16), group: None })
+        if self.per_path {
+            block.path = Some(path);
+        }
+        block.write_next_unsent(w)
     }
 
     /// Whether a source symbol not yet sent exists that `path` may carry.
@@ -345,13 +355,7 @@ impl BlockSender {
     /// Writes the oldest unsent source symbol of `block` (a scheduler may serve a later block
     /// before an earlier one's sources are all out); `None` if it has none.
     pub fn write_next_source_of(&mut self, block: u64, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
-        let b = self.block_mut(block).filter(|b| !b.all_sources_sent())?;
-        let index = b.next_unsent;
-        b.next_unsent += 1;
-        b.on_sent();
-        let payload = b.encoder.source(index as u16).expect("pushed");
-        write_symbol(w, b.id, SymbolId::Source { index: index as u16 }, b.block_len(), payload);
-        Some(OutgoingSymbol { block, source: Some(index as u16), group: None })
+        self.block_mut(block).filter(|b| !b.all_sources_sent())?.write_next_unsent(w)
     }
 
     /// A copy of a symbol of `block` already written went out on another path (the redundant
@@ -370,12 +374,7 @@ impl BlockSender {
         index: u16,
         w: &mut Writer<'_>,
     ) -> Option<OutgoingSymbol> {
-        let b = self.block_mut(block)?;
-        let payload = b.encoder.source(index)?;
-        let len = b.block_len();
-        write_symbol(w, block, SymbolId::Source { index }, len, payload);
-        b.on_sent();
-        Some(OutgoingSymbol { block, source: Some(index), group: None })
+        self.block_mut(block)?.write_source(index, w)
     }
 
     /// Writes a new repair symbol of `block`, never one sent before. `None` if the block is
@@ -455,11 +454,6 @@ impl BlockSender {
         }
     }
 
-    /// Sends the oldest queued retransmission of a block still open; `None` if none is queued.
-    pub fn write_retransmission(&mut self, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
-        self.write_retransmission_on(None, w)
-    }
-
     /// Sends the oldest queued retransmission `path` may carry (`None`: whatever path it was
     /// queued for) of a block still open.
     pub fn write_retransmission_on(
@@ -475,19 +469,20 @@ impl BlockSender {
 
     /// Forgets queued retransmissions of blocks decoded or released meanwhile.
     fn drop_stale_retransmissions(&mut self) {
-        let first = self.blocks.front().map(|b| b.id);
-        let decoded: Vec<u64> = self.blocks.iter().filter(|b| b.decoded).map(|b| b.id).collect();
-        self.retransmit
-            .retain(|&(block, _, _)| first.is_some_and(|f| block >= f) && !decoded.contains(&block));
+        if self.retransmit.is_empty() {
+            return;
+        }
+        let blocks = &self.blocks;
+        let open = |id: u64| {
+            let index = blocks.front().and_then(|f| id.checked_sub(f.id));
+            index.and_then(|i| blocks.get(i as usize)).is_some_and(|b| !b.decoded)
+        };
+        self.retransmit.retain(|&(block, _, _)| open(block));
     }
 
     /// Source symbols of `block` queued to be sent again.
     pub fn queued_retransmissions(&self, block: u64) -> u64 {
         self.retransmit.iter().filter(|&&(b, _, _)| b == block).count() as u64
-    }
-
-    pub fn has_retransmission(&self) -> bool {
-        !self.retransmit.is_empty()
     }
 
     /// Whether a queued retransmission may go on `path` (queued for it, or for any path).
@@ -563,9 +558,9 @@ impl BlockSender {
     /// flight, not released). The connection calls it whenever acknowledgements, losses or a
     /// BLOCK_ACK change a block (sends clear the wait themselves).
     pub fn update_waiting(&mut self, now: Instant) {
-        let queued: Vec<u64> = self.retransmit.iter().map(|&(b, _, _)| b).collect();
+        let retransmit = &self.retransmit;
         for b in self.blocks.iter_mut() {
-            if b.waits_on_receiver() && !queued.contains(&b.id) {
+            if b.waits_on_receiver() && !retransmit.iter().any(|r| r.0 == b.id) {
                 b.waiting_since.get_or_insert(now);
             } else {
                 b.waiting_since = None;

@@ -79,13 +79,7 @@ impl CongestionController for Cubic {
     }
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
-        if self.w.in_recovery(sent) {
-            return;
-        }
-        let factor = match signal {
-            Congestion::Loss => BETA,
-            Congestion::Repaired { factor } => factor,
-        };
+        let Some(factor) = self.w.reduction(sent, signal, BETA) else { return };
         let cwnd = self.window_mss();
         // RFC 9438 §4.7 fast convergence: release bandwidth for new flows.
         self.w_max = if cwnd < self.w_max { cwnd * (1.0 + factor) / 2.0 } else { cwnd };

@@ -64,6 +64,10 @@ impl CongestionController for Lia {
         self.w.window
     }
 
+    fn coupled(&self) -> bool {
+        true
+    }
+
     fn on_aggregate(&mut self, all: &Aggregate) {
         self.all = *all;
     }
@@ -84,13 +88,7 @@ impl CongestionController for Lia {
     }
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
-        if self.w.in_recovery(sent) {
-            return;
-        }
-        let factor = match signal {
-            Congestion::Loss => 0.5,
-            Congestion::Repaired { factor } => factor,
-        };
+        let Some(factor) = self.w.reduction(sent, signal, 0.5) else { return };
         self.w.reduce(now, factor);
         self.carry = 0.0;
     }

@@ -42,22 +42,19 @@ pub struct Ack {
     pub delivery_rate: Option<f64>,
 }
 
-/// Most paths an [`Aggregate`] describes (a connection's limit).
-pub const MAX_AGGREGATE_PATHS: usize = 8;
-
 /// A read-only view of all the connection's paths — each one's congestion window and smoothed
 /// RTT — for a coupled controller: RFC 6356's increase on one path needs every path's window
 /// and RTT.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Aggregate {
-    paths: [(u64, Duration); MAX_AGGREGATE_PATHS],
+    paths: [(u64, Duration); crate::wire::MAX_PATHS as usize],
     len: usize,
 }
 
 impl Aggregate {
-    /// Adds a path (beyond [`MAX_AGGREGATE_PATHS`] it is ignored).
+    /// Adds a path (beyond a connection's limit, [`crate::wire::MAX_PATHS`], it is ignored).
     pub fn push(&mut self, window: u64, smoothed_rtt: Duration) {
-        if self.len < MAX_AGGREGATE_PATHS {
+        if self.len < self.paths.len() {
             self.paths[self.len] = (window, smoothed_rtt);
             self.len += 1;
         }
@@ -99,8 +96,13 @@ pub trait CongestionController: Send + fmt::Debug {
 
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator);
 
-    /// All the connection's paths, given just before an ACK on this path is processed. Coupled
-    /// controllers (LIA) keep it; the default ignores it.
+    /// Whether the controller couples its paths and so wants [`Self::on_aggregate`] (LIA).
+    fn coupled(&self) -> bool {
+        false
+    }
+
+    /// All the connection's paths, given just before an ACK on this path is processed, to a
+    /// [`Self::coupled`] controller.
     fn on_aggregate(&mut self, _all: &Aggregate) {}
 
     /// A congestion event for a packet sent at `sent`. Controllers react at most once per round

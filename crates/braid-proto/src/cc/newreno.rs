@@ -38,13 +38,7 @@ impl CongestionController for NewReno {
     }
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
-        if self.w.in_recovery(sent) {
-            return;
-        }
-        let factor = match signal {
-            Congestion::Loss => 0.5,
-            Congestion::Repaired { factor } => factor,
-        };
+        let Some(factor) = self.w.reduction(sent, signal, 0.5) else { return };
         self.w.reduce(now, factor);
         self.acked_in_avoidance = 0;
     }

@@ -2,7 +2,7 @@
 //! RFC 6582's rule of one reduction per round trip.
 
 use super::hystart::HyStart;
-use super::{initial_window, minimum_window, Ack, RttEstimator};
+use super::{initial_window, minimum_window, Ack, Congestion, RttEstimator};
 use crate::Instant;
 
 /// What an ACK means for a loss-based controller.
@@ -55,6 +55,19 @@ impl LossWindow {
             return AckPhase::SlowStart;
         }
         AckPhase::Avoidance
+    }
+
+    /// The factor a congestion signal for a packet sent at `sent` calls for: `loss` (the
+    /// controller's own) for a loss, the mode's for a repaired loss; `None` inside a recovery
+    /// period, which reacts once per round trip (RFC 6582 §3.2).
+    pub(crate) fn reduction(&self, sent: Instant, signal: Congestion, loss: f64) -> Option<f64> {
+        if self.in_recovery(sent) {
+            return None;
+        }
+        Some(match signal {
+            Congestion::Loss => loss,
+            Congestion::Repaired { factor } => factor,
+        })
     }
 
     /// window ← factor × window (at least the minimum), ssthresh ← window, and a new recovery

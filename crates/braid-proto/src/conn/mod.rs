@@ -13,6 +13,7 @@ mod path;
 mod placement;
 mod policy;
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -217,6 +218,8 @@ pub struct Connection {
     /// Copies of symbols sent, waiting for their path's pacer (the `redundant` scheduler):
     /// path, symbol, the SYMBOL frame's bytes; at most [`COPIES_PER_PATH`] per path.
     copies: VecDeque<(usize, crate::blocks::OutgoingSymbol, Vec<u8>)>,
+    /// Scratch space for the scheduler's block views (`choose_path`).
+    block_views: RefCell<Vec<BlockView>>,
     /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
     last_poll: Instant,
 }
@@ -262,6 +265,7 @@ impl Connection {
             redundancy: config.mode.redundancy(config.redundancy, config.placement()),
             scheduler: config.scheduler.unwrap_or(config.mode.default_scheduler()).build(),
             copies: VecDeque::new(),
+            block_views: RefCell::new(Vec::new()),
             config,
             state: State::Handshake,
             cid,
@@ -576,10 +580,13 @@ impl Connection {
             return;
         }
         let threshold = self.redundancy.packet_threshold(usize::from(ack.path));
-        let all = self.aggregate();
+        let coupled = self.paths.get(usize::from(ack.path)).is_some_and(|p| p.cc.coupled());
+        let all = coupled.then(|| self.aggregate());
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
         path.set_packet_threshold(threshold);
-        path.cc.on_aggregate(&all);
+        if let Some(all) = &all {
+            path.cc.on_aggregate(all);
+        }
         let outcome = path.on_ack(now, ack);
         self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost, false);
     }
@@ -686,10 +693,7 @@ impl Connection {
 
     /// Lets the redundancy controller form parity groups over what was sent (XOR modes).
     fn apply_parity_covers(&mut self, now: Instant) {
-        let fastest = (0..self.paths.len())
-            .filter(|&i| self.paths[i].can_send())
-            .min_by_key(|&i| self.paths[i].rtt.smoothed());
-        let Some(path) = fastest else { return };
+        let Some(path) = self.control_path() else { return };
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut().filter(|s| s.xor_groups) else { return };
         let covers = self.redundancy.parity_covers(now, &mut session.sender.blocks(), &view);
@@ -745,17 +749,11 @@ impl Connection {
     /// makes the receiver send a fresh BLOCK_ACK, which corrects or releases the block.
     fn on_release_timeout(&mut self, now: Instant) {
         let Some(timeout) = self.release_timeout() else { return };
-        if self.release_deadline().is_none_or(|t| t > now) {
-            return;
-        }
-        let fastest = (0..self.paths.len())
-            .filter(|&i| self.paths[i].can_send())
-            .min_by_key(|&i| self.paths[i].rtt.smoothed());
-        let view = fastest.map(|i| self.path_view(i)).unwrap_or_default();
+        let view = self.control_path().map(|i| self.path_view(i)).unwrap_or_default();
         let xor = self.config.params.code == CodeFamily::Xor;
         let Some(s) = self.session.as_mut() else { return };
         for id in s.sender.on_release_timeout(now, timeout) {
-            let Some(b) = s.sender.blocks().find(|b| b.id == id) else { continue };
+            let Some(b) = s.sender.block(id) else { continue };
             let repair = !xor && self.redundancy.repairs_wanted(b, &view) > 0;
             if !repair {
                 let last = b.len().saturating_sub(1) as u16;
@@ -852,7 +850,7 @@ impl Connection {
     fn has_symbol(&self, pick: Pick) -> bool {
         let named = pick.block.is_some_and(|block| {
             self.session.as_ref().is_some_and(|s| {
-                s.sender.blocks().any(|b| b.id == block && (b.unsent_sources() > 0 || b.can_write_repair()))
+                s.sender.block(block).is_some_and(|b| !b.all_sources_sent() || b.can_write_repair())
             })
         });
         named || self.default_has_symbol(pick.path)
@@ -894,31 +892,30 @@ impl Connection {
         if !paths.iter().any(|p| p.ready) {
             return None;
         }
-        let blocks: Vec<BlockView> = match (&self.session, self.scheduler.wants_blocks()) {
-            (Some(s), true) => {
-                // The controller's wants as seen from the fastest ready path (FMTCP Eq. 4's p and
-                // ŵ are a path's; the allocation sends most symbols on the fastest).
-                let fastest = paths.iter().filter(|p| p.ready).min_by_key(|p| p.view.smoothed_rtt);
-                let view = fastest.map_or_else(|| self.path_view(0), |p| p.view);
-                s.sender
-                    .blocks()
-                    .map(|b| BlockView {
-                        id: b.id,
-                        len: b.len() as u64,
-                        closed: b.closed,
-                        decoded: b.decoded,
-                        unsent: b.unsent_sources(),
-                        retransmissions: s.sender.queued_retransmissions(b.id),
-                        in_flight: b.in_flight,
-                        known_dofs: b.known_dofs(),
-                        repairs_wanted: self.redundancy.repairs_wanted(b, &view),
-                        spare_repairs: self.redundancy.spare_repairs(b, &view),
-                    })
-                    .collect()
-            }
-            _ => Vec::new(),
-        };
+        // The views are rebuilt at every choice, in a buffer kept between calls (this runs for
+        // every packet and every wake-up: no allocation once it has grown).
+        let mut blocks = self.block_views.borrow_mut();
+        blocks.clear();
+        if let (Some(s), true) = (&self.session, self.scheduler.wants_blocks()) {
+            // The controller's wants as seen from the fastest ready path (FMTCP Eq. 4's p and
+            // ŵ are a path's; the allocation sends most symbols on the fastest).
+            let fastest = paths.iter().filter(|p| p.ready).min_by_key(|p| p.view.smoothed_rtt);
+            let view = fastest.map_or_else(|| self.path_view(0), |p| p.view);
+            blocks.extend(s.sender.blocks().map(|b| BlockView {
+                id: b.id,
+                len: b.len() as u64,
+                closed: b.closed,
+                decoded: b.decoded,
+                unsent: b.unsent_sources(),
+                retransmissions: s.sender.queued_retransmissions(b.id),
+                in_flight: b.in_flight,
+                known_dofs: b.known_dofs(),
+                repairs_wanted: self.redundancy.repairs_wanted(b, &view),
+                spare_repairs: self.redundancy.spare_repairs(b, &view),
+            }));
+        }
         let pick = self.scheduler.pick(&SchedView { now: at, paths, blocks: &blocks });
+        drop(blocks);
         // With per-path placement new data is cut into a block only once a path is chosen
         // (`cut_block_for`), so a scheduler that allocates blocks sees none for it: the fastest
         // ready path takes the new data (MPTCP's default, the placement's own scheduler).
@@ -1013,6 +1010,9 @@ impl Connection {
         }
         self.fill_pipe();
         self.apply_parity_covers(now);
+        if let Some(t) = self.send_copy(now, buf) {
+            return Some(t);
+        }
         let ready = self.pinned_path(now).map(Pick::path).or_else(|| self.choose_path(now));
         let ack_due = self
             .paths
@@ -1023,9 +1023,6 @@ impl Connection {
                 (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
             });
         let max = self.config.max_datagram;
-        if let Some(t) = self.send_copy(now, buf) {
-            return Some(t);
-        }
         if let Some(pick) = ready {
             self.cut_block_for(pick.path);
         }
@@ -1053,10 +1050,7 @@ impl Connection {
         }
         // TCP-IR's parity goes out at its fixed rate even when the window is full.
         if self.redundancy.repair_ignores_window() {
-            let fastest = (0..self.paths.len())
-                .filter(|&i| self.paths[i].can_send())
-                .min_by_key(|&i| self.paths[i].rtt.smoothed());
-            if let Some(path) = fastest.filter(|&p| self.repair_due(p)) {
+            if let Some(path) = self.control_path().filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
                 let symbol = self.write_symbol(now, path, buf, true, None);
                 self.write_control(now, path, buf, 2, max);
@@ -1103,8 +1097,7 @@ impl Connection {
             *may = self.data_room(i) >= mss && self.paths[i].next_send <= now;
         }
         let paths = self.paths.len();
-        self.copies
-            .retain(|c| c.0 < paths && session.sender.blocks().any(|b| b.id == c.1.block && !b.decoded));
+        self.copies.retain(|c| c.0 < paths && session.sender.block(c.1.block).is_some_and(|b| !b.decoded));
         let i = self.copies.iter().position(|c| may_send[c.0])?;
         if let Some((path, symbol, frame)) = self.copies.remove(i) {
             self.begin_packet(path, PacketType::Data, buf);

@@ -50,7 +50,7 @@ impl FromStr for RepairPlacement {
 }
 
 /// Most paths a connection has (one controller each).
-const MAX_PATHS: usize = 8;
+const MAX_PATHS: usize = crate::wire::MAX_PATHS as usize;
 
 /// One redundancy controller per path, for per-path placement: each path's controller sees
 /// only that path's symbols, losses and blocks (MPTCP-dFEC: each subflow runs its own TCP-dFEC,
