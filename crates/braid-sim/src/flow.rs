@@ -44,7 +44,6 @@ pub struct BulkFlow {
     conn: Connection,
     role: Role,
     start: Instant,
-    buf: Vec<u8>,
     /// Block milestones drained from the connection.
     blocks: Vec<BlockRecord>,
 }
@@ -59,7 +58,6 @@ impl BulkFlow {
             conn: Connection::client(config, start, seed),
             role: Role::Sender { total: bytes, written: 0, stream: None },
             start,
-            buf: Vec::new(),
             blocks: Vec::new(),
         }
     }
@@ -70,7 +68,6 @@ impl BulkFlow {
             conn: Connection::server(config, Instant::ZERO),
             role: Role::Receiver { received: 0, corrupt_at: None, done_at: None, read_buf: vec![0; PERIOD] },
             start: Instant::ZERO,
-            buf: Vec::new(),
             blocks: Vec::new(),
         }
     }
@@ -212,12 +209,9 @@ impl Endpoint for BulkFlow {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
-        if now < self.start {
-            return None;
-        }
-        self.drive(now);
-        let t = self.conn.poll_transmit(now, &mut self.buf)?;
-        Some((usize::from(t.path), self.buf[..t.size].to_vec()))
+        let mut buf = Vec::new();
+        let path = self.poll_transmit_into(now, &mut buf)?;
+        Some((path, buf))
     }
 
     fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {

@@ -74,11 +74,14 @@ impl Scenario {
     }
 }
 
-/// Rate and mean loss of `link` at `at` (changes applied in order; rate zero in an outage).
+/// Rate and mean loss of `link` at `at` (changes applied in time order, as the link applies
+/// them whatever their order in the file; rate zero in an outage).
 fn rate_and_loss(link: &LinkConfig, at: Instant) -> (f64, f64) {
     let mut rate = link.rate_bps as f64;
     let mut loss = link.loss.mean_loss();
-    for change in link.changes.iter().filter(|c| c.at <= at) {
+    let mut due: Vec<_> = link.changes.iter().filter(|c| c.at <= at).collect();
+    due.sort_by_key(|c| c.at);
+    for change in due {
         if let Some(r) = change.rate_bps {
             rate = r as f64;
         }
