@@ -80,11 +80,11 @@ pub async fn send(file: &Path, client: &ClientOpts) -> Result<(), Fail> {
         return Err(refused(answer[0]));
     }
     let secs = started.elapsed().as_secs_f64();
-    let verdict = if answer[0] == request::OK && answer[1..] == ours { "ok" } else { "MISMATCH" };
+    let same = answer[0] == request::OK && answer[1..] == ours;
     let shares = path_shares(&conn);
     conn.close(0, "done");
     let _ = tokio::time::timeout(Duration::from_millis(200), conn.closed()).await;
-    if verdict != "ok" {
+    if !same {
         return Err(fail(format!(
             "{shown}: the receiver's hash differs (sent {}, received {})",
             hex(&ours[..8]),
@@ -92,7 +92,7 @@ pub async fn send(file: &Path, client: &ClientOpts) -> Result<(), Fail> {
         )));
     }
     eprintln!(
-        "braid: sent {name} ({size} bytes) in {secs:.2}s, {:.1} Mbit/s, paths {shares}, BLAKE2s {} {verdict}",
+        "braid: sent {name} ({size} bytes) in {secs:.2}s, {:.1} Mbit/s, paths {shares}, BLAKE2s {} ok",
         size as f64 * 8.0 / secs.max(1e-6) / 1e6,
         hex(&ours[..8]),
     );

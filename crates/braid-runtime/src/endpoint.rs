@@ -98,8 +98,8 @@ impl Endpoint {
             udp.connect(server).await.map_err(|e| Error::Bind { addr: local, source: e })?;
             sockets.push(udp);
         }
-        if sockets.len() > crate::crypto::MAX_PATHS as usize {
-            return Err(Error::Closed(format!("at most {} paths", crate::crypto::MAX_PATHS)));
+        if sockets.len() > braid_proto::wire::MAX_PATHS as usize {
+            return Err(Error::Closed(format!("at most {} paths", braid_proto::wire::MAX_PATHS)));
         }
         let mut transport = config.transport.clone();
         transport.paths = sockets.len() as u8;
