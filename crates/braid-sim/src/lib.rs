@@ -46,7 +46,7 @@ pub mod metrics;
 pub mod net;
 pub mod rng;
 pub mod scenario;
-mod units;
+pub mod units;
 
 pub use flow::BulkFlow;
 pub use link::{Fate, Link, LinkChange, LinkConfig, LinkConfigError, LinkStats, Outage, QueueLimit};

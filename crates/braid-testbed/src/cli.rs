@@ -120,8 +120,14 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--ext" => ext_name = Some(value()?),
             "--server-cmd" => server_cmd = Some(value()?),
             "--client-cmd" => client_cmd = Some(value()?),
-            "--transfer" => a.transfer = Some(parse_size(&value()?).map_err(|e| format!("--transfer: {e}"))?),
-            "--limit" => a.limit = Some(parse_duration(&value()?).map_err(|e| format!("--limit: {e}"))?),
+            "--transfer" => {
+                a.transfer =
+                    Some(braid_sim::units::parse_size(&value()?).map_err(|e| format!("--transfer: {e}"))?)
+            }
+            "--limit" => {
+                a.limit =
+                    Some(braid_sim::units::parse_duration(&value()?).map_err(|e| format!("--limit: {e}"))?)
+            }
             "--only" => a.only.push(value()?),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--out-dir" => a.out_dir = Some(PathBuf::from(value()?)),
@@ -251,57 +257,6 @@ fn cmd_check(args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err("self-check FAILED (see above)".into())
-    }
-}
-
-/// `11492499`, `64KB`, `30MB`, `1MiB` (decimal K/M/G, binary Ki/Mi/Gi; optional trailing `B`).
-fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim().trim_end_matches('B');
-    let (num, mult) = [
-        ("Ki", 1u64 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("K", 1_000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-    ]
-    .iter()
-    .find_map(|(suffix, m)| t.strip_suffix(suffix).map(|n| (n, *m)))
-    .unwrap_or((t, 1));
-    let v: f64 = num.trim().parse().map_err(|_| format!("`{text}` is not a size (e.g. 30MB)"))?;
-    if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("`{text}` is not a size"));
-    }
-    Ok((v * mult as f64).round() as u64)
-}
-
-/// `30s`, `500ms`, `2m`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (num, unit) = [("ms", 1e-3), ("us", 1e-6), ("s", 1.0), ("m", 60.0)]
-        .iter()
-        .find_map(|(suffix, u)| t.strip_suffix(suffix).map(|n| (n, *u)))
-        .ok_or_else(|| format!("`{text}` is not a duration (e.g. 30s, 500ms)"))?;
-    let v: f64 = num.trim().parse().map_err(|_| format!("`{text}` is not a duration"))?;
-    if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("`{text}` is not a duration"));
-    }
-    Ok(Duration::from_secs_f64(v * unit))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_and_durations() {
-        assert_eq!(parse_size("11492499").unwrap(), 11_492_499);
-        assert_eq!(parse_size("30MB").unwrap(), 30_000_000);
-        assert_eq!(parse_size("64KiB").unwrap(), 65_536);
-        assert!(parse_size("lots").is_err());
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("5").is_err());
     }
 }
 
