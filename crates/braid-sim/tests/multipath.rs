@@ -193,8 +193,7 @@ fn receiver_memory_stays_within_the_advertised_window() {
         for mode in MODES {
             let seed = 3;
             let mut config = ConnectionConfig { mode, paths: 2, ..ConnectionConfig::default() };
-            config.params.initial_max_data = window;
-            config.params.initial_max_stream_data = window;
+            config.params = config.params.with_receive_window(window);
             let bytes = 1_000_000;
             let client = Watched {
                 flow: BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO),

@@ -143,8 +143,7 @@ fn mptcp_reinjects_a_dead_subflows_data_after_its_rto() {
 /// Goodput in Mbit/s of a transfer of `bytes` in `mode` over `paths`, with a receive buffer
 /// (connection flow-control window) of `window` bytes.
 fn goodput(mode: Mode, paths: &[PathConfig], window: u64, seed: u64, bytes: u64) -> f64 {
-    let params =
-        TransportParams { initial_max_data: window, initial_max_stream_data: window, ..Default::default() };
+    let params = TransportParams::default().with_receive_window(window);
     let config = ConnectionConfig { mode, params, ..ConnectionConfig::default() };
     let (done, received, _) = run(config, paths, seed, bytes, 600);
     let done = done.unwrap_or_else(|| panic!("{mode:?} seed {seed}: {received} of {bytes} bytes"));

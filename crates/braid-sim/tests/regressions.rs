@@ -77,8 +77,7 @@ fn a_block_ack_overtaking_an_ack_does_not_stall_the_last_block() {
             .build(|cx| {
                 let mut config = ConnectionConfig { paths: cx.paths as u8, ..ConnectionConfig::default() };
                 let window = scenario.receive_window.unwrap();
-                config.params.initial_max_data = window;
-                config.params.initial_max_stream_data = window;
+                config.params = config.params.with_receive_window(window);
                 (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
             })
             .unwrap();

@@ -131,11 +131,7 @@ fn braid_scheduler_measures_a_lossy_second_path_before_trusting_it() {
     };
     let window = 64 * 1024;
     for seed in [1, 4] {
-        let params = braid_proto::wire::TransportParams {
-            initial_max_data: window,
-            initial_max_stream_data: window,
-            ..Default::default()
-        };
+        let params = braid_proto::wire::TransportParams::default().with_receive_window(window);
         let config = ConnectionConfig {
             mode: Mode::Braid,
             scheduler: Some(SchedulerKind::Braid),

@@ -35,6 +35,14 @@ pub struct TransportParams {
     pub idle_timeout_ms: u64,
 }
 
+impl TransportParams {
+    /// These parameters with a receive window of `bytes`: both the connection's and each
+    /// stream's flow-control window (what FMTCP calls the receive buffer).
+    pub fn with_receive_window(self, bytes: u64) -> TransportParams {
+        TransportParams { initial_max_data: bytes, initial_max_stream_data: bytes, ..self }
+    }
+}
+
 impl Default for TransportParams {
     fn default() -> Self {
         TransportParams {

@@ -267,8 +267,7 @@ fn run(
             };
             // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).
             if let Some(window) = scenario.receive_window {
-                config.params.initial_max_data = window;
-                config.params.initial_max_stream_data = window;
+                config.params = config.params.with_receive_window(window);
             }
             (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
         })
