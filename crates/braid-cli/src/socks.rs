@@ -48,25 +48,36 @@ pub async fn forward(listen_addr: &str, to: &str, client: &ClientOpts) -> Result
     if !to.contains(':') {
         return Err(fail(format!("--to {to:?}: expected HOST:PORT")));
     }
+    let what = format!("forwarding {{listen}} -> {to}");
+    serve_tcp(listen_addr, client, &what, move |tcp, from, conn| {
+        let to = to.to_string();
+        async move {
+            match open(&conn, &to).await {
+                Ok(stream) => pipe(tcp, stream).await,
+                Err((_, msg)) => tracing::warn!("{from}: the server could not connect: {msg}"),
+            }
+        }
+    })
+    .await
+}
+
+/// Accepts TCP connections on `listen_addr` over one braid connection to the server, each
+/// handled by `session` in its own task, until the server is lost or Ctrl-C. `what` names the
+/// service in the banner (`{listen}` stands for the bound address).
+async fn serve_tcp<F, Fut>(listen_addr: &str, client: &ClientOpts, what: &str, session: F) -> Result<(), Fail>
+where
+    F: Fn(TcpStream, std::net::SocketAddr, Connection) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = listen(listen_addr).await?;
     let conn = client.connect().await?;
-    eprintln!(
-        "braid: forwarding {} -> {to} through {}",
-        listener.local_addr().map_err(|e| fail(e.to_string()))?,
-        client.server
-    );
+    let bound = listener.local_addr().map_err(|e| fail(e.to_string()))?;
+    eprintln!("braid: {} through {}", what.replace("{listen}", &bound.to_string()), client.server);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((tcp, from)) = accepted else { continue };
-                let conn = conn.clone();
-                let to = to.to_string();
-                tokio::spawn(async move {
-                    match open(&conn, &to).await {
-                        Ok(stream) => pipe(tcp, stream).await,
-                        Err((_, msg)) => tracing::warn!("{from}: the server could not connect: {msg}"),
-                    }
-                });
+                tokio::spawn(session(tcp, from, conn.clone()));
             }
             e = conn.closed() => return Err(fail(format!("lost the server: {e}"))),
             _ = tokio::signal::ctrl_c() => return Ok(()),
@@ -85,29 +96,15 @@ pub async fn socks(listen_addr: &str, auth: Option<&str>, client: &ClientOpts) -
             Some((u.to_string(), p.to_string()))
         }
     };
-    let listener = listen(listen_addr).await?;
-    let conn = client.connect().await?;
-    eprintln!(
-        "braid: SOCKS5 on {} through {}",
-        listener.local_addr().map_err(|e| fail(e.to_string()))?,
-        client.server
-    );
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((tcp, from)) = accepted else { continue };
-                let conn = conn.clone();
-                let auth = auth.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = socks_session(tcp, &conn, auth.as_ref()).await {
-                        tracing::info!("SOCKS client {from}: {e}");
-                    }
-                });
+    serve_tcp(listen_addr, client, "SOCKS5 on {listen}", move |tcp, from, conn| {
+        let auth = auth.clone();
+        async move {
+            if let Err(e) = socks_session(tcp, &conn, auth.as_ref()).await {
+                tracing::info!("SOCKS client {from}: {e}");
             }
-            e = conn.closed() => return Err(fail(format!("lost the server: {e}"))),
-            _ = tokio::signal::ctrl_c() => return Ok(()),
         }
-    }
+    })
+    .await
 }
 
 const NO_AUTH: u8 = 0x00;
