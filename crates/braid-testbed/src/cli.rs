@@ -1,4 +1,4 @@
-//! Command line: `run`, `check`, `cleanup`.
+//! Command line: `run`, `check`, `list`, `cleanup`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use braid_sim::Scenario;
 use crate::contender::{Contender, External};
 use crate::netns::{cleanup_stale, Testbed};
 use crate::report::{self, Row};
-use crate::run::{run_one, RunOptions};
+use crate::run::{run_mix, run_one, RunOptions};
 use crate::{check, sys};
 
 const USAGE: &str = "\
@@ -16,11 +16,17 @@ braid-testbed — network-namespace testbed (Linux, root)
 
 USAGE:
   braid-testbed run <scenario.toml>... [options]
-      --contenders a,b,..   cubic, bbr, reno, mptcp-<cc>, 2tcp-<cc> (default: cubic,bbr on one path;
-                            mptcp-cubic,mptcp-bbr,2tcp-bbr on several)
+      --contenders a,b,..   cubic, bbr, reno, mptcp-<cc>, 2tcp-<cc>, <cc>@<path> or <cc>@best (one
+                            TCP connection on that path / the best path) (default: cubic,bbr on one
+                            path; mptcp-cubic,mptcp-bbr,2tcp-bbr on several)
       --ext NAME --server-cmd CMD --client-cmd CMD
                             add an external contender (placeholders {sink} {entry} {server0} {client0} ..
-                            {self} = this binary)
+                            {port} = a port of the run's own, {self} = this binary); repeatable: each
+                            --ext takes the --server-cmd and --client-cmd after it
+      --mix NAME:N,NAME:N   run these flows at once over the same paths (kernel names, or the NAME
+                            of an --ext) until the limit, and report each flow's goodput over
+                            [5 s, limit] and Jain's index; repeatable; with --mix and no
+                            --contenders only the mixes run
       --transfer SIZE       bytes per run (default: the scenario's `transfer`, else 10MB)
       --limit DUR           give up after DUR (default: the scenario's `duration`, else 120s)
       --only K=V            run only the sweep points whose label has K=V (`loss=0.05` matches
@@ -32,6 +38,9 @@ USAGE:
   braid-testbed check [scenario.toml] [--json FILE]
       self-check of delay, rate and loss against the configuration (first sweep point; default:
       one path 20Mbit/s, 100 ms RTT, 2% loss on the forward direction); exits 1 on failure
+  braid-testbed list <scenario.toml>... [--only K=V] [--contenders ..] [--ext NAME ..] [--mix ..]
+      one line per sweep point, tab-separated: scenario, label, paths, ideal Mbit/s, transfer
+      bytes, limit s, and the contenders (resolved, e.g. bbr@best → bbr@1); no root needed
   braid-testbed cleanup
       delete namespaces left by testbed processes that are gone
   braid-testbed relay LISTEN TO
@@ -57,6 +66,7 @@ pub fn main() -> i32 {
     let result = match args.first().map(String::as_str) {
         Some("run") => cmd_run(&args[1..]),
         Some("check") => cmd_check(&args[1..]),
+        Some("list") => cmd_list(&args[1..]),
         Some("cleanup") => preflight().map(|_| {
             for n in cleanup_stale() {
                 println!("removed {n}");
@@ -88,7 +98,8 @@ pub fn main() -> i32 {
 struct Args {
     files: Vec<PathBuf>,
     contenders: Option<Vec<Contender>>,
-    ext: Option<External>,
+    ext: Vec<External>,
+    mix: Vec<String>,
     transfer: Option<u64>,
     limit: Option<Duration>,
     only: Vec<String>,
@@ -101,7 +112,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args {
         files: Vec::new(),
         contenders: None,
-        ext: None,
+        ext: Vec::new(),
+        mix: Vec::new(),
         transfer: None,
         limit: None,
         only: Vec::new(),
@@ -109,7 +121,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         out_dir: None,
         assert_setup: false,
     };
-    let (mut ext_name, mut server_cmd, mut client_cmd) = (None, None, None);
+    // Each --ext opens a contender; --server-cmd and --client-cmd fill the last one opened.
+    let mut ext: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{arg} needs a value"));
@@ -117,9 +130,16 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--contenders" => {
                 a.contenders = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?);
             }
-            "--ext" => ext_name = Some(value()?),
-            "--server-cmd" => server_cmd = Some(value()?),
-            "--client-cmd" => client_cmd = Some(value()?),
+            "--ext" => ext.push((value()?, None, None)),
+            "--server-cmd" | "--client-cmd" => {
+                let v = value()?;
+                let Some(last) = ext.last_mut() else { return Err(format!("{arg} before any --ext")) };
+                let slot = if arg == "--server-cmd" { &mut last.1 } else { &mut last.2 };
+                if slot.replace(v).is_some() {
+                    return Err(format!("--ext {}: {arg} given twice", last.0));
+                }
+            }
+            "--mix" => a.mix.push(value()?),
             "--transfer" => {
                 a.transfer =
                     Some(braid_sim::units::parse_size(&value()?).map_err(|e| format!("--transfer: {e}"))?)
@@ -136,14 +156,64 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             file => a.files.push(PathBuf::from(file)),
         }
     }
-    match (ext_name, server_cmd, client_cmd) {
-        (None, None, None) => {}
-        (Some(name), Some(server_cmd), Some(client_cmd)) => {
-            a.ext = Some(External { name, server_cmd, client_cmd })
+    for (name, server_cmd, client_cmd) in ext {
+        let (Some(server_cmd), Some(client_cmd)) = (server_cmd, client_cmd) else {
+            return Err(format!("--ext {name} needs --server-cmd and --client-cmd"));
+        };
+        if a.ext.iter().any(|e| e.name == name) || name.parse::<Contender>().is_ok() {
+            return Err(format!("--ext {name}: the name is taken"));
         }
-        _ => return Err("--ext needs --server-cmd and --client-cmd".into()),
+        a.ext.push(External { name, server_cmd, client_cmd });
+    }
+    for m in &a.mix {
+        parse_mix(m, &a.ext)?;
     }
     Ok(a)
+}
+
+/// `braid:2,cubic:2` → the flows, kernel names parsed and the others looked up among the
+/// external contenders (`braid` or `ext:braid`). A count of 0 or above 16 is refused.
+fn parse_mix(text: &str, ext: &[External]) -> Result<Vec<Contender>, String> {
+    let mut flows = Vec::new();
+    for part in text.split(',') {
+        // A count is the last `:`-separated part when it is a number (`ext:braid` has none).
+        let (name, n) = match part.rsplit_once(':') {
+            Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                (name, n.parse::<usize>().map_err(|_| format!("--mix {text}: `{part}`: count too large"))?)
+            }
+            _ => (part, 1),
+        };
+        if n == 0 || n > 16 {
+            return Err(format!("--mix {text}: {n} flows of {name} (1 to 16)"));
+        }
+        let bare = name.strip_prefix("ext:").unwrap_or(name);
+        let c = match ext.iter().find(|e| e.name == bare) {
+            Some(e) => Contender::External(e.clone()),
+            None => name.parse::<Contender>().map_err(|e| format!("--mix {text}: {e}"))?,
+        };
+        flows.extend(std::iter::repeat_n(c, n));
+    }
+    if flows.len() > 32 {
+        return Err(format!("--mix {text}: {} flows (32 at most)", flows.len()));
+    }
+    Ok(flows)
+}
+
+/// The contenders of one scenario point, in run order: the kernel ones (given or the defaults;
+/// `@best` resolved), then every external one.
+fn contenders_for(a: &Args, scenario: &Scenario) -> Vec<Contender> {
+    if a.contenders.is_none() && !a.mix.is_empty() {
+        return Vec::new();
+    }
+    let mut c: Vec<Contender> = a
+        .contenders
+        .clone()
+        .unwrap_or_else(|| Contender::defaults(scenario.paths.len()))
+        .iter()
+        .map(|c| c.resolve(scenario))
+        .collect();
+    c.extend(a.ext.iter().cloned().map(Contender::External));
+    c
 }
 
 fn load(files: &[PathBuf], only: &[String]) -> Result<Vec<Scenario>, String> {
@@ -178,10 +248,15 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     println!("{}", report::header());
     'points: for scenario in &scenarios {
-        let mut contenders =
-            a.contenders.clone().unwrap_or_else(|| Contender::defaults(scenario.paths.len()));
-        if let Some(ext) = &a.ext {
-            contenders.push(Contender::External(ext.clone()));
+        let contenders = contenders_for(&a, scenario);
+        let mixed: Vec<Contender> =
+            a.mix.iter().flat_map(|m| parse_mix(m, &a.ext).unwrap_or_default()).collect();
+        if let Some(bad) = contenders.iter().chain(&mixed).find(|c| c.tcp_path() >= scenario.paths.len()) {
+            return Err(format!(
+                "{}: {bad}: the scenario has {} paths",
+                scenario.title(),
+                scenario.paths.len()
+            ));
         }
         let opts = RunOptions {
             transfer: a.transfer.or(scenario.transfer).unwrap_or(10_000_000),
@@ -197,6 +272,22 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
                 run_one(&tb, scenario, c, &opts).map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
             println!("{}", report::line(&row));
             rows.push(row);
+            if let Some(j) = &a.json {
+                report::write_json(&rows, j).map_err(|e| format!("{}: {e}", j.display()))?;
+                report::write_csv(&rows, &j.with_extension("csv")).map_err(|e| format!("csv: {e}"))?;
+            }
+        }
+        for m in &a.mix {
+            if sys::interrupted() {
+                break 'points;
+            }
+            let flows: Vec<Contender> = parse_mix(m, &a.ext)?.iter().map(|c| c.resolve(scenario)).collect();
+            let mix_rows = run_mix(&tb, scenario, &flows, m, &opts)
+                .map_err(|e| format!("{} / mix {m}: {e}", scenario.title()))?;
+            for row in mix_rows {
+                println!("{}", report::line(&row));
+                rows.push(row);
+            }
             if let Some(j) = &a.json {
                 report::write_json(&rows, j).map_err(|e| format!("{}: {e}", j.display()))?;
                 report::write_csv(&rows, &j.with_extension("csv")).map_err(|e| format!("csv: {e}"))?;
@@ -221,7 +312,11 @@ fn setup_problems(r: &Row) -> Vec<String> {
     if let Some(e) = &r.error {
         p.push(format!("{id}: {e}"));
     }
-    if r.completion_s.is_none() {
+    if !r.mix.is_empty() {
+        if r.received_bytes == 0 {
+            p.push(format!("{id} (mix {} flow {}): received nothing", r.mix, r.flow));
+        }
+    } else if r.completion_s.is_none() {
         p.push(format!("{id}: did not complete ({} of {} bytes)", r.received_bytes, r.transfer_bytes));
     }
     if r.tun_drops > 0 {
@@ -236,6 +331,29 @@ fn setup_problems(r: &Row) -> Vec<String> {
         p.push(format!("{id}: a path carried < 5% of the bytes {:?}", r.path_fwd_tx_bytes));
     }
     p
+}
+
+fn cmd_list(args: &[String]) -> Result<(), String> {
+    let a = parse_args(args)?;
+    if a.files.is_empty() {
+        return Err(format!("list: no scenario file\n\n{USAGE}"));
+    }
+    for scenario in load(&a.files, &a.only)? {
+        let transfer = a.transfer.or(scenario.transfer).unwrap_or(10_000_000);
+        let limit = a.limit.or(scenario.duration).unwrap_or(Duration::from_secs(120));
+        let names: Vec<String> = contenders_for(&a, &scenario).iter().map(|c| c.to_string()).collect();
+        println!(
+            "{}\t{}\t{}\t{:.4}\t{}\t{}\t{}",
+            scenario.name,
+            scenario.label,
+            scenario.paths.len(),
+            scenario.ideal_goodput_bps(limit) / 1e6,
+            transfer,
+            limit.as_secs_f64(),
+            names.join(",")
+        );
+    }
+    Ok(())
 }
 
 fn cmd_check(args: &[String]) -> Result<(), String> {
@@ -291,6 +409,10 @@ mod scenario_files {
 mod setup_check {
     use super::*;
 
+    pub(super) fn row_for_tests(contender: &str, paths: Vec<u64>) -> Row {
+        row(contender, paths)
+    }
+
     fn row(contender: &str, paths: Vec<u64>) -> Row {
         Row {
             scenario: "s".into(),
@@ -313,6 +435,9 @@ mod setup_check {
             load: String::new(),
             error: None,
             forwarders: Vec::new(),
+            mix: String::new(),
+            flow: 0,
+            jain: None,
         }
     }
 
@@ -329,5 +454,84 @@ mod setup_check {
         r.tun_drops = 3;
         r.ss_check = "bbr not seen".into();
         assert_eq!(setup_problems(&r).len(), 3);
+    }
+}
+
+#[cfg(test)]
+mod args {
+    use super::*;
+
+    fn args(s: &[&str]) -> Result<Args, String> {
+        parse_args(&s.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn several_external_contenders_and_mixes() {
+        let a = args(&[
+            "x.toml",
+            "--ext",
+            "braid",
+            "--server-cmd",
+            "s1 {port}",
+            "--client-cmd",
+            "c1",
+            "--ext",
+            "ctcp",
+            "--client-cmd",
+            "c2",
+            "--server-cmd",
+            "s2",
+            "--mix",
+            "braid:2,cubic:2",
+            "--mix",
+            "ext:ctcp,bbr",
+        ])
+        .unwrap();
+        assert_eq!(a.ext.len(), 2);
+        assert_eq!((a.ext[1].name.as_str(), a.ext[1].server_cmd.as_str()), ("ctcp", "s2"));
+        let m = parse_mix(&a.mix[0], &a.ext).unwrap();
+        let names: Vec<String> = m.iter().map(|c| c.to_string()).collect();
+        assert_eq!(names, ["ext:braid", "ext:braid", "cubic", "cubic"]);
+        assert_eq!(parse_mix(&a.mix[1], &a.ext).unwrap().len(), 2, "a count defaults to 1");
+        assert!(args(&["--ext", "b", "--server-cmd", "s"]).is_err(), "no client command");
+        assert!(args(&["--server-cmd", "s"]).is_err(), "no --ext before it");
+        assert!(args(&["--ext", "bbr", "--server-cmd", "s", "--client-cmd", "c"]).is_err(), "a kernel name");
+        assert!(args(&["--mix", "quic:2"]).is_err());
+        assert!(args(&["--mix", "cubic:0"]).is_err());
+        assert!(args(&["--mix", "cubic:17"]).is_err());
+    }
+
+    #[test]
+    fn contenders_in_run_order_and_mix_only_runs() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/testbed");
+        let sc = load(&[dir.join("dfec-table3.toml")], &[]).unwrap().remove(0);
+        let a = args(&[
+            "--contenders",
+            "mptcp-bbr,bbr@best",
+            "--ext",
+            "b",
+            "--server-cmd",
+            "s",
+            "--client-cmd",
+            "c",
+        ])
+        .unwrap();
+        let names: Vec<String> = contenders_for(&a, &sc).iter().map(|c| c.to_string()).collect();
+        assert_eq!(names, ["mptcp-bbr", "bbr", "ext:b"], "B1 (20 Mbit/s, no loss) is the best path");
+        let lossy = load(&[dir.join("dfec-table3.toml")], &["path.B1.loss=0.05".into()]).unwrap().remove(0);
+        let names: Vec<String> = contenders_for(&a, &lossy).iter().map(|c| c.to_string()).collect();
+        assert_eq!(names[1], "bbr", "20 × 0.95 = 19 still beats B2's 10");
+        let only_mix = args(&["--mix", "cubic:2"]).unwrap();
+        assert!(contenders_for(&only_mix, &sc).is_empty());
+    }
+
+    #[test]
+    fn setup_check_of_a_mix_needs_bytes_not_completion() {
+        let mut r = super::setup_check::row_for_tests("cubic", vec![100]);
+        r.mix = "cubic:2".into();
+        r.completion_s = None;
+        assert!(setup_problems(&r).is_empty());
+        r.received_bytes = 0;
+        assert_eq!(setup_problems(&r).len(), 1);
     }
 }

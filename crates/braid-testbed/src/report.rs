@@ -40,6 +40,14 @@ pub struct Row {
     pub load: String,
     pub error: Option<String>,
     pub forwarders: Vec<ForwardStats>,
+    /// The flow mix of a concurrent run (`braid:2,cubic:2`), empty for a run of one contender.
+    /// In a mix: `steady_mbps` is the flow's goodput over the fairness window, `ratio` that over
+    /// its fair share, `transfer_bytes` 0 (flows send until the limit).
+    pub mix: String,
+    /// The flow's index in its mix (0 outside a mix).
+    pub flow: usize,
+    /// Jain's fairness index over the mix's flows (the same on each of its rows).
+    pub jain: Option<f64>,
 }
 
 pub fn header() -> String {
@@ -79,6 +87,9 @@ pub fn line(r: &Row) -> String {
         r.ss_check,
         r.load
     );
+    if !r.mix.is_empty() {
+        s.push_str(&format!("  mix {} flow {} jain {:.3}", r.mix, r.flow, r.jain.unwrap_or(0.0)));
+    }
     if let Some(e) = &r.error {
         s.push_str(&format!("  ERROR: {e}"));
     }
@@ -93,12 +104,12 @@ pub fn write_json(rows: &[Row], path: &Path) -> io::Result<()> {
 pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
     let mut out = String::from(
         "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,goodput_mbps,\
-         steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error\n",
+         steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain\n",
     );
     let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(";");
     for r in rows {
         out.push_str(&format!(
-            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\"\n",
+            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\",\"{}\",{},{}\n",
             r.scenario,
             r.label,
             r.seed,
@@ -117,6 +128,9 @@ pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
             r.ss_check,
             r.load,
             r.error.clone().unwrap_or_default().replace('"', "'"),
+            r.mix,
+            r.flow,
+            r.jain.map(|j| format!("{j:.4}")).unwrap_or_default(),
         ));
     }
     std::fs::write(path, out)

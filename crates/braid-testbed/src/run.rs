@@ -1,6 +1,7 @@
-//! One contender over one scenario point: start the forwarders (time zero of the scenario's
-//! outages and changes), the sink, the contender's helper commands and the sender; wait for the
-//! last byte, the limit or Ctrl-C; collect the counters.
+//! One contender over one scenario point ([`run_one`]), or several flows at once sharing the
+//! paths ([`run_mix`]): start the forwarders (time zero of the scenario's outages and changes),
+//! each flow's sink, helper commands and sender; wait for the last byte, the limit or Ctrl-C;
+//! collect the counters.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -25,6 +26,7 @@ static PORT: AtomicU16 = AtomicU16::new(5001);
 const STEADY_FROM: Duration = Duration::from_secs(2);
 
 pub struct RunOptions {
+    /// Bytes per run (per flow in a mix: ignored, flows send until the limit).
     pub transfer: u64,
     pub limit: Duration,
     /// Where `ss -tinM` snapshots go.
@@ -80,6 +82,217 @@ fn ss_verdict(contender: &Contender, ss: &str) -> String {
     }
 }
 
+/// The forwarders of every path, both directions; time zero of the scenario is when they start.
+struct Forwarders {
+    stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<forwarder::ForwardStats>>,
+}
+
+impl Forwarders {
+    fn start(tb: &Testbed, scenario: &Scenario) -> Forwarders {
+        let stop = Arc::new(AtomicBool::new(false));
+        let epoch = Instant::now();
+        let mut handles = Vec::new();
+        for (i, p) in scenario.paths.iter().enumerate() {
+            let d = &tb.paths[i];
+            for (fwd, name, input, output, config) in [
+                (true, format!("{}>", p.name), &d.client_tun, &d.server_tun, &p.forward),
+                (false, format!("{}<", p.name), &d.server_tun, &d.client_tun, &p.reverse),
+            ] {
+                handles.push(forwarder::spawn(
+                    Direction {
+                        name,
+                        input: input.clone(),
+                        output: output.clone(),
+                        config: config.clone(),
+                        seed: derive_seed(scenario.seed, 2 * i as u64 + u64::from(!fwd)),
+                    },
+                    epoch,
+                    stop.clone(),
+                ));
+            }
+        }
+        Forwarders { stop, handles }
+    }
+
+    fn finish(self) -> Vec<forwarder::ForwardStats> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    }
+}
+
+/// One flow: a sink in the server namespace, the contender's helpers, its sender(s).
+struct Flow {
+    contender: Contender,
+    progress: Arc<Progress>,
+    port: u16,
+    sink: std::thread::JoinHandle<io::Result<()>>,
+    senders: Vec<std::thread::JoinHandle<io::Result<()>>>,
+    helpers: Helpers,
+    /// (time, bytes) at the start of the steady-state window.
+    mark: Option<(Instant, u64)>,
+}
+
+impl Flow {
+    /// The sink and the helper commands (the caller waits for the helpers to come up).
+    fn prepare(tb: &Testbed, paths: usize, contender: &Contender, transfer: u64) -> io::Result<Flow> {
+        let port = PORT.fetch_add(1, Ordering::SeqCst);
+        let progress = Progress::new(transfer);
+        let mptcp = matches!(contender, Contender::Mptcp { .. });
+        let connections = if matches!(contender, Contender::MultiTcp { .. }) { paths } else { 1 };
+        let sink_addr = match contender {
+            Contender::External(_) => SocketAddrV4::new(Ipv4Addr::LOCALHOST, port),
+            _ => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port),
+        };
+        let ready = Arc::new(AtomicBool::new(false));
+        let sink = {
+            let (progress, ready) = (progress.clone(), ready.clone());
+            sys::spawn_in(&tb.server_ns, "sink", move || {
+                bulk::sink(sink_addr, mptcp, connections, transfer, progress, ready)
+            })
+        };
+        while !ready.load(Ordering::SeqCst) && !sink.is_finished() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut helpers = Helpers(Vec::new());
+        if let Contender::External(ext) = contender {
+            let (s, e) = (sink_addr.to_string(), Self::entry(contender, port).to_string());
+            let own = port.wrapping_add(20000);
+            helpers.0.push(spawn_helper(&tb.server_ns, &expand(&ext.server_cmd, &s, &e, own, paths))?);
+            helpers.0.push(spawn_helper(&tb.client_ns, &expand(&ext.client_cmd, &s, &e, own, paths))?);
+        }
+        Ok(Flow {
+            contender: contender.clone(),
+            progress,
+            port,
+            sink,
+            senders: Vec::new(),
+            helpers,
+            mark: None,
+        })
+    }
+
+    /// Where the sender connects.
+    fn entry(contender: &Contender, port: u16) -> SocketAddrV4 {
+        match contender {
+            Contender::External(_) => SocketAddrV4::new(Ipv4Addr::LOCALHOST, port.wrapping_add(10000)),
+            c => SocketAddrV4::new(server_addr(c.tcp_path()), port),
+        }
+    }
+
+    /// Start the sender connection(s).
+    fn start(&mut self, tb: &Testbed, paths: usize, deadline: Instant) {
+        let multi = matches!(self.contender, Contender::MultiTcp { .. });
+        let connections = if multi { paths } else { 1 };
+        for c in 0..connections {
+            let (to, from) = match &self.contender {
+                Contender::MultiTcp { .. } => {
+                    (SocketAddrV4::new(server_addr(c), self.port), Some(SocketAddrV4::new(client_addr(c), 0)))
+                }
+                // A single TCP connection on path i leaves from path i's address (policy routing).
+                Contender::Tcp { .. } if self.contender.tcp_path() > 0 => {
+                    let i = self.contender.tcp_path();
+                    (Self::entry(&self.contender, self.port), Some(SocketAddrV4::new(client_addr(i), 0)))
+                }
+                _ => (Self::entry(&self.contender, self.port), None),
+            };
+            let (cc, progress) = (self.contender.cc().map(str::to_owned), self.progress.clone());
+            let is_mptcp = matches!(self.contender, Contender::Mptcp { .. });
+            // 2-TCP: chunks are claimed when the connection can send them (256 KB unsent at most).
+            let lowat = (connections > 1).then_some(256 * 1024);
+            self.senders.push(sys::spawn_in(&tb.client_ns, "sender", move || {
+                bulk::send(to, from, is_mptcp, cc, lowat, deadline, progress)
+            }));
+        }
+    }
+
+    fn received(&self) -> u64 {
+        self.progress.received.load(Ordering::SeqCst)
+    }
+
+    fn done(&self) -> bool {
+        self.progress.done.lock().unwrap().is_some()
+    }
+
+    /// Every sender gave up (an error) before the end: nothing more will arrive.
+    fn failed(&self) -> bool {
+        !self.done() && self.senders.iter().all(|s| s.is_finished())
+    }
+
+    /// Take the steady-state mark once `from` has passed since the first connect.
+    fn maybe_mark(&mut self, from: Duration) {
+        if self.mark.is_none() {
+            let t0 = *self.progress.started.lock().unwrap();
+            if t0.is_some_and(|t0| t0.elapsed() >= from) {
+                self.mark = Some((Instant::now(), self.received()));
+            }
+        }
+    }
+
+    /// Stop the flow and join its threads and helpers; the first error, if any.
+    fn stop(&mut self) -> Option<String> {
+        self.progress.stop.store(true, Ordering::SeqCst);
+        let mut error = None;
+        for s in self.senders.drain(..) {
+            if let Ok(Err(e)) = s.join() {
+                error.get_or_insert(format!("sender: {e}"));
+            }
+        }
+        let sink = std::mem::replace(&mut self.sink, std::thread::spawn(|| Ok(())));
+        if let Ok(Err(e)) = sink.join() {
+            error.get_or_insert(format!("sink: {e}"));
+        }
+        self.helpers.stop();
+        error
+    }
+}
+
+impl Helpers {
+    fn stop(&mut self) {
+        let all = std::mem::take(&mut self.0);
+        drop(Helpers(all));
+    }
+}
+
+fn counters(tb: &Testbed, paths: usize) -> io::Result<(Vec<IfCounters>, Vec<IfCounters>)> {
+    Ok((
+        (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?,
+        (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?,
+    ))
+}
+
+/// What the interface counters say about a run: (bytes into each path at the client, bytes out
+/// of each path at the server, TUN drops).
+fn counter_delta(
+    before: &(Vec<IfCounters>, Vec<IfCounters>),
+    after: &(Vec<IfCounters>, Vec<IfCounters>),
+) -> (Vec<u64>, Vec<u64>, u64) {
+    let ((bc, bs), (ac, as_)) = (before, after);
+    let mut drops = 0;
+    for i in 0..bc.len() {
+        drops += ac[i].tx_dropped - bc[i].tx_dropped + ac[i].rx_dropped - bc[i].rx_dropped;
+        drops += as_[i].tx_dropped - bs[i].tx_dropped + as_[i].rx_dropped - bs[i].rx_dropped;
+    }
+    (
+        (0..bc.len()).map(|i| ac[i].tx_bytes - bc[i].tx_bytes).collect(),
+        (0..bc.len()).map(|i| as_[i].rx_bytes - bs[i].rx_bytes).collect(),
+        drops,
+    )
+}
+
+fn ss_file(opts: &RunOptions, scenario: &Scenario, what: &str) -> std::path::PathBuf {
+    opts.out_dir.join(format!(
+        "ss-{}-{}{}.txt",
+        scenario.name,
+        what.replace([':', ','], "_"),
+        if scenario.label.is_empty() {
+            String::new()
+        } else {
+            format!("-{}", scenario.label.replace([' ', '='], "_"))
+        }
+    ))
+}
+
 pub fn run_one(
     tb: &Testbed,
     scenario: &Scenario,
@@ -91,141 +304,44 @@ pub fn run_one(
     if let Some(cc) = contender.cc() {
         tb.set_default_cc(cc);
     }
-    let before_c: Vec<IfCounters> = (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
-    let before_s: Vec<IfCounters> = (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;
-
-    // Forwarders: time zero of the scenario is now.
-    let fwd_stop = Arc::new(AtomicBool::new(false));
-    let epoch = Instant::now();
-    let mut fwd = Vec::new();
-    for (i, p) in scenario.paths.iter().enumerate() {
-        let d = &tb.paths[i];
-        fwd.push(forwarder::spawn(
-            Direction {
-                name: format!("{}>", p.name),
-                input: d.client_tun.clone(),
-                output: d.server_tun.clone(),
-                config: p.forward.clone(),
-                seed: derive_seed(scenario.seed, 2 * i as u64),
-            },
-            epoch,
-            fwd_stop.clone(),
-        ));
-        fwd.push(forwarder::spawn(
-            Direction {
-                name: format!("{}<", p.name),
-                input: d.server_tun.clone(),
-                output: d.client_tun.clone(),
-                config: p.reverse.clone(),
-                seed: derive_seed(scenario.seed, 2 * i as u64 + 1),
-            },
-            epoch,
-            fwd_stop.clone(),
-        ));
-    }
-
-    let port = PORT.fetch_add(1, Ordering::SeqCst);
-    let progress = Progress::new(opts.transfer);
-    let mptcp = matches!(contender, Contender::Mptcp { .. });
-    let connections = if matches!(contender, Contender::MultiTcp { .. }) { paths } else { 1 };
-    let (sink_addr, entry_addr) = match contender {
-        Contender::External(_) => (
-            SocketAddrV4::new(Ipv4Addr::LOCALHOST, port),
-            SocketAddrV4::new(Ipv4Addr::LOCALHOST, port.wrapping_add(10000)),
-        ),
-        _ => (SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port), SocketAddrV4::new(server_addr(0), port)),
-    };
-    let ready = Arc::new(AtomicBool::new(false));
-    let sink = {
-        let (progress, ready, total) = (progress.clone(), ready.clone(), opts.transfer);
-        sys::spawn_in(&tb.server_ns, "sink", move || {
-            bulk::sink(sink_addr, mptcp, connections, total, progress, ready)
-        })
-    };
-    while !ready.load(Ordering::SeqCst) && !sink.is_finished() {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let mut helpers = Helpers(Vec::new());
-    if let Contender::External(ext) = contender {
-        let (s, e) = (sink_addr.to_string(), entry_addr.to_string());
-        helpers.0.push(spawn_helper(&tb.server_ns, &expand(&ext.server_cmd, &s, &e, paths))?);
-        helpers.0.push(spawn_helper(&tb.client_ns, &expand(&ext.client_cmd, &s, &e, paths))?);
+    let before = counters(tb, paths)?;
+    let fwd = Forwarders::start(tb, scenario);
+    let mut flow = Flow::prepare(tb, paths, contender, opts.transfer)?;
+    if matches!(contender, Contender::External(_)) {
         std::thread::sleep(Duration::from_millis(500));
     }
     let deadline = Instant::now() + opts.limit;
-    let mut senders = Vec::new();
-    for c in 0..connections {
-        let (to, from) = match contender {
-            Contender::MultiTcp { .. } => {
-                (SocketAddrV4::new(server_addr(c), port), Some(SocketAddrV4::new(client_addr(c), 0)))
-            }
-            _ => (entry_addr, None),
-        };
-        let (cc, progress) = (contender.cc().map(str::to_owned), progress.clone());
-        let is_mptcp = mptcp;
-        // 2-TCP: chunks are claimed when the connection can send them (256 KB unsent at most).
-        let lowat = (connections > 1).then_some(256 * 1024);
-        senders.push(sys::spawn_in(&tb.client_ns, "sender", move || {
-            bulk::send(to, from, is_mptcp, cc, lowat, deadline, progress)
-        }));
-    }
+    flow.start(tb, paths, deadline);
 
-    let ss_file = opts.out_dir.join(format!(
-        "ss-{}-{}{}.txt",
-        scenario.name,
-        contender.to_string().replace(':', "_"),
-        if scenario.label.is_empty() {
-            String::new()
-        } else {
-            format!("-{}", scenario.label.replace([' ', '='], "_"))
-        }
-    ));
+    let ss_file = ss_file(opts, scenario, &contender.to_string());
     let mut ss_text: Option<String> = None;
     let started = Instant::now();
-    let mut error = None;
-    // (time, bytes) at the first sample 2 s after the first connect: the start of the
-    // steady-state window (TESTBED.md's iperf3 numbers skip the first 2 s likewise).
-    let mut mark_2s: Option<(Instant, u64)> = None;
     loop {
         std::thread::sleep(Duration::from_millis(10));
-        if mark_2s.is_none() {
-            let t0 = *progress.started.lock().unwrap();
-            if t0.is_some_and(|t0| t0.elapsed() >= STEADY_FROM) {
-                mark_2s = Some((Instant::now(), progress.received.load(Ordering::SeqCst)));
-            }
-        }
-        if progress.done.lock().unwrap().is_some() || Instant::now() >= deadline || sys::interrupted() {
+        // (time, bytes) at the first sample 2 s after the first connect: the start of the
+        // steady-state window (TESTBED.md's iperf3 numbers skip the first 2 s likewise).
+        flow.maybe_mark(STEADY_FROM);
+        if flow.done() || Instant::now() >= deadline || sys::interrupted() {
             break;
         }
         if ss_text.is_none()
-            && (progress.received.load(Ordering::Relaxed) > opts.transfer / 3
-                || started.elapsed() > Duration::from_secs(2))
+            && (flow.received() > opts.transfer / 3 || started.elapsed() > Duration::from_secs(2))
         {
             ss_text = Some(snapshot_ss(tb, &ss_file));
         }
-        if senders.iter().all(|s| s.is_finished()) && progress.done.lock().unwrap().is_none() {
-            // Every sender gave up (an error): nothing more will arrive.
+        if flow.failed() {
             break;
         }
     }
     if ss_text.is_none() {
         ss_text = Some(snapshot_ss(tb, &ss_file));
     }
-    progress.stop.store(true, Ordering::SeqCst);
-    for s in senders {
-        if let Ok(Err(e)) = s.join() {
-            error.get_or_insert(format!("sender: {e}"));
-        }
-    }
-    if let Ok(Err(e)) = sink.join() {
-        error.get_or_insert(format!("sink: {e}"));
-    }
-    drop(helpers);
-    fwd_stop.store(true, Ordering::SeqCst);
-    let fwd_stats: Vec<_> = fwd.into_iter().map(|h| h.join().unwrap_or_default()).collect();
-    let after_c: Vec<IfCounters> = (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
-    let after_s: Vec<IfCounters> = (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;
+    let error = flow.stop();
+    let fwd_stats = fwd.finish();
+    let after = counters(tb, paths)?;
+    let (tx, rx, tun_drops) = counter_delta(&before, &after);
 
+    let progress = &flow.progress;
     let t0 = progress.started.lock().unwrap().unwrap_or(started);
     let done = *progress.done.lock().unwrap();
     let received = progress.received.load(Ordering::SeqCst).min(opts.transfer);
@@ -236,17 +352,10 @@ pub fn run_one(
     let goodput_bps = received as f64 * 8.0 / secs;
     let end = done.unwrap_or_else(Instant::now);
     // Only when the window is at least 2 s long (a transfer of 4 s or more).
-    let steady_mbps = mark_2s.and_then(|(t, b)| {
+    let steady_mbps = flow.mark.and_then(|(t, b)| {
         let span = end.saturating_duration_since(t).as_secs_f64();
         (span >= 2.0).then(|| (received.saturating_sub(b)) as f64 * 8.0 / span / 1e6)
     });
-    let mut tun_drops = 0;
-    for i in 0..paths {
-        tun_drops +=
-            after_c[i].tx_dropped - before_c[i].tx_dropped + after_c[i].rx_dropped - before_c[i].rx_dropped;
-        tun_drops +=
-            after_s[i].tx_dropped - before_s[i].tx_dropped + after_s[i].rx_dropped - before_s[i].rx_dropped;
-    }
     let ss = ss_text.unwrap_or_default();
     Ok(Row {
         scenario: scenario.name.clone(),
@@ -261,13 +370,143 @@ pub fn run_one(
         steady_mbps,
         ideal_mbps: ideal_bps / 1e6,
         ratio: if ideal_bps > 0.0 { goodput_bps / ideal_bps } else { 0.0 },
-        path_fwd_tx_bytes: (0..paths).map(|i| after_c[i].tx_bytes - before_c[i].tx_bytes).collect(),
-        path_fwd_rx_bytes: (0..paths).map(|i| after_s[i].rx_bytes - before_s[i].rx_bytes).collect(),
+        path_fwd_tx_bytes: tx,
+        path_fwd_rx_bytes: rx,
         tun_drops,
         ss_check: ss_verdict(contender, &ss),
         ss_file: ss_file.display().to_string(),
         load,
         error,
         forwarders: fwd_stats,
+        mix: String::new(),
+        flow: 0,
+        jain: None,
     })
+}
+
+/// Fairness window: per-flow goodput is measured from this share of the limit to its end (the
+/// flows' slow starts left out).
+const MIX_WARMUP: Duration = Duration::from_secs(5);
+
+/// Several flows at once over the same paths (fairness on a shared bottleneck): every flow
+/// starts together and sends until the limit. A row per flow: `steady_mbps` is its goodput over
+/// [5 s, limit] (the whole run when the limit is shorter than 10 s), `ratio` that goodput over
+/// its fair share (the ideal / number of flows), `jain` Jain's fairness index of the flows'
+/// window goodputs, (Σx)² / (n Σx²) — R. Jain, D. Chiu, W. Hawe, DEC-TR-301 (1984), Eq. (1).
+/// Kernel flows set their congestion control per socket, so cubic and bbr flows can share a
+/// run; the namespaces' default is left as it is.
+pub fn run_mix(
+    tb: &Testbed,
+    scenario: &Scenario,
+    mix: &[Contender],
+    mix_name: &str,
+    opts: &RunOptions,
+) -> io::Result<Vec<Row>> {
+    let paths = scenario.paths.len();
+    let load = sys::load_average();
+    let before = counters(tb, paths)?;
+    let fwd = Forwarders::start(tb, scenario);
+    // Unbounded in practice: the limit ends the run.
+    let unbounded = u64::MAX / 4;
+    let mut flows = Vec::new();
+    for c in mix {
+        flows.push(Flow::prepare(tb, paths, c, unbounded)?);
+    }
+    if mix.iter().any(|c| matches!(c, Contender::External(_))) {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let started = Instant::now();
+    let deadline = started + opts.limit;
+    for f in &mut flows {
+        f.start(tb, paths, deadline);
+    }
+    let warmup = if opts.limit >= 2 * MIX_WARMUP { MIX_WARMUP } else { Duration::ZERO };
+    let mut window_start: Option<(Instant, Vec<u64>)> = None;
+    let ss_file = ss_file(opts, scenario, &format!("mix-{mix_name}"));
+    let mut ss_text: Option<String> = None;
+    while Instant::now() < deadline && !sys::interrupted() {
+        std::thread::sleep(Duration::from_millis(10));
+        if window_start.is_none() && started.elapsed() >= warmup {
+            window_start = Some((Instant::now(), flows.iter().map(Flow::received).collect()));
+        }
+        if ss_text.is_none() && started.elapsed() > Duration::from_secs(2) {
+            ss_text = Some(snapshot_ss(tb, &ss_file));
+        }
+        if flows.iter().all(Flow::failed) {
+            break;
+        }
+    }
+    let end = Instant::now();
+    let end_bytes: Vec<u64> = flows.iter().map(Flow::received).collect();
+    let ss = ss_text.unwrap_or_else(|| snapshot_ss(tb, &ss_file));
+    let errors: Vec<Option<String>> = flows.iter_mut().map(Flow::stop).collect();
+    let fwd_stats = fwd.finish();
+    let after = counters(tb, paths)?;
+    let (tx, rx, tun_drops) = counter_delta(&before, &after);
+
+    let (w_at, w_bytes) = window_start.unwrap_or((started, vec![0; flows.len()]));
+    let span = end.saturating_duration_since(w_at).as_secs_f64().max(1e-6);
+    let window: Vec<f64> =
+        end_bytes.iter().zip(&w_bytes).map(|(e, b)| e.saturating_sub(*b) as f64 * 8.0 / span / 1e6).collect();
+    let jain = jain_index(&window);
+    let elapsed = end.saturating_duration_since(started);
+    let ideal_bps = scenario.ideal_goodput_bps(elapsed.max(Duration::from_millis(1)));
+    let share = ideal_bps / 1e6 / flows.len().max(1) as f64;
+    let rows = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let t0 = f.progress.started.lock().unwrap().unwrap_or(started);
+            let secs = end.saturating_duration_since(t0).as_secs_f64().max(1e-6);
+            Row {
+                scenario: scenario.name.clone(),
+                label: scenario.label.clone(),
+                seed: scenario.seed,
+                contender: f.contender.to_string(),
+                transfer_bytes: 0,
+                received_bytes: end_bytes[i],
+                completion_s: None,
+                elapsed_s: secs,
+                goodput_mbps: end_bytes[i] as f64 * 8.0 / secs / 1e6,
+                steady_mbps: Some(window[i]),
+                ideal_mbps: ideal_bps / 1e6,
+                ratio: if share > 0.0 { window[i] / share } else { 0.0 },
+                path_fwd_tx_bytes: tx.clone(),
+                path_fwd_rx_bytes: rx.clone(),
+                tun_drops,
+                ss_check: ss_verdict(&f.contender, &ss),
+                ss_file: ss_file.display().to_string(),
+                load: load.clone(),
+                error: errors[i].clone(),
+                forwarders: if i == 0 { fwd_stats.clone() } else { Vec::new() },
+                mix: mix_name.to_owned(),
+                flow: i,
+                jain,
+            }
+        })
+        .collect();
+    Ok(rows)
+}
+
+/// Jain's fairness index (Σx)² / (n Σx²): 1 when all are equal, 1/n when one takes everything.
+pub fn jain_index(x: &[f64]) -> Option<f64> {
+    let sum: f64 = x.iter().sum();
+    let squares: f64 = x.iter().map(|v| v * v).sum();
+    (!x.is_empty() && squares > 0.0).then(|| sum * sum / (x.len() as f64 * squares))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_bounds() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0, 5.0]), Some(1.0));
+        let one = jain_index(&[8.0, 0.0, 0.0, 0.0]).unwrap();
+        assert!((one - 0.25).abs() < 1e-12, "{one}");
+        let two = jain_index(&[3.0, 1.0]).unwrap();
+        assert!((two - 0.8).abs() < 1e-12, "16 / (2 × 10) = {two}");
+        assert_eq!(jain_index(&[]), None);
+        assert_eq!(jain_index(&[0.0, 0.0]), None);
+    }
 }
