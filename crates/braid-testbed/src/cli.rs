@@ -40,7 +40,8 @@ USAGE:
       one path 20Mbit/s, 100 ms RTT, 2% loss on the forward direction); exits 1 on failure
   braid-testbed list <scenario.toml>... [--only K=V] [--contenders ..] [--ext NAME ..] [--mix ..]
       one line per sweep point, tab-separated: scenario, label, paths, ideal Mbit/s, transfer
-      bytes, limit s, and the contenders (resolved, e.g. bbr@best → bbr@1); no root needed
+      bytes, limit s, the highest mean loss of a forward path, and the contenders (resolved,
+      e.g. bbr@best → bbr@1); no root needed
   braid-testbed cleanup
       delete namespaces left by testbed processes that are gone
   braid-testbed relay LISTEN TO
@@ -342,14 +343,16 @@ fn cmd_list(args: &[String]) -> Result<(), String> {
         let transfer = a.transfer.or(scenario.transfer).unwrap_or(10_000_000);
         let limit = a.limit.or(scenario.duration).unwrap_or(Duration::from_secs(120));
         let names: Vec<String> = contenders_for(&a, &scenario).iter().map(|c| c.to_string()).collect();
+        let loss = scenario.paths.iter().map(|p| p.forward.loss.mean_loss()).fold(0.0, f64::max);
         println!(
-            "{}\t{}\t{}\t{:.4}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{:.4}\t{}\t{}\t{}\t{}",
             scenario.name,
             scenario.label,
             scenario.paths.len(),
             scenario.ideal_goodput_bps(limit) / 1e6,
             transfer,
             limit.as_secs_f64(),
+            loss,
             names.join(",")
         );
     }

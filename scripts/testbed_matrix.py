@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""The testbed scenario matrix (issue 6 items 2, 4, 5), driven by scripts/testbed-matrix.sh.
+
+For every scenario of MATRIX and every sweep point, one `braid-testbed run` invocation runs every
+contender over the same emulated paths, one after the other: the kernel's (cubic, bbr on one path;
+MPTCP cubic/bbr, 2-TCP bbr and bbr on the best single path on several) and braid's (`braid
+forward`/`braid server`, the default mode and every seed mode, as external contenders). The
+fairness scenario runs flow mixes instead. Raw rows go to RAW/testbed/<scenario>/<point>.{json,csv}
+with RAW/testbed/<scenario>/<point>.meta.json (commit, seed, command, date, load); a point whose
+.meta.json records the same configuration is skipped (resume). Then braid-sim runs its `tcp` and
+`mptcp` models (cubic and bbr, as the kernel) and braid on the same scenario files with the same
+transfer and limit, into RAW/sim/<scenario>/<model>/summary.csv.
+
+Usage: testbed_matrix.py [--quick] [--only SCENARIO]... [--out RAW] [--force] [--estimate]
+                         [--no-sim] [--no-testbed]
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTBED = os.path.join(ROOT, "target/release/braid-testbed")
+BRAID = os.path.join(ROOT, "target/release/braid")
+SIM = os.path.join(ROOT, "target/release/braid-sim")
+SCEN = os.path.join(ROOT, "scenarios/testbed")
+
+# The matrix. `transfer`/`limit` override the scenario file's for the testbed and the simulator
+# alike (None: the file's). Chosen so that the whole matrix takes about an hour: a contender that
+# keeps up finishes in 4-8 s; one that does not (kernel cubic at 1 % loss needs 72 s for the CTCP
+# file) is cut at the limit and reported with its goodput so far.
+MATRIX = [
+    # CTCP Table IV: the paper's 11,492,499-byte file; 15 s instead of 120 s.
+    {"file": "ctcp-table4.toml", "transfer": None, "limit": "15s"},
+    # FMTCP Table II: 15 MB instead of 30 MB (~7.5 s at the ideal 20 Mbit/s), 15 s.
+    {"file": "fmtcp-table2-loss.toml", "transfer": "15MB", "limit": "15s"},
+    {"file": "fmtcp-table2-delay.toml", "transfer": "15MB", "limit": "15s"},
+    # The file's own (surge at 8 s, 30 MB, 40 s).
+    {"file": "fmtcp-loss-surge.toml", "transfer": None, "limit": "30s"},
+    # dFEC Table III: the file's (15 MB, 15 s).
+    {"file": "dfec-table3.toml", "transfer": None, "limit": None},
+    # Satellite + cellular, the cellular path failing at 4 s: the file's (6 MB, 30 s), 20 s.
+    {"file": "satellite-cellular.toml", "transfer": None, "limit": "20s"},
+    # Fairness: flow mixes on one bottleneck, 25 s each.
+    {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None,
+     "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},
+]
+
+# braid's modes as external contenders: the default (`braid`) and each seed mode.
+BRAID_MODES = ["braid", "ctcp", "fmtcp", "dfec", "sato", "tcp-ir"]
+BRAID_MULTIPATH_MODES = ["mptcp-dfec"]
+KERNEL_ONE = ["cubic", "bbr"]
+KERNEL_MULTI = ["mptcp-cubic", "mptcp-bbr", "2tcp-bbr", "bbr@best"]
+
+QUICK = {
+    "transfer": "3MB",
+    "limit": "8s",
+    "kernel_one": ["bbr"],
+    "kernel_multi": ["mptcp-bbr", "bbr@best"],
+    "modes": ["braid"],
+    "mixes": ["braid:1,cubic:1"],
+    "mix_limit": "12s",
+}
+
+# Run-time model for the estimate (seconds): per run on top of the transfer, per point (testbed
+# setup and teardown).
+OVERHEAD_KERNEL, OVERHEAD_EXT, OVERHEAD_POINT = 1.0, 2.0, 1.0
+
+
+def parse_secs(s):
+    m = re.fullmatch(r"([0-9.]+)\s*(ms|s|m|min)?", s.strip())
+    if not m:
+        raise ValueError(f"duration {s!r}")
+    v, unit = float(m.group(1)), m.group(2) or "s"
+    return v / 1000 if unit == "ms" else v * 60 if unit in ("m", "min") else v
+
+
+def git(*args):
+    try:
+        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def ext_args(mode, paths, key):
+    """--ext NAME --server-cmd … --client-cmd … for one braid mode over `paths` paths."""
+    name = "braid" if mode == "braid" else f"braid-{mode}"
+    server = f"{BRAID} server --listen 0.0.0.0:{{port}} --key {key}"
+    client = (f"{BRAID} forward --listen {{entry}} --to {{sink}} --server {{server0}}:{{port}} "
+              + " ".join(f"--path {{client{i}}}" for i in range(paths))
+              + f" --key {key}" + ("" if mode == "braid" else f" --mode {mode}"))
+    return ["--ext", name, "--server-cmd", server, "--client-cmd", client]
+
+
+def list_points(entry, quick):
+    """The sweep points of a matrix entry: braid-testbed's own parser (`list`)."""
+    out = subprocess.run([TESTBED, "list", os.path.join(SCEN, entry["file"]), *override_args(entry, quick),
+                          "--contenders", "cubic"], capture_output=True, text=True, check=True).stdout
+    points = []
+    for line in out.splitlines():
+        name, label, paths, ideal, transfer, limit, loss, _ = line.split("\t")
+        points.append({"scenario": name, "label": label, "paths": int(paths), "ideal": float(ideal),
+                       "transfer": int(transfer), "limit": float(limit), "loss": float(loss)})
+    if quick:
+        points = points[:1]
+    return points
+
+
+def override_args(entry, quick, mix=False):
+    a = []
+    transfer = QUICK["transfer"] if quick else entry.get("transfer")
+    limit = (QUICK["mix_limit"] if mix else QUICK["limit"]) if quick else entry.get("limit")
+    if transfer:
+        a += ["--transfer", transfer]
+    if limit:
+        a += ["--limit", limit]
+    return a
+
+
+def contenders(point, quick):
+    multi = point["paths"] > 1
+    if quick:
+        kernel = QUICK["kernel_multi"] if multi else QUICK["kernel_one"]
+        modes = QUICK["modes"]
+    else:
+        kernel = KERNEL_MULTI if multi else KERNEL_ONE
+        modes = BRAID_MODES + (BRAID_MULTIPATH_MODES if multi else [])
+    return kernel, modes
+
+
+def mixes(entry, quick):
+    if "mixes" not in entry:
+        return []
+    return QUICK["mixes"] if quick else entry["mixes"]
+
+
+def estimate_run(name, point):
+    """Expected seconds of one contender on one point: the limit where it is not expected to keep
+    up (kernel cubic with any loss; the XOR seed modes at 1 % loss or more), else the transfer at
+    0.8 × the ideal; plus its overhead."""
+    ext = name.startswith("braid")
+    slow = ("cubic" in name and point["loss"] > 0) or (
+        any(m in name for m in ("sato", "tcp-ir", "dfec")) and point["loss"] >= 0.01)
+    if slow or point["ideal"] <= 0:
+        t = point["limit"]
+    else:
+        t = min(point["limit"], point["transfer"] * 8 / (0.8 * point["ideal"] * 1e6))
+    return t + (OVERHEAD_EXT if ext else OVERHEAD_KERNEL)
+
+
+def plan(quick, only):
+    """[(entry, point, kernel contenders, braid modes, mixes, expected s, bound s)]."""
+    items = []
+    for entry in MATRIX:
+        stem = entry["file"].removesuffix(".toml")
+        if only and stem not in only:
+            continue
+        for point in list_points(entry, quick):
+            ms = mixes(entry, quick)
+            kernel, modes = contenders(point, quick) if not ms else ([], [])
+            names = kernel + [("braid" if m == "braid" else f"braid-{m}") for m in modes]
+            exp = OVERHEAD_POINT + sum(estimate_run(n, point) for n in names)
+            bound = OVERHEAD_POINT + sum(point["limit"] + (OVERHEAD_EXT if n.startswith("braid") else OVERHEAD_KERNEL)
+                                         for n in names)
+            if ms:
+                mix_limit = parse_secs(QUICK["mix_limit"]) if quick else point["limit"]
+                exp += len(ms) * (mix_limit + OVERHEAD_EXT)
+                bound += len(ms) * (mix_limit + OVERHEAD_EXT)
+            items.append((entry, point, kernel, modes, ms, exp, bound))
+    return items
+
+
+def slug(label):
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label) or "all"
+
+
+def run_testbed(items, raw, key, force, quick):
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    done_n = skipped = failed = 0
+    for entry, point, kernel, modes, ms, exp, _ in items:
+        outdir = os.path.join(raw, "testbed", point["scenario"])
+        os.makedirs(outdir, exist_ok=True)
+        base = os.path.join(outdir, slug(point["label"]))
+        cmd = [TESTBED, "run", os.path.join(SCEN, entry["file"])]
+        for part in point["label"].split():
+            cmd += ["--only", part]
+        cmd += override_args(entry, quick, mix=bool(ms))
+        if ms:
+            for m in ms:
+                cmd += ["--mix", m]
+            modes_needed = sorted({p.split(":")[0] for m in ms for p in m.split(",") if p.startswith("braid")})
+            for m in modes_needed:
+                cmd += ext_args("braid" if m == "braid" else m.removeprefix("braid-"), point["paths"], key)
+        else:
+            cmd += ["--contenders", ",".join(kernel)]
+            for m in modes:
+                cmd += ext_args(m, point["paths"], key)
+        cmd += ["--json", base + ".json", "--out-dir", os.path.join(outdir, "ss")]
+        # The configuration a finished point must match to be skipped: the command without the
+        # key's and binaries' locations.
+        config = hashlib.sha256(" ".join(cmd).replace(key, "KEY").replace(ROOT, ".").encode()).hexdigest()[:16]
+        meta_file = base + ".meta.json"
+        if not force and os.path.exists(meta_file) and os.path.exists(base + ".csv"):
+            try:
+                meta = json.load(open(meta_file))
+                if meta.get("config") == config and meta.get("complete"):
+                    skipped += 1
+                    print(f"skip {point['scenario']} {point['label']} (done {meta.get('finished')})")
+                    continue
+            except (OSError, ValueError):
+                pass
+        print(f"=== {point['scenario']} {point['label'] or '(one point)'}  (expected ~{exp:.0f} s)", flush=True)
+        started = time.time()
+        meta = {
+            "scenario": point["scenario"], "label": point["label"], "config": config,
+            "commit": commit, "dirty_tree": dirty, "quick": quick,
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "load_before": open("/proc/loadavg").read().strip() if os.path.exists("/proc/loadavg") else "",
+            "kernel": os.uname().release, "command": shlex.join(cmd).replace(key, "KEY"),
+        }
+        rc = subprocess.run(cmd).returncode
+        meta.update({
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "wall_s": round(time.time() - started, 1), "exit": rc, "complete": rc == 0,
+        })
+        with open(meta_file, "w") as f:
+            json.dump(meta, f, indent=1)
+        if rc == 130 or rc < 0:
+            print("interrupted; rerun the same command to resume", file=sys.stderr)
+            sys.exit(130)
+        if rc == 0:
+            done_n += 1
+        else:
+            failed += 1
+            print(f"!!! {point['scenario']} {point['label']}: braid-testbed exited {rc}", file=sys.stderr)
+    print(f"testbed: {done_n} points run, {skipped} skipped (done before), {failed} failed")
+    return failed
+
+
+def run_sim(items, raw, quick):
+    """braid-sim's tcp/mptcp models (cubic, bbr) and braid on the same scenario files, with the
+    matrix's transfer and limit written into a copy of each file."""
+    seen = set()
+    failed = 0
+    for entry, point, *_ in items:
+        if entry["file"] in seen or "mixes" in entry:
+            continue  # fairness mixes of different modes are not a simulator workload
+        seen.add(entry["file"])
+        text = open(os.path.join(SCEN, entry["file"])).read()
+        transfer = QUICK["transfer"] if quick else entry.get("transfer")
+        limit = QUICK["limit"] if quick else entry.get("limit")
+        if transfer:
+            text = re.sub(r'(?m)^transfer\s*=.*$', f'transfer = "{transfer}"', text)
+        if limit:
+            text = re.sub(r'(?m)^duration\s*=.*$', f'duration = "{limit}"', text)
+        multi = point["paths"] > 1
+        models = [("tcp-cubic", "tcp", "cubic"), ("tcp-bbr", "tcp", "bbr")]
+        if multi:
+            models += [("mptcp-cubic", "mptcp", "cubic"), ("mptcp-bbr", "mptcp", "bbr")]
+        models += [("braid", "braid", None)]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, entry["file"])
+            with open(path, "w") as f:
+                f.write(text)
+            for name, mode, cc in models:
+                out = os.path.join(raw, "sim", point["scenario"], name)
+                cmd = [SIM, "--modes", mode] + (["--cc", cc] if cc else []) + ["--csv", out, path]
+                print(f"sim {point['scenario']} {name}", flush=True)
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    failed += 1
+                    print(f"!!! sim {point['scenario']} {name}: {r.stderr.strip()[:500]}", file=sys.stderr)
+                    continue
+                with open(os.path.join(out, "meta.json"), "w") as f:
+                    json.dump({"command": shlex.join(cmd).replace(tmp, "<matrix copy>"),
+                               "commit": git("rev-parse", "HEAD"), "transfer": transfer, "limit": limit,
+                               "file": entry["file"]}, f, indent=1)
+    return failed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one point per scenario, 3 MB, bbr/MPTCP-bbr and braid only")
+    ap.add_argument("--only", action="append", default=[], help="scenario (file stem), repeatable")
+    ap.add_argument("--out", help="raw output directory (default docs/results/raw; --quick: target/matrix-quick/raw)")
+    ap.add_argument("--key", required=False, help="braid key file (made by the shell script)")
+    ap.add_argument("--force", action="store_true", help="rerun points already done")
+    ap.add_argument("--estimate", action="store_true", help="print the plan and its run time, run nothing")
+    ap.add_argument("--no-sim", action="store_true")
+    ap.add_argument("--no-testbed", action="store_true")
+    a = ap.parse_args()
+    names = {e["file"].removesuffix(".toml") for e in MATRIX}
+    for o in a.only:
+        if o not in names:
+            sys.exit(f"--only {o}: not in the matrix ({', '.join(sorted(names))})")
+    raw = a.out or os.path.join(ROOT, "target/matrix-quick/raw" if a.quick else "docs/results/raw")
+    items = plan(a.quick, set(a.only))
+    exp = sum(i[5] for i in items)
+    bound = sum(i[6] for i in items)
+    runs = sum(len(i[2]) + len(i[3]) + len(i[4]) for i in items)
+    print(f"matrix: {len(items)} points, {runs} runs; expected ~{exp / 60:.0f} min "
+          f"(every run at its limit: {bound / 60:.0f} min)")
+    by = {}
+    for entry, point, k, m, ms, e, b in items:
+        s = by.setdefault(point["scenario"], [0, 0, 0.0, 0.0])
+        s[0] += 1
+        s[1] += len(k) + len(m) + len(ms)
+        s[2] += e
+        s[3] += b
+    for name, (pts, r, e, b) in by.items():
+        print(f"  {name:<22} {pts:>3} points {r:>4} runs  ~{e / 60:5.1f} min (bound {b / 60:5.1f})")
+    if a.estimate:
+        return 0
+    failed = 0
+    if not a.no_testbed:
+        if not a.key:
+            sys.exit("--key FILE needed (scripts/testbed-matrix.sh makes one)")
+        failed += run_testbed(items, raw, os.path.abspath(a.key), a.force, a.quick)
+    if not a.no_sim:
+        failed += run_sim(items, raw, a.quick)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
