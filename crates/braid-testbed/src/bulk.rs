@@ -117,6 +117,16 @@ pub fn send(
         sys::set_notsent_lowat(&stream, lowat)?;
     }
     let buf = vec![0x5au8; CHUNK as usize];
+    let result = write_claimed(&mut stream, &buf, &progress);
+    if progress.done.lock().unwrap().is_none() {
+        // Cut by the limit (or an error): reset rather than let the kernel keep sending the
+        // socket buffer into the next run.
+        let _ = sys::set_linger_zero(&stream);
+    }
+    result
+}
+
+fn write_claimed(stream: &mut TcpStream, buf: &[u8], progress: &Progress) -> io::Result<()> {
     'claim: loop {
         let claimed = progress
             .unclaimed
