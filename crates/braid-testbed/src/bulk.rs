@@ -150,6 +150,8 @@ fn write_claimed(stream: &mut TcpStream, buf: &[u8], progress: &Progress) -> io:
                         e.kind(),
                         ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                     ) => {}
+                // The run ended while this write was under way (the sink closed first).
+                Err(_) if progress.stopped() => break 'claim,
                 Err(e) => return Err(e),
             }
         }
