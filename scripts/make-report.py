@@ -189,6 +189,18 @@ class Report:
                 self.w("- **Quick pass** (`--quick`): one point per scenario, short transfers — a sanity "
                        "check, not the matrix's numbers.")
         self.w(f"- Simulator rows: {len(self.sim)}.")
+        check = os.path.join(self.raw, "check.json")
+        if os.path.exists(check):
+            try:
+                with open(check) as f:
+                    c = json.load(f)
+                self.w(f"- Testbed self-check (`braid-testbed check`): RTT median {fmt(c.get('rtt_median_ms'))} ms "
+                       f"for {fmt(c.get('rtt_configured_ms'))}; rate {fmt(c.get('rate_measured_mbps'), 3)} Mbit/s "
+                       f"for {fmt(c.get('rate_expected_mbps'), 3)} expected; loss "
+                       f"{fmt((c.get('loss_measured') or 0) * 100)} % for {fmt((c.get('loss_configured') or 0) * 100)} %; "
+                       f"TUN drops {c.get('tun_drops')}; **{'passed' if c.get('passed') else 'FAILED'}**.")
+            except (OSError, ValueError):
+                self.w("- Testbed self-check: `check.json` unreadable.")
         self.w("- Goodput = bytes delivered × 8 / (connect → last byte at the receiver), slow start "
                "included; a run cut by its limit (completion `> N s`) reports its goodput so far. "
                "× ideal = goodput / Σ rateᵢ (1 − pᵢ) over the same time. Per-path share = bytes the "

@@ -77,6 +77,10 @@ class Fixture:
                 for i, (c, g) in enumerate([("ext:braid", 5.5), ("ext:braid", 5.0), ("cubic", 4.0), ("cubic", 4.5)])]
         with open(os.path.join(d, "m.csv"), "w") as f:
             f.write(TB_HEADER + "\n" + "\n".join(rows) + "\n")
+        with open(os.path.join(self.raw, "check.json"), "w") as f:
+            json.dump({"rtt_configured_ms": 100.07, "rtt_median_ms": 100.4, "rate_expected_mbps": 19.6,
+                       "rate_measured_mbps": 19.551, "loss_configured": 0.02, "loss_measured": 0.0223,
+                       "tun_drops": 0, "passed": True}, f)
         for model, g in [("tcp-cubic", 18.0), ("braid", 17.0)]:
             d = os.path.join(self.raw, "sim", "ctcp-table4", model)
             os.makedirs(d)
@@ -115,6 +119,7 @@ class MakeReport(unittest.TestCase):
             self.assertIn("| 0.950 |", text, "Jain's index")
             self.assertIn("`tcp-cubic`: 1.03 × the testbed", text)
             self.assertIn("0123456789ab", text, "the commit")
+            self.assertIn("rate 19.551 Mbit/s for 19.600 expected; loss 2.23 % for 2.00 %; TUN drops 0; **passed**", text)
             self.assertIn("Not measured (no rows with this workload)", text)
 
     def test_a_slower_braid_fails_the_bbr_target(self):
