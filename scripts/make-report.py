@@ -292,7 +292,9 @@ class Report:
                 kinds[r["contender"]].append(fnum(r["ratio"]) or 0)
             per_kind = ", ".join(f"{k} {statistics.mean(v):.2f}" for k, v in kinds.items())
             self.w(f"| {sc} | {pretty_label(p)} | {mix} | {fmt(fnum(last[0].get('jain')), 3)} | {flows} | {per_kind} |")
+            groups[(sc, p, mix)] = last
         self.w()
+        self.plot_fairness(groups)
 
     def workloads(self):
         others = sorted({workload(r) for r in self.tb} - {"bulk"})
@@ -532,8 +534,11 @@ class Report:
                         ys.append(fnum(r["goodput_mbps"]))
                 if xs:
                     ax.plot(xs, ys, marker="o", label=c, linewidth=2.2 if c == BRAID else 1.2)
-            ideal = [(label_value(parse_label(p)[xkey]), fnum(self.row(rows, sc, p, contenders[0])["ideal_mbps"]))
-                     for p in ps if self.row(rows, sc, p, contenders[0])]
+            ideal = []
+            for p in ps:
+                any_row = next((r for r in rows if r["scenario"] == sc and r["label"] == p), None)
+                if any_row is not None:
+                    ideal.append((label_value(parse_label(p)[xkey]), fnum(any_row["ideal_mbps"])))
             if ideal:
                 ax.plot([x * (100 if xkey.endswith("loss") else 1) for x, _ in ideal], [y for _, y in ideal],
                         "k--", label="ideal")
@@ -572,6 +577,34 @@ class Report:
             axes[j // cols][j % cols].axis("off")
         axes[0][0].legend(fontsize=7)
         self.save(fig, f"{sc}-path-share.png", f"{sc}: share of the bytes sent on each path")
+
+    def plot_fairness(self, groups):
+        """A panel per scenario point: each mix's flows as bars (window goodput, fair share dashed)."""
+        if plt is None or not groups:
+            return
+        points = list(OrderedDict.fromkeys((sc, p) for sc, p, _ in groups))
+        fig, axes = plt.subplots(1, len(points), figsize=(5.0 * len(points), 3.4), squeeze=False)
+        for ax, (sc, p) in zip(axes[0], points):
+            x = 0
+            ticks, names = [], []
+            for (sc2, p2, mix), rs in groups.items():
+                if (sc2, p2) != (sc, p):
+                    continue
+                start = x
+                for r in rs:
+                    braid = r["contender"].startswith("ext:")
+                    ax.bar(x, fnum(r["steady_mbps"]) or 0, color="tab:green" if braid else "tab:blue")
+                    x += 1
+                share = (fnum(rs[0]["ideal_mbps"]) or 0) / max(len(rs), 1)
+                ax.plot([start - 0.4, x - 0.6], [share, share], "k--", linewidth=1)
+                ticks.append((start + x - 1) / 2)
+                names.append(f"{mix}\nJain {fmt(fnum(rs[0].get('jain')), 2)}")
+                x += 1
+            ax.set_xticks(ticks)
+            ax.set_xticklabels(names, fontsize=7)
+            ax.set_ylabel("goodput per flow (Mbit/s)")
+            ax.set_title(f"{sc}, {pretty_label(p)} (green: braid)", fontsize=9)
+        self.save(fig, "fairness.png", "fairness: each flow's goodput per mix (dashed: fair share)")
 
     def notes(self):
         self.w("## Not in this report")

@@ -98,7 +98,8 @@ class Fixture:
 class MakeReport(unittest.TestCase):
     def test_targets_are_computed_from_the_rows(self):
         with tempfile.TemporaryDirectory() as tmp:
-            rep, text = Fixture(tmp).run()
+            fx = Fixture(tmp)
+            rep, text = fx.run()
             v = {name: verdict for name, verdict, _ in rep.targets}
             # 17.9 / 20 = 0.895 < 0.92 at 0 %; 16/19 = 0.84; 14/18 = 0.78: all three miss.
             self.assertEqual(v["One path, 20 Mbit/s, 100 ms: braid ≥ 0.92 × (1 − p) × rate for p ≤ 10 %"],
@@ -121,6 +122,10 @@ class MakeReport(unittest.TestCase):
             self.assertIn("0123456789ab", text, "the commit")
             self.assertIn("rate 19.551 Mbit/s for 19.600 expected; loss 2.23 % for 2.00 %; TUN drops 0; **passed**", text)
             self.assertIn("Not measured (no rows with this workload)", text)
+            if mr.plt is not None:
+                names = [n for n, _ in rep.plots]
+                self.assertEqual(names, ["ctcp-table4-goodput.png", "fmtcp-table2-loss-path-share.png", "fairness.png"])
+                self.assertTrue(all(os.path.getsize(os.path.join(fx.out, "results", n)) > 1000 for n in names))
 
     def test_a_slower_braid_fails_the_bbr_target(self):
         with tempfile.TemporaryDirectory() as tmp:
