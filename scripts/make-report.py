@@ -488,6 +488,9 @@ class Report:
     def targets_section(self):
         self.w("## Issue 6 targets (braid's default)")
         self.w()
+        self.w("Goodput in these verdicts is the whole transfer's (connect → last byte at the receiver, slow "
+               "start and handshake included), the stricter reading; one run per point.")
+        self.w()
         self.w("| target | verdict | evidence (✗ = misses) |")
         self.w("|---|---|---|")
         for name, verdict, ev in self.targets:
