@@ -335,16 +335,25 @@ fn setup_problems(r: &Row) -> Vec<String> {
 }
 
 fn cmd_list(args: &[String]) -> Result<(), String> {
-    let a = parse_args(args)?;
+    for line in list_lines(&parse_args(args)?)? {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// `list`'s lines: scenario, label, paths, ideal Mbit/s over the limit, transfer, limit s, the
+/// highest mean forward loss, the contenders — tab-separated.
+fn list_lines(a: &Args) -> Result<Vec<String>, String> {
     if a.files.is_empty() {
         return Err(format!("list: no scenario file\n\n{USAGE}"));
     }
+    let mut lines = Vec::new();
     for scenario in load(&a.files, &a.only)? {
         let transfer = a.transfer.or(scenario.transfer).unwrap_or(10_000_000);
         let limit = a.limit.or(scenario.duration).unwrap_or(Duration::from_secs(120));
-        let names: Vec<String> = contenders_for(&a, &scenario).iter().map(|c| c.to_string()).collect();
+        let names: Vec<String> = contenders_for(a, &scenario).iter().map(|c| c.to_string()).collect();
         let loss = scenario.paths.iter().map(|p| p.forward.loss.mean_loss()).fold(0.0, f64::max);
-        println!(
+        lines.push(format!(
             "{}\t{}\t{}\t{:.4}\t{}\t{}\t{}\t{}",
             scenario.name,
             scenario.label,
@@ -354,9 +363,9 @@ fn cmd_list(args: &[String]) -> Result<(), String> {
             limit.as_secs_f64(),
             loss,
             names.join(",")
-        );
+        ));
     }
-    Ok(())
+    Ok(lines)
 }
 
 fn cmd_check(args: &[String]) -> Result<(), String> {
@@ -526,6 +535,25 @@ mod args {
         assert_eq!(names[1], "bbr", "20 × 0.95 = 19 still beats B2's 10");
         let only_mix = args(&["--mix", "cubic:2"]).unwrap();
         assert!(contenders_for(&only_mix, &sc).is_empty());
+    }
+
+    #[test]
+    fn list_gives_every_point_with_the_overrides() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/testbed");
+        let f = dir.join("dfec-table3.toml").display().to_string();
+        let lines =
+            list_lines(&args(&[&f, "--transfer", "3MB", "--contenders", "bbr@best"]).unwrap()).unwrap();
+        assert_eq!(lines.len(), 12, "B1 loss 0/1/3/5 % × B2 RTT 25/100/400 ms");
+        let first: Vec<&str> = lines[0].split('\t').collect();
+        assert_eq!(first[..3], ["dfec-table3", "path.B1.loss=0 path.B2.rtt=25ms", "2"]);
+        assert_eq!(first[3].parse::<f64>().unwrap(), 30.0, "20 + 10 Mbit/s, no loss");
+        assert_eq!(first[4..], ["3000000", "12", "0", "bbr"]);
+        let last: Vec<&str> = lines[11].split('\t').collect();
+        assert_eq!((last[3].parse::<f64>().unwrap() * 10.0).round(), 290.0, "20 × 0.95 + 10");
+        assert_eq!(last[6], "0.05");
+        let sat = dir.join("satellite-cellular.toml").display().to_string();
+        let lines = list_lines(&args(&[&sat, "--contenders", "bbr@best,mptcp-bbr"]).unwrap()).unwrap();
+        assert!(lines[0].ends_with("\tbbr@1,mptcp-bbr"), "the cellular path is the best: {}", lines[0]);
     }
 
     #[test]
