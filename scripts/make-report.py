@@ -221,7 +221,8 @@ class Report:
                 self.w()
             contenders = list(OrderedDict.fromkeys(r["contender"] for r in rows if r["scenario"] == sc))
             # Summary: goodput per point and contender.
-            self.w("Goodput, Mbit/s (× ideal):")
+            self.w("Goodput, Mbit/s (× ideal). `ideal` is Σ rateᵢ (1 − pᵢ) over the first contender's run; "
+                   "each × ideal uses its own run's time (they differ where a path changes or fails).")
             self.w()
             self.w("| point | ideal | " + " | ".join(contenders) + f" | braid / {ref} |")
             self.w("|---|---:|" + "---:|" * len(contenders) + "---:|")

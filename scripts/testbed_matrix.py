@@ -49,6 +49,8 @@ MATRIX = [
     {"file": "dfec-table3.toml", "transfer": None, "limit": None},
     # Satellite + cellular, the cellular path failing at 4 s: the file's (6 MB, 30 s), 20 s.
     {"file": "satellite-cellular.toml", "transfer": None, "limit": "20s"},
+    # (Web and video workloads — helper N's braid-testbed work — join here as entries of their
+    # own once merged; make-report.py gives rows with a `workload` column sections of their own.)
     # Fairness: flow mixes on one bottleneck, 25 s each.
     {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None,
      "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},
