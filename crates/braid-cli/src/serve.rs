@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use blake2::{Blake2s256, Digest};
-use braid_runtime::{Connection, ConnectionConfig, Endpoint, Key, ServerConfig, Stream};
+use braid_runtime::{Connection, ConnectionConfig, Endpoint, ServerAuth, ServerConfig, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
@@ -30,13 +30,15 @@ pub struct Role {
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn run_server(
-    key: Key,
+    key: ServerAuth,
     listen: SocketAddr,
     transport: ConnectionConfig,
+    emulate: Option<braid_runtime::Emulation>,
     role: Role,
 ) -> Result<(), Fail> {
     let mut config = ServerConfig::new(key);
     config.transport = transport;
+    config.emulate = emulate;
     let mut server = Endpoint::server(config, listen)?;
     eprintln!("braid: listening on {} (UDP)", server.local_addr()?);
     let (done_tx, mut done_rx) = mpsc::channel::<Result<(), Fail>>(1);

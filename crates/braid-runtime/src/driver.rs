@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
+use braid_proto::sched::SchedulerKind;
 use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::crypto::{self, ClientHandshake, Hello, Key, PacketKeys, ReplayWindow};
+use crate::crypto::{self, ClientAuth, ClientHandshake, Hello, PacketKeys, ReplayWindow, ServerAuth};
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::endpoint::{Connection, Ended, Handle, PathReport, Shared, STREAM_SEND_BUFFER};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
@@ -38,7 +39,7 @@ const LINGER: Duration = Duration::from_secs(3);
 const HELLO_INTERVAL: Duration = Duration::from_millis(250);
 
 pub(crate) struct ClientSetup {
-    pub key: Key,
+    pub auth: ClientAuth,
     pub transport: ConnectionConfig,
     pub sockets: Vec<UdpSocket>,
     pub emulate: Vec<Option<Emulation>>,
@@ -48,9 +49,10 @@ pub(crate) struct ClientSetup {
 }
 
 pub(crate) struct ServerSetup {
-    pub key: Key,
+    pub auth: ServerAuth,
     pub transport: ConnectionConfig,
     pub socket: UdpSocket,
+    pub emulate: Option<Emulation>,
     pub max_connections: usize,
     pub incoming: mpsc::UnboundedSender<Connection>,
 }
@@ -58,7 +60,7 @@ pub(crate) struct ServerSetup {
 struct PathSocket {
     udp: UdpSocket,
     batch: Batcher,
-    /// Emulated impairment (client only): datagrams leaving / arriving on this path.
+    /// Emulated impairment: datagrams leaving / arriving on this path (the server's: on its socket).
     egress: Option<EmulatedLink>,
     ingress: Option<EmulatedLink>,
 }
@@ -70,6 +72,8 @@ struct ClientNoise {
     attempts: u32,
     /// The server sent a refusal hint (unauthenticated: only changes the error message).
     refused: bool,
+    /// Key pairs (the refusal then names --server-key and --authorized).
+    pair: bool,
 }
 
 enum Role {
@@ -79,11 +83,9 @@ enum Role {
         noise: Option<Box<ClientNoise>>,
         deadline: Instant,
         timeout: Duration,
-        /// The core's first datagram, taken to learn the connection id, sent once keys exist.
-        first: Option<(u8, Vec<u8>)>,
     },
     Server {
-        key: Key,
+        auth: ServerAuth,
         transport: ConnectionConfig,
         max_connections: usize,
         incoming: mpsc::UnboundedSender<Connection>,
@@ -242,27 +244,25 @@ impl Driver {
                 noise: None,
                 deadline: Instant::ZERO + setup.handshake_timeout,
                 timeout: setup.handshake_timeout,
-                first: None,
             },
             wake.clone(),
         );
         let now = driver.now();
         let mode = setup.transport.mode;
         let cc = setup.transport.cc;
-        let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
-        // The core's first datagram names the connection id the Noise handshake is bound to.
-        let mut first = Vec::new();
-        let t = core
-            .poll_transmit(now, &mut first)
-            .ok_or_else(|| Error::Closed("the core sent no Initial".into()))?;
-        let cid = crypto::init_cid(&first).ok_or_else(|| Error::Closed("bad Initial".into()))?;
-        first.truncate(t.size);
+        let scheduler = setup.transport.scheduler;
+        let core = braid_proto::Connection::client(setup.transport, now, random_u64());
+        // The Noise handshake is bound to the core's connection id; the core's Initial leaves
+        // in the first drive after the Noise keys exist.
+        let cid = core.cid();
         let hello = Hello {
             paths: paths as u8,
             mode: mode.name().to_string(),
             cc: cc.map(|c| c.name().to_string()).unwrap_or_default(),
+            scheduler: scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
         };
-        let noise = ClientHandshake::new(&setup.key, cid, &hello);
+        let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
+        let pair = matches!(setup.auth, ClientAuth::Pair { .. });
         let handle = Handle { shared: shared(core, paths, setup.server), wake };
         let mut entry = Entry::new(handle.clone(), paths, None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
@@ -271,9 +271,8 @@ impl Driver {
         }
         entry.remotes = vec![Some(setup.server); paths];
         driver.conns.insert(cid, entry);
-        if let Role::Client { noise: n, first: f, .. } = &mut driver.role {
-            *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false }));
-            *f = Some((t.path, first));
+        if let Role::Client { noise: n, .. } = &mut driver.role {
+            *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false, pair }));
         }
         tokio::spawn(driver.run());
         Ok(handle)
@@ -281,12 +280,19 @@ impl Driver {
 
     pub(crate) fn start_server(setup: ServerSetup) -> Result<(), Error> {
         let batch = Batcher::new(&setup.socket)?;
-        let socket = PathSocket { udp: setup.socket, batch, egress: None, ingress: None };
+        // `--emulate` on the server: one link each way for everything the socket carries.
+        let em = setup.emulate;
+        let socket = PathSocket {
+            udp: setup.socket,
+            batch,
+            egress: em.map(|e| EmulatedLink::new(e, random_u64())),
+            ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ 1)),
+        };
         let wake = Arc::new(Notify::new());
         let driver = Driver::new(
             vec![socket],
             Role::Server {
-                key: setup.key,
+                auth: setup.auth,
                 transport: setup.transport,
                 max_connections: setup.max_connections,
                 incoming: setup.incoming,
@@ -407,8 +413,7 @@ impl Driver {
                 // GRO: several datagrams of `stride` bytes (the last may be shorter).
                 for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
                     if let Some(link) = &mut self.sockets[i].ingress {
-                        // Client only: the socket is connected, the source is the server.
-                        link.push(now, data);
+                        link.push(now, got.from, data);
                     } else {
                         self.on_datagram(i, data, got.from, now);
                     }
@@ -419,25 +424,17 @@ impl Driver {
     }
 
     fn release_ingress(&mut self, now: Instant) {
-        let Role::Client { server, .. } = &self.role else { return };
-        let server = *server;
         for i in 0..self.sockets.len() {
-            while let Some(d) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
-                self.on_datagram(i, &d, server, now);
+            while let Some((from, d)) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
+                self.on_datagram(i, &d, from, now);
             }
         }
     }
 
     fn release_egress(&mut self, now: Instant) {
-        let server = match &self.role {
-            Role::Client { server, .. } => Some(*server),
-            Role::Server { .. } => None,
-        };
         for s in &mut self.sockets {
-            if let Some(to) = server {
-                while let Some(d) = s.egress.as_mut().and_then(|l| l.pop(now)) {
-                    let _ = s.batch.push(&s.udp, to, &d);
-                }
+            while let Some((to, d)) = s.egress.as_mut().and_then(|l| l.pop(now)) {
+                let _ = s.batch.push(&s.udp, to, &d);
             }
         }
         self.flush_sends();
@@ -481,7 +478,7 @@ impl Driver {
     fn send_raw(&mut self, i: usize, to: SocketAddr, data: &[u8], now: Instant) {
         let s = &mut self.sockets[i];
         if let Some(link) = &mut s.egress {
-            link.push(now, data);
+            link.push(now, to, data);
             return;
         }
         if let Err(e) = s.batch.push(&s.udp, to, data) {
@@ -513,7 +510,7 @@ impl Driver {
     }
 
     fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
-        let Role::Server { key, transport, max_connections, incoming } = &self.role else { return };
+        let Role::Server { auth, transport, max_connections, incoming } = &self.role else { return };
         if incoming.is_closed() {
             return;
         }
@@ -530,7 +527,7 @@ impl Driver {
             tracing::warn!("connection limit ({max_connections}) reached: handshake from {from} ignored");
             return;
         }
-        let Some(accepted) = crypto::server_accept(key, data) else {
+        let Some(accepted) = crypto::server_accept_with(auth, data) else {
             // No state kept; a 9-byte hint so a client with the wrong key can say so.
             tracing::debug!("handshake from {from} did not authenticate (wrong key or stale); refused");
             if let Some(r) = crypto::refusal(data) {
@@ -566,6 +563,12 @@ impl Driver {
                 Err(e) => tracing::warn!("client {from}: {e}; using the mode's"),
             }
         }
+        if !accepted.hello.scheduler.is_empty() {
+            match accepted.hello.scheduler.parse::<SchedulerKind>() {
+                Ok(k) => config.scheduler = Some(k),
+                Err(e) => tracing::warn!("client {from}: {e}; using the mode's"),
+            }
+        }
         let paths = usize::from(accepted.hello.paths);
         let core = braid_proto::Connection::server(config, now);
         let handle = Handle { shared: shared(core, paths, from), wake: self.wake.clone() };
@@ -576,12 +579,22 @@ impl Driver {
         entry.response = accepted.response;
         let response = entry.response.clone();
         self.conns.insert(cid, entry);
-        tracing::debug!("handshake from {from} authenticated ({paths} paths, mode {})", accepted.hello.mode);
+        match &accepted.client_key {
+            Some(k) => tracing::debug!(
+                "handshake from {from} authenticated as {} ({paths} paths, mode {})",
+                k.to_hex(),
+                accepted.hello.mode
+            ),
+            None => tracing::debug!(
+                "handshake from {from} authenticated ({paths} paths, mode {})",
+                accepted.hello.mode
+            ),
+        }
         self.send_raw(0, from, &response, now);
     }
 
     fn on_response(&mut self, data: &[u8], now: Instant) {
-        let Role::Client { noise: Some(n), first, .. } = &mut self.role else { return };
+        let Role::Client { noise: Some(n), .. } = &mut self.role else { return };
         let Some(keys) = n.noise.on_response(data) else {
             if n.noise.is_spent() {
                 let Role::Client { server, .. } = self.role else { return };
@@ -589,16 +602,12 @@ impl Driver {
             }
             return;
         };
-        let first = first.take();
         let Role::Client { noise, .. } = &mut self.role else { return };
         *noise = None;
         let Some(entry) = self.conns.values_mut().next() else { return };
         entry.keys = Some(keys);
         entry.hello_next = now;
         tracing::debug!("Noise handshake done");
-        if let Some((path, first)) = first {
-            self.send_packet(path, &first, now);
-        }
     }
 
     fn on_path_hello(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
@@ -693,7 +702,9 @@ impl Driver {
         }
         let established = self.conns.values().next().is_some_and(|e| e.established);
         if !established && now >= *deadline && !self.conns.is_empty() {
-            let error = if noise.as_ref().is_some_and(|n| n.refused) {
+            let error = if noise.as_ref().is_some_and(|n| n.refused && n.pair) {
+                Error::NotAuthorized(*server)
+            } else if noise.as_ref().is_some_and(|n| n.refused) {
                 Error::WrongKey(*server)
             } else {
                 Error::Unreachable { server: *server, after: *timeout }

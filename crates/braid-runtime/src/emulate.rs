@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -103,7 +104,8 @@ pub struct EmulatedLink {
     config: Emulation,
     /// When the link finishes serialising what is queued.
     busy_until: Instant,
-    queue: VecDeque<(Instant, Vec<u8>)>,
+    /// Arrival time, the datagram's far-end address (destination or source), the datagram.
+    queue: VecDeque<(Instant, SocketAddr, Vec<u8>)>,
     queued_bytes: usize,
     buffer_bytes: usize,
     rng: u64,
@@ -142,8 +144,9 @@ impl EmulatedLink {
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    /// A datagram enters the link at `now`.
-    pub fn push(&mut self, now: Instant, datagram: &[u8]) {
+    /// A datagram enters the link at `now`; `addr` travels with it (where it goes, or where it
+    /// came from).
+    pub fn push(&mut self, now: Instant, addr: SocketAddr, datagram: &[u8]) {
         if self.config.loss > 0.0 && self.random() < self.config.loss {
             self.dropped_random += 1;
             return;
@@ -159,20 +162,20 @@ impl EmulatedLink {
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(datagram.len() as f64 * 8.0 / r as f64));
         self.busy_until = start + serialise;
         self.queued_bytes += datagram.len();
-        self.queue.push_back((self.busy_until + self.config.delay, datagram.to_vec()));
+        self.queue.push_back((self.busy_until + self.config.delay, addr, datagram.to_vec()));
     }
 
     /// When the next datagram arrives at the far end.
     pub fn next_release(&self) -> Option<Instant> {
-        self.queue.front().map(|(t, _)| *t)
+        self.queue.front().map(|(t, _, _)| *t)
     }
 
     /// The next datagram that has arrived by `now`.
-    pub fn pop(&mut self, now: Instant) -> Option<Vec<u8>> {
-        if self.queue.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, d) = self.queue.pop_front()?;
+    pub fn pop(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+        if self.queue.front().is_some_and(|(t, _, _)| *t <= now) {
+            let (_, a, d) = self.queue.pop_front()?;
             self.queued_bytes -= d.len();
-            Some(d)
+            Some((a, d))
         } else {
             None
         }
@@ -203,8 +206,9 @@ mod tests {
         let e: Emulation = "8mbit,10ms,10%".parse().unwrap();
         let mut link = EmulatedLink::new(e, 42);
         let t0 = Instant::from_micros(1_000_000);
+        let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
         for _ in 0..1000 {
-            link.push(t0, &[0u8; 1000]);
+            link.push(t0, to, &[0u8; 1000]);
         }
         // 1000 bytes at 8 Mbit/s = 1 ms each; the 100 ms buffer holds 100 kB.
         let kept = link.queue.len() as u64;
@@ -215,7 +219,7 @@ mod tests {
             link.dropped_random
         );
         assert!(link.pop(t0 + Duration::from_micros(10_999)).is_none());
-        assert!(link.pop(t0 + Duration::from_millis(11)).is_some());
+        assert_eq!(link.pop(t0 + Duration::from_millis(11)).map(|(a, _)| a), Some(to));
         let last = link.queue.back().unwrap().0;
         assert_eq!(last, t0 + Duration::from_millis(10 + kept));
     }

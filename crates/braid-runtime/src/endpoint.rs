@@ -12,7 +12,7 @@ use braid_proto::conn::PathStats;
 use braid_proto::ConnectionConfig;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::crypto::{Key, TAG_LEN};
+use crate::crypto::{ClientAuth, ServerAuth, TAG_LEN};
 use crate::driver::{self, Driver};
 use crate::emulate::Emulation;
 use crate::socket::{self, PathSpec};
@@ -37,7 +37,8 @@ fn fit_to_datagram(config: &mut ConnectionConfig) {
 /// How a client connects.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    pub key: Key,
+    /// A pre-shared key, or this end's key pair and the server's public key.
+    pub auth: ClientAuth,
     /// The core's settings (mode, congestion controller, parameters). `paths` is set from
     /// [`ClientConfig::paths`].
     pub transport: ConnectionConfig,
@@ -50,9 +51,9 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    pub fn new(key: Key) -> ClientConfig {
+    pub fn new(auth: impl Into<ClientAuth>) -> ClientConfig {
         ClientConfig {
-            key,
+            auth: auth.into(),
             transport: ConnectionConfig::default(),
             paths: vec![PathSpec::Any],
             emulate: Vec::new(),
@@ -64,17 +65,26 @@ impl ClientConfig {
 /// How a server accepts.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    pub key: Key,
+    /// A pre-shared key, or this end's key pair and the client public keys let in.
+    pub auth: ServerAuth,
     /// The core's settings; a client's mode and congestion controller (sent in its hello)
     /// replace `mode` and `cc`.
     pub transport: ConnectionConfig,
     /// Most connections at once (handshakes included). Default 1024.
     pub max_connections: usize,
+    /// Impairment of everything the server's socket sends and receives (`braid server
+    /// --emulate`). Default none.
+    pub emulate: Option<Emulation>,
 }
 
 impl ServerConfig {
-    pub fn new(key: Key) -> ServerConfig {
-        ServerConfig { key, transport: ConnectionConfig::default(), max_connections: 1024 }
+    pub fn new(auth: impl Into<ServerAuth>) -> ServerConfig {
+        ServerConfig {
+            auth: auth.into(),
+            transport: ConnectionConfig::default(),
+            max_connections: 1024,
+            emulate: None,
+        }
     }
 }
 
@@ -108,7 +118,7 @@ impl Endpoint {
             (0..sockets.len()).map(|i| config.emulate.get(i).copied().flatten()).collect();
         let (ready_tx, ready_rx) = oneshot::channel();
         let handle = Driver::start_client(driver::ClientSetup {
-            key: config.key,
+            auth: config.auth,
             transport,
             sockets,
             emulate,
@@ -131,9 +141,10 @@ impl Endpoint {
         fit_to_datagram(&mut transport);
         let (tx, rx) = mpsc::unbounded_channel();
         Driver::start_server(driver::ServerSetup {
-            key: config.key,
+            auth: config.auth,
             transport,
             socket: udp,
+            emulate: config.emulate,
             max_connections: config.max_connections,
             incoming: tx,
         })?;

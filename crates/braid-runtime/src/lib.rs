@@ -58,7 +58,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use braid_proto::ConnectionConfig;
-pub use crypto::{Key, KeyError};
+pub use crypto::{ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 pub use emulate::Emulation;
 pub use endpoint::{ClientConfig, Connection, Endpoint, PathReport, Server, ServerConfig};
 pub use socket::PathSpec;
@@ -83,6 +83,10 @@ pub enum Error {
     Unreachable { server: SocketAddr, after: Duration },
     #[error("{0}: the server refused our key (both ends need the same key file from `braid keygen`)")]
     WrongKey(SocketAddr),
+    #[error(
+        "{0}: the server refused us (wrong --server-key, or our public key is not in its --authorized list)"
+    )]
+    NotAuthorized(SocketAddr),
     #[error("{0}: the handshake failed (a forged or corrupted answer)")]
     HandshakeFailed(SocketAddr),
     #[error("peer timed out (nothing heard for {}s)", .0.as_secs())]
