@@ -49,6 +49,9 @@ const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
 const INIT_PAYLOAD_LEN_IK: usize = INIT_PAYLOAD_LEN - DH_LEN - TAG_LEN;
 /// A first message more than this far from the server's clock is refused (bounds replays).
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(120);
+/// A path announcement whose counter has this bit is the server's challenge to a new address
+/// (PROTOCOL.md §13.7); the client's own counters stay below it.
+pub const CHALLENGE_BIT: u64 = 1 << 55;
 /// Packet numbers at or above this cannot be sealed: the nonce keeps 56 bits for them.
 pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
 

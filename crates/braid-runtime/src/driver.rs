@@ -92,6 +92,23 @@ enum Role {
     },
 }
 
+/// A path's new address before the peer proved it is there (NAT rebinding, or a forger): the
+/// server sends it at most [`AMPLIFICATION`] × the bytes that came from it (RFC 9000 §8.1's
+/// limit, applied as §9.3 does to a migration) and challenges it with a path announcement
+/// carrying a fresh random token; the peer's sealed echo of the token, from that address,
+/// validates it (RFC 9000 §8.2's PATH_CHALLENGE / PATH_RESPONSE).
+#[derive(Debug, Clone)]
+struct Probation {
+    addr: SocketAddr,
+    received: u64,
+    sent: u64,
+    token: u64,
+    next_challenge: Instant,
+}
+
+/// Most bytes sent to an unvalidated address per byte received from it (RFC 9000 §8.1).
+pub(crate) const AMPLIFICATION: u64 = 3;
+
 /// Driver-private state of one connection.
 struct Entry {
     handle: Handle,
@@ -102,6 +119,11 @@ struct Entry {
     /// rebinding keeps the connection).
     top: Vec<Option<u64>>,
     remotes: Vec<Option<SocketAddr>>,
+    /// Server: per path, the address the peer last proved it is at (the handshake's for path 0,
+    /// the first announcement's for the others, else an answered challenge).
+    validated: Vec<Option<SocketAddr>>,
+    /// Server: per path, a new address on probation (RFC 9000 §8.2 / §9.3).
+    probation: Vec<Option<Probation>>,
     hello_acked: Vec<bool>,
     hello_next: Instant,
     hello_counter: u64,
@@ -125,6 +147,8 @@ impl Entry {
             hello_replay: vec![ReplayWindow::default(); paths],
             top: vec![None; paths],
             remotes: vec![None; paths],
+            validated: vec![None; paths],
+            probation: vec![None; paths],
             hello_acked: vec![false; paths],
             hello_next: now,
             hello_counter: 0,
@@ -575,6 +599,9 @@ impl Driver {
         handle.lock().paths[0].remote = Some(from);
         let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
         entry.remotes[0] = Some(from);
+        // Path 0's address is validated by the handshake: the client's first core packet is
+        // sealed with keys that need the answer sent to this address (RFC 9000 §8.1).
+        entry.validated[0] = Some(from);
         entry.init = data.to_vec();
         entry.response = accepted.response;
         let response = entry.response.clone();
@@ -616,10 +643,40 @@ impl Driver {
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let Some((path, counter)) = e.keys.as_ref().and_then(|k| k.open_hello(data)) else { return };
         let p = usize::from(path);
-        if p >= e.remotes.len() || !e.hello_replay[p].insert(counter) {
+        if p >= e.remotes.len() {
+            return;
+        }
+        if counter & crypto::CHALLENGE_BIT != 0 {
+            if is_server {
+                // The answer to a challenge: the address is validated.
+                if let Some(pr) = &mut e.probation[p] {
+                    pr.received += data.len() as u64;
+                    if pr.token == counter && pr.addr == from {
+                        tracing::debug!("path {p}: {from} answered its challenge (validated)");
+                        e.validated[p] = Some(from);
+                        e.probation[p] = None;
+                    }
+                }
+            } else {
+                // A challenge from the server: echo it on the path it names (repeats are
+                // harmless: the same sealed bytes again, only ever to the server).
+                let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
+                let to = e.remotes[p].expect("client knows the server");
+                self.send_raw(p, to, &echo, now);
+            }
+            return;
+        }
+        if !e.hello_replay[p].insert(counter) {
             return;
         }
         if is_server {
+            if e.validated[p].is_none() {
+                // A path's first announcement: authenticated, fresh (replay window) and sent
+                // by the key holder, like the handshake that validates path 0.
+                e.validated[p] = Some(from);
+            } else if e.remotes[p] != Some(from) {
+                Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
+            }
             e.remotes[p] = Some(from);
             e.handle.lock().paths[p].remote = Some(from);
             let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
@@ -643,11 +700,21 @@ impl Driver {
         if p >= e.replay.len() || (is_client && p != i) || !e.replay[p].insert(header.number) {
             return;
         }
+        if let Some(pr) = e.probation[p].as_mut().filter(|pr| pr.addr == from) {
+            pr.received += data.len() as u64;
+        }
         let mut s = e.handle.lock();
         let newest = e.top[p].is_none_or(|t| header.number > t);
         if !is_client && newest && e.remotes[p] != Some(from) {
             if let Some(old) = e.remotes[p] {
                 tracing::info!("path {p}: peer moved from {old} to {from}");
+            }
+            if e.validated[p].is_none() {
+                e.validated[p] = Some(from);
+            } else if e.validated[p] != Some(from) {
+                Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
+            } else {
+                e.probation[p] = None;
             }
             e.remotes[p] = Some(from);
             s.paths[p].remote = Some(from);
@@ -671,6 +738,14 @@ impl Driver {
         }
         let p = usize::from(path);
         let Some(to) = e.remotes.get(p).copied().flatten() else { return };
+        if let Some(pr) = e.probation.get_mut(p).and_then(Option::as_mut).filter(|pr| pr.addr == to) {
+            let len = self.sealed.len() as u64;
+            if pr.sent + len > AMPLIFICATION * pr.received {
+                tracing::trace!("path {p}: {to} not validated yet; datagram held back (3x limit)");
+                return;
+            }
+            pr.sent += len;
+        }
         {
             let mut s = e.handle.lock();
             s.paths[p].datagrams_sent += 1;
@@ -680,6 +755,45 @@ impl Driver {
         let sealed = std::mem::take(&mut self.sealed);
         self.send_raw(socket, to, &sealed, now);
         self.sealed = sealed;
+    }
+
+    /// A path's peer showed up at `from`, not the address it last proved: on probation.
+    fn start_probation(
+        slot: &mut Option<Probation>,
+        p: usize,
+        from: SocketAddr,
+        received: usize,
+        now: Instant,
+    ) {
+        let token = random_u64() % crypto::CHALLENGE_BIT | crypto::CHALLENGE_BIT;
+        tracing::debug!(
+            "path {p}: challenging {from} before sending it more than {AMPLIFICATION}x what it sent"
+        );
+        *slot =
+            Some(Probation { addr: from, received: received as u64, sent: 0, token, next_challenge: now });
+    }
+
+    /// Sends the due challenges of a server connection's paths on probation (counted in the limit).
+    fn send_challenges(&mut self, cid: ConnectionId, now: Instant) {
+        let Some(e) = self.conns.get_mut(&cid) else { return };
+        let Some(keys) = &e.keys else { return };
+        let mut out = Vec::new();
+        for (p, pr) in e.probation.iter_mut().enumerate() {
+            let Some(pr) = pr else { continue };
+            if now < pr.next_challenge {
+                continue;
+            }
+            let challenge = keys.seal_hello(p as u8, pr.token);
+            if pr.sent + challenge.len() as u64 > AMPLIFICATION * pr.received {
+                continue;
+            }
+            pr.sent += challenge.len() as u64;
+            pr.next_challenge = now + HELLO_INTERVAL;
+            out.push((pr.addr, challenge));
+        }
+        for (to, c) in out {
+            self.send_raw(0, to, &c, now);
+        }
     }
 
     fn drive_all(&mut self, now: Instant) {
@@ -757,6 +871,9 @@ impl Driver {
         for (p, h) in hellos {
             let to = self.conns[&cid].remotes[p].expect("client knows the server");
             self.send_raw(p, to, &h, now);
+        }
+        if !is_client {
+            self.send_challenges(cid, now);
         }
         let mut sent = 0;
         let mut out = std::mem::take(&mut self.out);
