@@ -104,7 +104,7 @@ impl FileConfig {
             let place = e
                 .span()
                 .map(|s| {
-                    let line = text[..s.start.min(text.len())].lines().count().max(1);
+                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
                     format!("line {line}: ")
                 })
                 .unwrap_or_default();
