@@ -136,9 +136,25 @@ struct Entry {
     closed: bool,
     /// The core's `poll_timeout` after the last drive (asking it is not free).
     next_timeout: Option<Instant>,
+    /// Something arrived for this connection, or it had more to send than one batch: drive it
+    /// at the next round (the others wait for their timer or the application).
+    dirty: bool,
 }
 
 impl Entry {
+    /// Whether this round must drive the connection: input, a poke from the application, an
+    /// expired timer (the core's, a path announcement's, a challenge's, the handshake's or the
+    /// linger's), or an orphaned connection on its way out.
+    fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
+        self.dirty
+            || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
+            || self.next_timeout.is_some_and(|t| t <= now)
+            || (is_client && now >= self.hello_next && self.hello_acked.iter().any(|a| !a))
+            || self.probation.iter().flatten().any(|p| now >= p.next_challenge)
+            || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
+            || (self.established && Arc::strong_count(&self.handle.shared) <= 2)
+    }
+
     fn new(handle: Handle, paths: usize, keys: Option<PacketKeys>, now: Instant) -> Entry {
         Entry {
             handle,
@@ -159,6 +175,7 @@ impl Entry {
             orphaned_at: None,
             closed: false,
             next_timeout: None,
+            dirty: true,
         }
     }
 }
@@ -287,7 +304,7 @@ impl Driver {
         };
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let pair = matches!(setup.auth, ClientAuth::Pair { .. });
-        let handle = Handle { shared: shared(core, paths, setup.server), wake };
+        let handle = Handle::new(shared(core, paths, setup.server), wake);
         let mut entry = Entry::new(handle.clone(), paths, None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
@@ -595,7 +612,7 @@ impl Driver {
         }
         let paths = usize::from(accepted.hello.paths);
         let core = braid_proto::Connection::server(config, now);
-        let handle = Handle { shared: shared(core, paths, from), wake: self.wake.clone() };
+        let handle = Handle::new(shared(core, paths, from), self.wake.clone());
         handle.lock().paths[0].remote = Some(from);
         let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
         entry.remotes[0] = Some(from);
@@ -633,6 +650,7 @@ impl Driver {
         *noise = None;
         let Some(entry) = self.conns.values_mut().next() else { return };
         entry.keys = Some(keys);
+        entry.dirty = true;
         entry.hello_next = now;
         tracing::debug!("Noise handshake done");
     }
@@ -646,6 +664,7 @@ impl Driver {
         if p >= e.remotes.len() {
             return;
         }
+        e.dirty = true;
         if counter & crypto::CHALLENGE_BIT != 0 {
             if is_server {
                 // The answer to a challenge: the address is validated.
@@ -726,6 +745,7 @@ impl Driver {
         s.paths[p].datagrams_received += 1;
         s.paths[p].bytes_received += data.len() as u64;
         s.core.handle_datagram(now, header.path, &self.opened);
+        e.dirty = true;
     }
 
     /// Seals a core packet and sends it on its path.
@@ -799,7 +819,9 @@ impl Driver {
     fn drive_all(&mut self, now: Instant) {
         self.busy = false;
         self.drive_client_handshake(now);
-        let cids: Vec<ConnectionId> = self.conns.keys().copied().collect();
+        let is_client = matches!(self.role, Role::Client { .. });
+        let cids: Vec<ConnectionId> =
+            self.conns.iter().filter(|(_, e)| e.wants_drive(now, is_client)).map(|(c, _)| *c).collect();
         for cid in cids {
             self.drive(cid, now);
         }
@@ -841,6 +863,8 @@ impl Driver {
     fn drive(&mut self, cid: ConnectionId, now: Instant) {
         let is_client = matches!(self.role, Role::Client { .. });
         let Some(e) = self.conns.get_mut(&cid) else { return };
+        e.dirty = false;
+        e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
         if !e.established && !is_client && now >= e.created + SERVER_HANDSHAKE_TIMEOUT {
             tracing::debug!("handshake from {} never finished; forgotten", e.handle.lock().peer);
             e.closed = true;
@@ -890,6 +914,9 @@ impl Driver {
             sent += 1;
             if sent >= SEND_BATCH {
                 self.busy = true;
+                if let Some(e) = self.conns.get_mut(&cid) {
+                    e.dirty = true;
+                }
                 break;
             }
         }

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::Duration;
@@ -229,9 +230,22 @@ pub(crate) struct Shared {
 pub(crate) struct Handle {
     pub shared: Arc<Mutex<Shared>>,
     pub wake: Arc<Notify>,
+    /// The application changed this connection (wrote, read, closed): the driver drives it at
+    /// its next wake-up even without a datagram or an expired timer.
+    pub poked: Arc<AtomicBool>,
 }
 
 impl Handle {
+    pub fn new(shared: Arc<Mutex<Shared>>, wake: Arc<Notify>) -> Handle {
+        Handle { shared, wake, poked: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Marks the connection for the driver and wakes it.
+    pub fn poke(&self) {
+        self.poked.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -256,7 +270,7 @@ impl Connection {
         }
         let id = s.core.streams().ok_or_else(|| Error::Closed("not established".into()))?.open()?;
         drop(s);
-        self.handle.wake.notify_one();
+        self.handle.poke();
         Ok(Stream::new(self.handle.clone(), id))
     }
 
@@ -280,7 +294,7 @@ impl Connection {
     /// Waits until everything written so far was delivered to the peer (or the connection
     /// ended: then the reason).
     pub async fn flush(&self) -> Result<(), Error> {
-        self.handle.wake.notify_one();
+        self.handle.poke();
         poll_fn(|cx| {
             let mut s = self.handle.lock();
             if let Some(e) = &s.ended {
@@ -315,7 +329,7 @@ impl Connection {
             s.core.close(code, reason);
         }
         drop(s);
-        self.handle.wake.notify_one();
+        self.handle.poke();
     }
 
     /// The peer's address (path 0's as last seen).
