@@ -118,7 +118,6 @@ struct Entry {
     /// Highest packet number received per path (the address of the newest packet wins: NAT
     /// rebinding keeps the connection).
     top: Vec<Option<u64>>,
-    remotes: Vec<Option<SocketAddr>>,
     /// Server: per path, the address the peer last proved it is at (the handshake's for path 0,
     /// the first announcement's for the others, else an answered challenge).
     validated: Vec<Option<SocketAddr>>,
@@ -162,7 +161,6 @@ impl Entry {
             replay: vec![ReplayWindow::default(); paths],
             hello_replay: vec![ReplayWindow::default(); paths],
             top: vec![None; paths],
-            remotes: vec![None; paths],
             validated: vec![None; paths],
             probation: vec![None; paths],
             hello_acked: vec![false; paths],
@@ -202,6 +200,12 @@ pub(crate) struct Driver {
 /// wait (a flood of authenticated handshakes needs the key).
 const SEEN_INITS_LIMIT: usize = 100_000;
 
+/// A connection id for logs.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The shared state of a new connection; `peer`: the address every path starts at.
 fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<Mutex<Shared>> {
     Arc::new(Mutex::new(Shared {
         core,
@@ -211,8 +215,9 @@ fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<
         incoming_streams: Default::default(),
         accept_waker: None,
         idle_wakers: Vec::new(),
-        paths: (0..paths).map(|i| PathReport { id: i as u8, ..PathReport::default() }).collect(),
-        peer,
+        paths: (0..paths)
+            .map(|i| PathReport { id: i as u8, remote: (i == 0).then_some(peer), ..PathReport::default() })
+            .collect(),
     }))
 }
 
@@ -305,12 +310,11 @@ impl Driver {
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let pair = matches!(setup.auth, ClientAuth::Pair { .. });
         let handle = Handle::new(shared(core, paths, setup.server), wake);
-        let mut entry = Entry::new(handle.clone(), paths, None, now);
+        let entry = Entry::new(handle.clone(), paths, None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
         }
-        entry.remotes = vec![Some(setup.server); paths];
         driver.conns.insert(cid, entry);
         if let Role::Client { noise: n, .. } = &mut driver.role {
             *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false, pair }));
@@ -615,7 +619,6 @@ impl Driver {
         let handle = Handle::new(shared(core, paths, from), self.wake.clone());
         handle.lock().paths[0].remote = Some(from);
         let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
-        entry.remotes[0] = Some(from);
         // Path 0's address is validated by the handshake: the client's first core packet is
         // sealed with keys that need the answer sent to this address (RFC 9000 §8.1).
         entry.validated[0] = Some(from);
@@ -661,7 +664,7 @@ impl Driver {
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let Some((path, counter)) = e.keys.as_ref().and_then(|k| k.open_hello(data)) else { return };
         let p = usize::from(path);
-        if p >= e.remotes.len() {
+        if p >= e.replay.len() {
             return;
         }
         e.dirty = true;
@@ -680,7 +683,7 @@ impl Driver {
                 // A challenge from the server: echo it on the path it names (repeats are
                 // harmless: the same sealed bytes again, only ever to the server).
                 let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
-                let to = e.remotes[p].expect("client knows the server");
+                let Some(to) = e.handle.lock().paths[p].remote else { return };
                 self.send_raw(p, to, &echo, now);
             }
             return;
@@ -693,13 +696,12 @@ impl Driver {
                 // A path's first announcement: authenticated, fresh (replay window) and sent
                 // by the key holder, like the handshake that validates path 0.
                 e.validated[p] = Some(from);
-            } else if e.remotes[p] != Some(from) {
+            } else if e.handle.lock().paths[p].remote != Some(from) {
                 Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
             }
-            e.remotes[p] = Some(from);
             e.handle.lock().paths[p].remote = Some(from);
             let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
-            tracing::debug!("path {path} of {} is at {from}", e.handle.lock().peer);
+            tracing::debug!(cid = %hex(&cid.0), path, %from, "path announced");
             self.send_raw(0, from, &echo, now);
         } else if p == i {
             e.hello_acked[p] = true;
@@ -724,9 +726,9 @@ impl Driver {
         }
         let mut s = e.handle.lock();
         let newest = e.top[p].is_none_or(|t| header.number > t);
-        if !is_client && newest && e.remotes[p] != Some(from) {
-            if let Some(old) = e.remotes[p] {
-                tracing::info!("path {p}: peer moved from {old} to {from}");
+        if !is_client && newest && s.paths[p].remote != Some(from) {
+            if let Some(old) = s.paths[p].remote {
+                tracing::info!(cid = %hex(&cid.0), path = p, %old, new = %from, "peer moved");
             }
             if e.validated[p].is_none() {
                 e.validated[p] = Some(from);
@@ -735,11 +737,7 @@ impl Driver {
             } else {
                 e.probation[p] = None;
             }
-            e.remotes[p] = Some(from);
             s.paths[p].remote = Some(from);
-            if p == 0 {
-                s.peer = from;
-            }
         }
         e.top[p] = Some(e.top[p].map_or(header.number, |t| t.max(header.number)));
         s.paths[p].datagrams_received += 1;
@@ -757,7 +755,7 @@ impl Driver {
             return;
         }
         let p = usize::from(path);
-        let Some(to) = e.remotes.get(p).copied().flatten() else { return };
+        let Some(to) = e.handle.lock().paths.get(p).and_then(|r| r.remote) else { return };
         if let Some(pr) = e.probation.get_mut(p).and_then(Option::as_mut).filter(|pr| pr.addr == to) {
             let len = self.sealed.len() as u64;
             if pr.sent + len > AMPLIFICATION * pr.received {
@@ -765,11 +763,6 @@ impl Driver {
                 return;
             }
             pr.sent += len;
-        }
-        {
-            let mut s = e.handle.lock();
-            s.paths[p].datagrams_sent += 1;
-            s.paths[p].bytes_sent += self.sealed.len() as u64;
         }
         let socket = if matches!(self.role, Role::Client { .. }) { p } else { 0 };
         let sealed = std::mem::take(&mut self.sealed);
@@ -866,7 +859,7 @@ impl Driver {
         e.dirty = false;
         e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
         if !e.established && !is_client && now >= e.created + SERVER_HANDSHAKE_TIMEOUT {
-            tracing::debug!("handshake from {} never finished; forgotten", e.handle.lock().peer);
+            tracing::debug!(cid = %hex(&cid.0), "handshake never finished; forgotten");
             e.closed = true;
             return;
         }
@@ -893,7 +886,7 @@ impl Driver {
             }
         }
         for (p, h) in hellos {
-            let to = self.conns[&cid].remotes[p].expect("client knows the server");
+            let Some(to) = self.conns[&cid].handle.lock().paths[p].remote else { continue };
             self.send_raw(p, to, &h, now);
         }
         if !is_client {
@@ -997,7 +990,7 @@ impl Driver {
                 w.wake();
             }
         }
-        let peer = s.peer;
+        let peer = s.paths[0].remote.map_or_else(|| "?".to_string(), |a| a.to_string());
         drop(guard);
         if ended.is_some() || e.handle.lock().core.is_closed() {
             e.closed = true;

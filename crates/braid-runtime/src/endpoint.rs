@@ -220,8 +220,9 @@ pub(crate) struct Shared {
     pub incoming_streams: VecDeque<u64>,
     pub accept_waker: Option<Waker>,
     pub idle_wakers: Vec<Waker>,
+    /// The runtime's part of each path's report (addresses, bytes received, emulated drops);
+    /// the rest comes from the core when read ([`Connection::paths`]).
     pub paths: Vec<PathReport>,
-    pub peer: SocketAddr,
 }
 
 /// The application's reference to a connection (streams hold one too); the driver closes the
@@ -334,7 +335,7 @@ impl Connection {
 
     /// The peer's address (path 0's as last seen).
     pub fn remote_address(&self) -> SocketAddr {
-        self.handle.lock().peer
+        self.handle.lock().paths[0].remote.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
     /// Live per-path numbers.
@@ -349,6 +350,9 @@ impl Connection {
                 let mut p = p.clone();
                 if let (Some(st), Some(&(srtt, cwnd, loss))) = (core_stats.get(i), state.get(i)) {
                     p.stats = *st;
+                    // Sent counts are the core's; on the wire each packet carries the AEAD tag.
+                    p.datagrams_sent = st.packets_sent;
+                    p.bytes_sent = st.bytes_sent + st.packets_sent * TAG_LEN as u64;
                     p.srtt = srtt;
                     p.cwnd = cwnd;
                     p.loss = loss;

@@ -291,6 +291,8 @@ async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
     }
     // The download is in full flow; the relay moves to a port that swallows the answers.
     nat.rebind.send(true).unwrap();
+    // The client speaks from the new port (see `a_download_goes_on_after_rebinding`).
+    stream.write_all(&[2]).await.unwrap();
     let reader = tokio::spawn(async move {
         while let Ok(n) = stream.read(&mut buf).await {
             if n == 0 {
@@ -321,6 +323,10 @@ async fn a_download_goes_on_after_rebinding() {
         data.extend_from_slice(&buf[..n]);
     }
     nat.rebind.send(false).unwrap();
+    // The client speaks after the rebinding (a NAT's new port shows only in what the client
+    // sends; a client that only receives has nothing to send once the server's data goes to
+    // the old port, and the server does not know the new one: there is no keep-alive yet).
+    stream.write_all(&[2]).await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
         .await
         .expect("download finishes after rebinding")
