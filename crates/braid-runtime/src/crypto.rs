@@ -668,6 +668,68 @@ mod tests {
     }
 
     #[test]
+    fn key_pairs_admit_the_authorized_only() {
+        let (server_private, server_public) = generate_pair().unwrap();
+        let (client_private, client_public) = generate_pair().unwrap();
+        let (other_private, other_public) = generate_pair().unwrap();
+        let server = ServerAuth::Pair { private: server_private, authorized: vec![client_public.clone()] };
+        let hello = Hello { paths: 3, mode: "braid".into(), ..Hello::default() };
+        let cid = ConnectionId([7; 8]); // as `packet` names
+        let good = ClientAuth::Pair { private: client_private.clone(), server: server_public.clone() };
+        let mut client = ClientHandshake::with_auth(&good, cid, &hello);
+        assert_eq!(client.init_datagram().len(), INIT_LEN);
+        let accepted = server_accept_with(&server, client.init_datagram()).expect("authorized client");
+        assert_eq!(accepted.hello.paths, 3);
+        assert_eq!(accepted.client_key.map(|k| k.0), Some(client_public.0));
+        assert!(accepted.response.len() * 3 <= INIT_LEN, "answer ≤ 3× the request");
+        let keys = client.on_response(&accepted.response).expect("the server's answer");
+        let mut sealed = Vec::new();
+        let mut opened = Vec::new();
+        keys.seal(&packet(0, 1), &mut sealed).unwrap();
+        assert!(accepted.keys.open(&sealed, &mut opened).is_ok());
+        // A client not on the list, and a client that takes another key for the server's.
+        let stranger = ClientAuth::Pair { private: other_private, server: server_public };
+        assert!(server_accept_with(
+            &server,
+            ClientHandshake::with_auth(&stranger, cid, &hello).init_datagram()
+        )
+        .is_none());
+        let misled = ClientAuth::Pair { private: client_private, server: other_public };
+        assert!(server_accept_with(
+            &server,
+            ClientHandshake::with_auth(&misled, cid, &hello).init_datagram()
+        )
+        .is_none());
+        // A PSK server does not take an IK first message, nor the reverse.
+        let psk = Key::generate().unwrap();
+        assert!(server_accept(&psk, ClientHandshake::with_auth(&good, cid, &hello).init_datagram()).is_none());
+        assert!(
+            server_accept_with(&server, ClientHandshake::new(&psk, cid, &hello).init_datagram()).is_none()
+        );
+    }
+
+    #[test]
+    fn key_files_round_trip() {
+        let dir = std::env::temp_dir().join(format!("braid-keyfiles-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (private, public) = generate_pair().unwrap();
+        private.write_private(&dir.join("p")).unwrap();
+        assert!(matches!(Key::read_any(&dir.join("p")).unwrap(), KeyFile::Private(k) if k.0 == private.0));
+        let shared = Key::generate().unwrap();
+        shared.write_file(&dir.join("s")).unwrap();
+        assert!(matches!(Key::read_any(&dir.join("s")).unwrap(), KeyFile::Shared(k) if k.0 == shared.0));
+        std::fs::write(dir.join("a"), format!("# list\n\n{} laptop\n", public.to_hex())).unwrap();
+        let list = Key::read_authorized(&dir.join("a")).unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].0, public.0);
+        std::fs::write(dir.join("b"), "zz laptop\n").unwrap();
+        let e = Key::read_authorized(&dir.join("b")).unwrap_err().to_string();
+        assert!(e.contains(":1"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn any_header_change_is_detected() {
         let key = Key::generate().unwrap();
         let (client, server) = pair(&key, &key).unwrap();
