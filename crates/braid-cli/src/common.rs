@@ -276,7 +276,7 @@ impl ClientOpts {
         let config = self.client_config()?;
         let server = resolve(&self.server, "--server").await?;
         let conn = Endpoint::connect(config, server).await?;
-        tracing::info!("connected to {server} over {} path(s)", conn.paths().len());
+        tracing::info!(%server, paths = conn.paths().len(), mode = %self.transport.mode, "connected");
         self.stats.spawn(&conn, None)?;
         Ok(conn)
     }

@@ -158,7 +158,13 @@ fn init_logs(verbose: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("BRAID_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!("braid={level},braid_runtime={level},braid_cli={level}"))
     });
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Structured: each event's fields follow its message as key=value; colours only on a terminal.
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }
 
 /// Fills what the command line left unsaid from `--config` (flags win).

@@ -70,7 +70,8 @@ pub async fn serve_connection(conn: Connection, role: Role, done: mpsc::Sender<R
             }
         });
     }
-    tracing::info!("connection from {peer} ended: {}", conn.closed().await);
+    let reason = conn.closed().await;
+    tracing::info!(%peer, %reason, "connection ended");
 }
 
 /// Serves one stream; a finished file transfer in `recv` mode returns its result.
@@ -149,18 +150,18 @@ async fn connect(mut stream: Stream, target: &str) {
                 }
                 _ => request::GENERAL_FAILURE,
             };
-            tracing::info!("CONNECT {target}: {e}");
+            tracing::info!(%target, error = %e, "CONNECT failed");
             let _ = request::write_status(&mut stream, status, &format!("{target}: {e}")).await;
             return;
         }
         Err(_) => {
-            tracing::info!("CONNECT {target}: timed out");
+            tracing::info!(%target, "CONNECT timed out");
             let _ =
                 request::write_status(&mut stream, request::TIMED_OUT, &format!("{target}: timed out")).await;
             return;
         }
     };
-    tracing::debug!("CONNECT {target}: connected");
+    tracing::debug!(%target, "CONNECT connected");
     if request::write_status(&mut stream, request::OK, "").await.is_err() {
         return;
     }

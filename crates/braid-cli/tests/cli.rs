@@ -661,6 +661,12 @@ fn key_pairs_let_in_the_authorized_only() {
     std::thread::sleep(Duration::from_millis(100));
     let accepted = server.log().matches("accepted a connection").count();
     assert_eq!(accepted, 1, "{}", server.log());
+    // -v: structured logs (fields after the message).
+    let line = server.wait_for("accepted a connection");
+    assert!(
+        line.contains(" INFO ") && line.contains("peer=127.0.0.1:") && line.contains("paths=1"),
+        "{line}"
+    );
     assert_one_line_error(&send(&stranger_key, &server_pub), &["refused us", "--authorized", &addr]);
     assert_one_line_error(&send(&client_key, &stranger_pub), &["refused us", "--server-key"]);
     std::thread::sleep(Duration::from_millis(100));

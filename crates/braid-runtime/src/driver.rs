@@ -569,12 +569,12 @@ impl Driver {
             return;
         }
         if self.conns.len() >= *max_connections {
-            tracing::warn!("connection limit ({max_connections}) reached: handshake from {from} ignored");
+            tracing::warn!(%from, max_connections, "connection limit reached: handshake ignored");
             return;
         }
         let Some(accepted) = crypto::server_accept_with(auth, data) else {
             // No state kept; a 9-byte hint so a client with the wrong key can say so.
-            tracing::debug!("handshake from {from} did not authenticate (wrong key or stale); refused");
+            tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
             if let Some(r) = crypto::refusal(data) {
                 self.send_raw(0, from, &r, now);
             }
@@ -582,14 +582,14 @@ impl Driver {
         };
         let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
         if self.seen_inits.contains_key(&ephemeral) {
-            tracing::debug!("replayed handshake from {from} ignored");
+            tracing::debug!(%from, "replayed handshake ignored");
             return;
         }
         if self.seen_inits.len() >= SEEN_INITS_LIMIT {
             let horizon = crypto::MAX_CLOCK_SKEW * 2;
             self.seen_inits.retain(|_, at| now.saturating_duration_since(*at) < horizon);
             if self.seen_inits.len() >= SEEN_INITS_LIMIT {
-                tracing::warn!("too many handshakes lately: handshake from {from} ignored");
+                tracing::warn!(%from, "too many handshakes lately: handshake ignored");
                 return;
             }
         }
@@ -599,19 +599,23 @@ impl Driver {
         if !accepted.hello.mode.is_empty() {
             match accepted.hello.mode.parse::<Mode>() {
                 Ok(m) => config.mode = m,
-                Err(e) => tracing::warn!("client {from}: {e}; using {}", config.mode.name()),
+                Err(e) => {
+                    tracing::warn!(%from, error = %e, using = config.mode.name(), "client's mode unknown")
+                }
             }
         }
         if !accepted.hello.cc.is_empty() {
             match accepted.hello.cc.parse::<CcAlgorithm>() {
                 Ok(c) => config.cc = Some(c),
-                Err(e) => tracing::warn!("client {from}: {e}; using the mode's"),
+                Err(e) => {
+                    tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
+                }
             }
         }
         if !accepted.hello.scheduler.is_empty() {
             match accepted.hello.scheduler.parse::<SchedulerKind>() {
                 Ok(k) => config.scheduler = Some(k),
-                Err(e) => tracing::warn!("client {from}: {e}; using the mode's"),
+                Err(e) => tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used"),
             }
         }
         let paths = usize::from(accepted.hello.paths);
@@ -626,17 +630,16 @@ impl Driver {
         entry.response = accepted.response;
         let response = entry.response.clone();
         self.conns.insert(cid, entry);
-        match &accepted.client_key {
-            Some(k) => tracing::debug!(
-                "handshake from {from} authenticated as {} ({paths} paths, mode {})",
-                k.to_hex(),
-                accepted.hello.mode
-            ),
-            None => tracing::debug!(
-                "handshake from {from} authenticated ({paths} paths, mode {})",
-                accepted.hello.mode
-            ),
-        }
+        tracing::debug!(
+            cid = %hex(&cid.0),
+            %from,
+            paths,
+            mode = %accepted.hello.mode,
+            cc = %accepted.hello.cc,
+            scheduler = %accepted.hello.scheduler,
+            client_key = %accepted.client_key.as_ref().map_or_else(|| "psk".to_string(), |k| k.to_hex()),
+            "handshake authenticated"
+        );
         self.send_raw(0, from, &response, now);
     }
 
@@ -674,7 +677,7 @@ impl Driver {
                 if let Some(pr) = &mut e.probation[p] {
                     pr.received += data.len() as u64;
                     if pr.token == counter && pr.addr == from {
-                        tracing::debug!("path {p}: {from} answered its challenge (validated)");
+                        tracing::debug!(cid = %hex(&cid.0), path = p, %from, "new address validated (challenge answered)");
                         e.validated[p] = Some(from);
                         e.probation[p] = None;
                     }
@@ -778,7 +781,7 @@ impl Driver {
         received: usize,
         now: Instant,
     ) {
-        let token = random_u64() % crypto::CHALLENGE_BIT | crypto::CHALLENGE_BIT;
+        let token = (random_u64() % crypto::CHALLENGE_BIT) | crypto::CHALLENGE_BIT;
         tracing::debug!(
             "path {p}: challenging {from} before sending it more than {AMPLIFICATION}x what it sent"
         );
@@ -943,10 +946,10 @@ impl Driver {
                 }
                 Event::Closed(reason) => ended = Some(ended_from(&reason, idle)),
                 Event::PathFailed(path) => {
-                    tracing::info!("path {path} failed: no answer; its data goes on the others")
+                    tracing::info!(path, "path failed: no answer; its data goes on the others")
                 }
-                Event::PathRecovered(path) => tracing::info!("path {path} answers again"),
-                Event::PathRemoved(path) => tracing::info!("path {path} removed"),
+                Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
+                Event::PathRemoved(path) => tracing::info!(path, "path removed"),
             }
         }
         if let Some(streams) = s.core.streams() {
@@ -1005,7 +1008,7 @@ impl Driver {
                     }
                 }
                 Role::Server { incoming, .. } => {
-                    tracing::info!("accepted a connection from {peer} ({} paths)", e.replay.len());
+                    tracing::info!(%peer, paths = e.replay.len(), "accepted a connection");
                     let _ = incoming.send(Connection { handle });
                 }
             }
@@ -1013,10 +1016,11 @@ impl Driver {
         if let Some(reason) = ended {
             let s = e.handle.lock();
             tracing::debug!(
-                "connection with {peer} ended: {:?}; paths {:?}; {:?}",
-                reason,
-                s.core.path_stats(),
-                s.core.stats
+                %peer,
+                reason = ?reason,
+                paths = ?s.core.path_stats(),
+                stats = ?s.core.stats,
+                "connection ended"
             );
             drop(s);
             if let Role::Client { ready, .. } = &mut self.role {

@@ -211,7 +211,7 @@ mod tests {
         let mut got = 0;
         let mut t = t0;
         while got < kept {
-            t = t + Duration::from_millis(1);
+            t += Duration::from_millis(1);
             while let Some((a, _)) = link.pop(t) {
                 assert_eq!(a, to);
                 got += 1;
