@@ -781,6 +781,14 @@ fn config_file_fills_flags_and_flags_win() {
         &run(&["--config", dir.path("none.toml").to_str().unwrap(), "send", f]),
         &["cannot read"],
     );
+    // Subcommand tables: `[server]` for `braid server`, `[forward]` for `braid forward`.
+    std::fs::write(&conf, format!("key = {:?}\n[server]\nlisten = \"1.2.3\"\n", key.to_str().unwrap()))
+        .unwrap();
+    assert_one_line_error(&run(&["--config", c, "server"]), &["--listen \"1.2.3\"", "bad address"]);
+    assert_one_line_error(
+        &run(&["--config", c, "forward", "--to", "x:1"]),
+        &["forward needs --listen", "[forward]"],
+    );
     // The example in the repository is a valid file for every subcommand.
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../braid.toml");
     let o = run(&["--config", example, "send", f, "--key", dir.path("nokey").to_str().unwrap()]);
