@@ -151,7 +151,8 @@ impl Entry {
             || (is_client && now >= self.hello_next && self.hello_acked.iter().any(|a| !a))
             || self.probation.iter().flatten().any(|p| now >= p.next_challenge)
             || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
-            || (self.established && Arc::strong_count(&self.handle.shared) <= 2)
+            // Only the entry's own reference left: the application let go.
+            || (self.established && Arc::strong_count(&self.handle.shared) <= 1)
     }
 
     fn new(handle: Handle, paths: usize, keys: Option<PacketKeys>, now: Instant) -> Entry {
@@ -1044,4 +1045,53 @@ fn poll_recv_any(
         }
     }
     Poll::Pending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server entry with a fresh core, as `on_init` makes one (no keys needed here).
+    fn entry(now: Instant) -> Entry {
+        let core = braid_proto::Connection::server(ConnectionConfig::default(), now);
+        let handle = Handle::new(shared(core, 1, "127.0.0.1:9".parse().unwrap()), Arc::new(Notify::new()));
+        Entry::new(handle, 1, None, now)
+    }
+
+    /// The server drives a connection only when something asks for it: input, the application,
+    /// or a timer that has expired; an idle connection is left alone.
+    #[test]
+    fn only_connections_with_something_to_do_are_driven() {
+        let t0 = Instant::from_micros(1_000_000);
+        let mut e = entry(t0);
+        assert!(e.wants_drive(t0, false), "a new entry has its first datagram to handle");
+        e.dirty = false;
+        e.established = true;
+        let app = e.handle.clone(); // the application's handle (not orphaned)
+        let later = t0 + Duration::from_secs(20);
+        assert!(!e.wants_drive(later, false), "nothing arrived, nothing due");
+        app.poke();
+        assert!(e.wants_drive(later, false), "the application wrote");
+        e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
+        e.next_timeout = Some(later);
+        assert!(!e.wants_drive(later - Duration::from_micros(1), false), "timer not yet due");
+        assert!(e.wants_drive(later, false), "timer due");
+        e.next_timeout = None;
+        e.probation[0] = Some(Probation {
+            addr: "127.0.0.1:10".parse().unwrap(),
+            received: 100,
+            sent: 0,
+            token: crypto::CHALLENGE_BIT,
+            next_challenge: later,
+        });
+        assert!(e.wants_drive(later, false), "a challenge is due");
+        e.probation[0] = None;
+        drop(app);
+        assert!(e.wants_drive(later, false), "orphaned: drive it to its close");
+        // Before the core handshake completes: only its timeout or input.
+        let mut fresh = entry(t0);
+        fresh.dirty = false;
+        assert!(!fresh.wants_drive(t0 + Duration::from_secs(1), false));
+        assert!(fresh.wants_drive(t0 + SERVER_HANDSHAKE_TIMEOUT, false));
+    }
 }
