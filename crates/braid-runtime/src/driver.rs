@@ -37,6 +37,8 @@ const SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const LINGER: Duration = Duration::from_secs(3);
 /// Path announcements are repeated this often until the server echoes them.
 const HELLO_INTERVAL: Duration = Duration::from_millis(250);
+/// A client announces its paths again this often (PROTOCOL.md §13.6): 34 bytes per path.
+const REANNOUNCE: Duration = Duration::from_secs(2);
 
 pub(crate) struct ClientSetup {
     pub auth: ClientAuth,
@@ -125,6 +127,8 @@ struct Entry {
     probation: Vec<Option<Probation>>,
     hello_acked: Vec<bool>,
     hello_next: Instant,
+    /// Client: when every path is announced again ([`REANNOUNCE`]).
+    reannounce: Instant,
     hello_counter: u64,
     /// Server: the client's first message and our answer, to repeat if it comes again.
     init: Vec<u8>,
@@ -149,6 +153,7 @@ impl Entry {
             || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
             || self.next_timeout.is_some_and(|t| t <= now)
             || (is_client && now >= self.hello_next && self.hello_acked.iter().any(|a| !a))
+            || (is_client && self.keys.is_some() && now >= self.reannounce)
             || self.probation.iter().flatten().any(|p| now >= p.next_challenge)
             || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
             // Only the entry's own reference left: the application let go.
@@ -166,6 +171,7 @@ impl Entry {
             probation: vec![None; paths],
             hello_acked: vec![false; paths],
             hello_next: now,
+            reannounce: now + REANNOUNCE,
             hello_counter: 0,
             init: Vec::new(),
             response: Vec::new(),
@@ -439,8 +445,11 @@ impl Driver {
                 if let Some(t) = e.next_timeout {
                     at(t);
                 }
-                if matches!(self.role, Role::Client { .. }) && e.hello_acked.iter().any(|a| !a) {
-                    at(e.hello_next);
+                if matches!(self.role, Role::Client { .. }) {
+                    if e.hello_acked.iter().any(|a| !a) {
+                        at(e.hello_next);
+                    }
+                    at(e.reannounce);
                 }
             }
             if let Some(o) = e.orphaned_at {
@@ -870,6 +879,14 @@ impl Driver {
         let Some(keys) = &e.keys else { return };
         // Client: announce every path until the server echoes it (PROTOCOL.md §13.5).
         let mut hellos = Vec::new();
+        if is_client && now >= e.reannounce {
+            // The keep-alive: a client that only receives sends nothing of its own, so after a
+            // NAT rebinding the server would never learn its new address. Announcing every path
+            // again shows it within REANNOUNCE (and then §13.8 validates it).
+            e.hello_acked.fill(false);
+            e.hello_next = now;
+            e.reannounce = now + REANNOUNCE;
+        }
         if is_client && now >= e.hello_next && e.hello_acked.iter().any(|a| !a) {
             for (p, acked) in e.hello_acked.iter().enumerate() {
                 if !acked {

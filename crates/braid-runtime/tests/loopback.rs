@@ -252,6 +252,11 @@ async fn nat(server: std::net::SocketAddr) -> Nat {
 
 /// A server whose streams each answer one byte with `len` bytes (a download).
 fn download_server(key: Key, len: usize) -> std::net::SocketAddr {
+    download_server_after(key, len, Duration::ZERO)
+}
+
+/// [`download_server`], the answer starting `delay` after the request.
+fn download_server_after(key: Key, len: usize, delay: Duration) -> std::net::SocketAddr {
     let mut server: Server =
         Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = server.local_addr().unwrap();
@@ -261,6 +266,7 @@ fn download_server(key: Key, len: usize) -> std::net::SocketAddr {
                 while let Some(mut stream) = conn.accept_stream().await {
                     tokio::spawn(async move {
                         let _ = stream.read_u8().await;
+                        tokio::time::sleep(delay).await;
                         let _ = stream.write_all(&pattern(len, 5)).await;
                         let _ = stream.shutdown().await;
                     });
@@ -291,7 +297,7 @@ async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
     }
     // The download is in full flow; the relay moves to a port that swallows the answers.
     nat.rebind.send(true).unwrap();
-    // The client speaks from the new port (see `a_download_goes_on_after_rebinding`).
+    // The client speaks from the new port (its re-announcement would too, within 2 s).
     stream.write_all(&[2]).await.unwrap();
     let reader = tokio::spawn(async move {
         while let Ok(n) = stream.read(&mut buf).await {
@@ -305,6 +311,26 @@ async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
     reader.abort();
     assert!(received > 0, "the client kept sending (acknowledgments, probes)");
     assert!(sent <= 3 * received, "server sent {sent} bytes to an unvalidated address that sent {received}");
+}
+
+/// A client that only listens is rebound while silent: the server's answer goes to the old port
+/// until the client's path re-announcement (every 2 s) shows the new one; then it flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_client_is_found_again_after_rebinding() {
+    let key = Key::generate().unwrap();
+    let server = download_server_after(key.clone(), 1_000_000, Duration::from_millis(800));
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let mut stream = conn.open_stream().unwrap();
+    stream.write_all(&[1]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the request is delivered and acknowledged
+    nat.rebind.send(false).unwrap();
+    let mut data = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
+        .await
+        .expect("the answer arrives after the re-announcement")
+        .unwrap();
+    assert!(data == pattern(1_000_000, 5), "{} bytes, or corrupted", data.len());
 }
 
 /// A rebinding whose new address answers: validated by the challenge, then full speed again.
@@ -323,10 +349,8 @@ async fn a_download_goes_on_after_rebinding() {
         data.extend_from_slice(&buf[..n]);
     }
     nat.rebind.send(false).unwrap();
-    // The client speaks after the rebinding (a NAT's new port shows only in what the client
-    // sends; a client that only receives has nothing to send once the server's data goes to
-    // the old port, and the server does not know the new one: there is no keep-alive yet).
-    stream.write_all(&[2]).await.unwrap();
+    // The client only receives: once the server's data goes to the old port, the client has
+    // nothing to send but its path re-announcement (every 2 s), which shows the new port.
     tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
         .await
         .expect("download finishes after rebinding")
