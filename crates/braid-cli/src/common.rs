@@ -3,9 +3,14 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use braid_fec::CodeFamily;
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
-use braid_runtime::{ClientConfig, Connection, ConnectionConfig, Emulation, Endpoint, Key, PathSpec};
+use braid_proto::sched::SchedulerKind;
+use braid_runtime::{
+    ClientAuth, ClientConfig, Connection, ConnectionConfig, Emulation, Endpoint, Key, KeyFile, PathSpec,
+    ServerAuth,
+};
 use clap::Args;
 
 /// A failure to report: one line, non-zero exit.
@@ -40,23 +45,82 @@ pub fn fail(msg: impl Into<String>) -> Fail {
 
 #[derive(Args, Clone)]
 pub struct KeyOpt {
-    /// Pre-shared key file (from `braid keygen`), the same at both ends.
+    /// Key file: a pre-shared key (`braid keygen`, the same at both ends) or this end's private
+    /// key (`braid keygen --pair`; then the client needs --server-key, the server --authorized).
     #[arg(short, long, env = "BRAID_KEY", default_value = "braid.key")]
     pub key: PathBuf,
 }
 
 impl KeyOpt {
-    pub fn load(&self) -> Result<Key, Fail> {
-        Ok(Key::read_file(&self.key)?)
+    /// The client's credentials: the shared key, or the private key and `server_key`.
+    pub fn client_auth(&self, server_key: Option<&str>) -> Result<ClientAuth, Fail> {
+        match (Key::read_any(&self.key)?, server_key) {
+            (KeyFile::Shared(k), None) => Ok(ClientAuth::Psk(k)),
+            (KeyFile::Shared(_), Some(_)) => Err(fail(format!(
+                "--server-key needs a private key in --key ({} holds a shared key; make a pair with `braid keygen --pair`)",
+                self.key.display()
+            ))),
+            (KeyFile::Private(_), None) => Err(fail(format!(
+                "--key {} is a private key: give the server's public key with --server-key",
+                self.key.display()
+            ))),
+            (KeyFile::Private(private), Some(pubkey)) => {
+                Ok(ClientAuth::Pair { private, server: public_key(pubkey, "--server-key")? })
+            }
+        }
+    }
+
+    /// The server's credentials: the shared key, or the private key and the allow-list.
+    pub fn server_auth(&self, authorized: Option<&Path>) -> Result<ServerAuth, Fail> {
+        match (Key::read_any(&self.key)?, authorized) {
+            (KeyFile::Shared(k), None) => Ok(ServerAuth::Psk(k)),
+            (KeyFile::Shared(_), Some(_)) => Err(fail(format!(
+                "--authorized needs a private key in --key ({} holds a shared key; make a pair with `braid keygen --pair`)",
+                self.key.display()
+            ))),
+            (KeyFile::Private(_), None) => Err(fail(format!(
+                "--key {} is a private key: list the clients' public keys in a file given with --authorized",
+                self.key.display()
+            ))),
+            (KeyFile::Private(private), Some(file)) => {
+                let authorized = Key::read_authorized(file)?;
+                if authorized.is_empty() {
+                    return Err(fail(format!("--authorized {}: no public key in the file", file.display())));
+                }
+                Ok(ServerAuth::Pair { private, authorized })
+            }
+        }
+    }
+}
+
+/// A public key given as 64 hex digits or as a file holding them (a `.pub` file).
+pub fn public_key(value: &str, flag: &str) -> Result<Key, Fail> {
+    if let Some(k) = Key::parse_public(value) {
+        return Ok(k);
+    }
+    match std::fs::read_to_string(value) {
+        Ok(text) => Key::parse_public(text.trim()).ok_or_else(|| {
+            fail(format!("{flag} {value}: the file holds no public key (64 hexadecimal digits)"))
+        }),
+        Err(e) => Err(fail(format!(
+            "{flag} {value:?}: neither a public key (64 hexadecimal digits) nor a readable file ({e})"
+        ))),
     }
 }
 
 #[derive(Args, Clone)]
 pub struct TransportOpts {
-    /// Scheme: braid, tcp, ctcp, fmtcp, tcp-ir, dfec, sato.
+    /// Scheme: braid, tcp, mptcp, ctcp, fmtcp, tcp-ir, dfec, sato, mptcp-dfec.
     #[arg(long, default_value = "braid")]
     pub mode: String,
-    /// Congestion controller (default: the mode's): cubic, newreno, bbr, ctcp.
+    /// Erasure code (default: the mode's): xor, rlnc, raptorq. Each mode allows only the codes
+    /// it is built for (see `scheme_error`).
+    #[arg(long)]
+    pub code: Option<String>,
+    /// Multipath scheduler (default: the mode's): minrtt, roundrobin, redundant, ctcp, eat, braid.
+    #[arg(long)]
+    pub scheduler: Option<String>,
+    /// Congestion controller (default: the mode's): cubic, newreno, bbr, ctcp, lia.
     #[arg(long)]
     pub cc: Option<String>,
     /// Close a connection after this many seconds without hearing from the peer.
@@ -71,13 +135,56 @@ impl TransportOpts {
             Some(c) => Some(c.parse::<CcAlgorithm>().map_err(|e| fail(format!("--cc: {e}")))?),
             None => None,
         };
+        let scheduler = match &self.scheduler {
+            Some(k) => Some(k.parse::<SchedulerKind>().map_err(|e| fail(format!("--scheduler: {e}")))?),
+            None => None,
+        };
+        let code = match &self.code {
+            Some(c) => {
+                let c = c.parse::<CodeFamily>().map_err(|e| fail(format!("--code: {e}")))?;
+                if let Some(e) = scheme_error(mode, c) {
+                    return Err(fail(e));
+                }
+                c
+            }
+            None => mode.code_family(),
+        };
         if !(self.idle_timeout >= 0.5 && self.idle_timeout <= 86_400.0) {
             return Err(fail("--idle-timeout: expected seconds between 0.5 and 86400"));
         }
-        let mut config = ConnectionConfig { mode, cc, ..ConnectionConfig::default() };
+        let mut config = ConnectionConfig { mode, cc, scheduler, ..ConnectionConfig::default() };
+        config.params.code = code;
         config.params.idle_timeout_ms = (self.idle_timeout * 1000.0) as u64;
         Ok(config)
     }
+}
+
+/// The codes each mode works with. The XOR papers' modes form their parity groups at send time
+/// and know no other code; CTCP is RLNC (CTCP §III) and FMTCP RaptorQ (FMTCP §III-A); `tcp` and
+/// `mptcp` send no repair, so their code is never used and only the default is accepted; braid's
+/// blocks work with either rank-based code (an XOR block has a single parity, which braid's
+/// adaptive repair cannot use).
+pub fn codes_for(mode: Mode) -> &'static [CodeFamily] {
+    match mode {
+        Mode::Braid => &[CodeFamily::Rlnc, CodeFamily::RaptorQ],
+        Mode::Fmtcp => &[CodeFamily::RaptorQ],
+        Mode::Tcp | Mode::Mptcp | Mode::Ctcp => &[CodeFamily::Rlnc],
+        Mode::TcpIr | Mode::Dfec | Mode::Sato | Mode::MptcpDfec => &[CodeFamily::Xor],
+    }
+}
+
+/// Why `--code` does not go with `--mode` (one line naming what is allowed), if it does not.
+pub fn scheme_error(mode: Mode, code: CodeFamily) -> Option<String> {
+    let allowed = codes_for(mode);
+    (!allowed.contains(&code)).then(|| {
+        let names: Vec<&str> = allowed.iter().map(|c| c.name()).collect();
+        format!(
+            "--code {} does not go with --mode {} (allowed: {})",
+            code.name(),
+            mode.name(),
+            names.join(", ")
+        )
+    })
 }
 
 #[derive(Args, Clone)]
@@ -98,6 +205,9 @@ pub struct ClientOpts {
     pub timeout: f64,
     #[command(flatten)]
     pub key: KeyOpt,
+    /// The server's public key (key pairs): 64 hex digits, or its `.pub` file.
+    #[arg(long, value_name = "PUB")]
+    pub server_key: Option<String>,
     #[command(flatten)]
     pub transport: TransportOpts,
     #[command(flatten)]
@@ -145,8 +255,8 @@ pub fn emulations(specs: &[String], paths: usize) -> Result<Vec<Option<Emulation
 
 impl ClientOpts {
     pub fn client_config(&self) -> Result<ClientConfig, Fail> {
-        let key = self.key.load()?;
-        let mut config = ClientConfig::new(key);
+        let auth = self.key.client_auth(self.server_key.as_deref())?;
+        let mut config = ClientConfig::new(auth);
         config.transport = self.transport.config()?;
         config.paths = self.paths.iter().map(|p| p.parse::<PathSpec>().expect("infallible")).collect();
         if config.paths.is_empty() {
@@ -166,22 +276,57 @@ impl ClientOpts {
         let config = self.client_config()?;
         let server = resolve(&self.server, "--server").await?;
         let conn = Endpoint::connect(config, server).await?;
-        tracing::info!("connected to {server} over {} path(s)", conn.paths().len());
+        tracing::info!(%server, paths = conn.paths().len(), mode = %self.transport.mode, "connected");
         self.stats.spawn(&conn, None)?;
         Ok(conn)
     }
 }
 
-pub fn keygen(out: &Path) -> Result<(), Fail> {
-    let key = Key::generate()?;
-    key.write_file(out).map_err(|e| match e {
+fn exists_error(e: braid_runtime::KeyError) -> Fail {
+    match e {
         braid_runtime::KeyError::Io { path, source }
             if source.kind() == std::io::ErrorKind::AlreadyExists =>
         {
             fail(format!("{path} already exists (not overwritten; choose another name with -o)"))
         }
         e => Fail(e.to_string()),
-    })?;
-    eprintln!("wrote a new key to {} (copy it to the other end; keep it secret)", out.display());
+    }
+}
+
+/// `braid keygen`: a shared key; with `pair`, a private key in `out` and its public key in
+/// `out.pub` (also printed on stdout).
+pub fn keygen(out: &Path, pair: bool) -> Result<(), Fail> {
+    if !pair {
+        let key = Key::generate()?;
+        key.write_file(out).map_err(exists_error)?;
+        eprintln!("wrote a new key to {} (copy it to the other end; keep it secret)", out.display());
+        return Ok(());
+    }
+    let mut pub_path = out.as_os_str().to_owned();
+    pub_path.push(".pub");
+    let pub_path = PathBuf::from(pub_path);
+    if pub_path.exists() {
+        return Err(fail(format!(
+            "{} already exists (not overwritten; choose another name with -o)",
+            pub_path.display()
+        )));
+    }
+    let (private, public) = braid_runtime::crypto::generate_pair()?;
+    private.write_private(out).map_err(exists_error)?;
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "braid".into());
+    std::fs::write(&pub_path, format!("{} {host}\n", public.to_hex()))
+        .map_err(|e| fail(format!("cannot write {}: {e}", pub_path.display())))?;
+    println!("{}", public.to_hex());
+    eprintln!(
+        "wrote a private key to {} (keep it secret) and its public key to {} (give it to the other end: \
+         a server lists clients' keys in its --authorized file; a client names the server's with --server-key)",
+        out.display(),
+        pub_path.display()
+    );
     Ok(())
+}
+
+/// The server's `--emulate` (one spec: everything it sends and receives).
+pub fn server_emulation(spec: Option<&str>) -> Result<Option<Emulation>, Fail> {
+    spec.map(|e| e.parse::<Emulation>().map_err(|e| fail(e.to_string()))).transpose()
 }

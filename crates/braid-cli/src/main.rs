@@ -5,6 +5,7 @@
 
 mod bench;
 mod common;
+mod config;
 mod demo;
 mod request;
 mod serve;
@@ -15,7 +16,7 @@ mod transfer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use common::{ClientOpts, Fail};
 
@@ -29,17 +30,25 @@ struct Cli {
     /// More log output (-v: info, -vv: debug, -vvv: trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// A TOML file with a key for every flag (see braid.toml); flags given here win over it.
+    #[arg(long, value_name = "FILE", global = true, env = "BRAID_CONFIG")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write a new pre-shared key file (give the same file to both ends).
+    /// Write a new pre-shared key file (give the same file to both ends), or with --pair a
+    /// private key and its public key (FILE.pub).
     Keygen {
         /// Where to write it (refuses to overwrite).
         #[arg(short, long, default_value = "braid.key")]
         out: PathBuf,
+        /// A key pair (Noise IK) instead of a shared key: the private key goes to --out, the
+        /// public key to --out with ".pub" appended and to stdout.
+        #[arg(long)]
+        pair: bool,
     },
     /// Accept braid connections: the far end of `forward` and `socks`.
     Server(ServerArgs),
@@ -60,17 +69,23 @@ enum Command {
         out: Option<PathBuf>,
         #[command(flatten)]
         key: common::KeyOpt,
+        /// Key pairs: the file of client public keys let in (one per line).
+        #[arg(long, value_name = "FILE")]
+        authorized: Option<PathBuf>,
+        /// Emulated impairment "RATE,DELAY,LOSS" on everything this end sends and receives.
+        #[arg(long, value_name = "SPEC")]
+        emulate: Option<String>,
         #[command(flatten)]
         transport: common::TransportOpts,
     },
     /// Forward a local TCP port through braid to HOST:PORT (as `ssh -L`).
     Forward {
-        /// Local TCP address to accept on.
+        /// Local TCP address to accept on (required, here or in the config file).
         #[arg(long)]
-        listen: String,
-        /// Where the server connects each forwarded connection.
+        listen: Option<String>,
+        /// Where the server connects each forwarded connection (required, here or in the config file).
         #[arg(long)]
-        to: String,
+        to: Option<String>,
         #[command(flatten)]
         client: ClientOpts,
     },
@@ -120,6 +135,13 @@ struct ServerArgs {
     dir: Option<PathBuf>,
     #[command(flatten)]
     key: common::KeyOpt,
+    /// Key pairs: the file of client public keys let in (one per line, as ssh's authorized_keys).
+    #[arg(long, value_name = "FILE")]
+    authorized: Option<PathBuf>,
+    /// Emulated impairment "RATE,DELAY,LOSS" on everything the server sends and receives (the
+    /// client's --emulate impairs its own side: both together impair both ends).
+    #[arg(long, value_name = "SPEC")]
+    emulate: Option<String>,
     #[command(flatten)]
     transport: common::TransportOpts,
     #[command(flatten)]
@@ -136,12 +158,77 @@ fn init_logs(verbose: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("BRAID_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!("braid={level},braid_runtime={level},braid_cli={level}"))
     });
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Structured: each event's fields follow its message as key=value; colours only on a terminal.
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Fills what the command line left unsaid from `--config` (flags win).
+fn apply_config(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Fail> {
+    let Some(path) = &cli.config else { return Ok(()) };
+    let mut file = config::FileConfig::read(path)?;
+    let Some((_, m)) = matches.subcommand() else { return Ok(()) };
+    use config::{merge, merge_opt};
+    match &mut cli.command {
+        Command::Keygen { .. } | Command::Demo(_) => {}
+        Command::Server(a) => {
+            let s = std::mem::take(&mut file.server);
+            merge(m, "listen", &mut a.listen, s.listen);
+            merge_opt(m, "dir", &mut a.dir, s.dir);
+            merge_opt(m, "authorized", &mut a.authorized, s.authorized);
+            merge_opt(m, "emulate", &mut a.emulate, s.emulate);
+            file.apply_key(m, &mut a.key);
+            file.apply_transport(m, &mut a.transport);
+            file.apply_stats(m, &mut a.stats);
+        }
+        Command::Recv { listen, out, key, authorized, emulate, transport } => {
+            let s = std::mem::take(&mut file.recv);
+            merge(m, "listen", listen, s.listen);
+            merge_opt(m, "out", out, s.out);
+            merge_opt(m, "authorized", authorized, s.authorized);
+            merge_opt(m, "emulate", emulate, s.emulate);
+            file.apply_key(m, key);
+            file.apply_transport(m, transport);
+        }
+        Command::Send { client, .. } => file.apply_client(m, client),
+        Command::Forward { listen, to, client } => {
+            let s = std::mem::take(&mut file.forward);
+            merge_opt(m, "listen", listen, s.listen);
+            merge_opt(m, "to", to, s.to);
+            file.apply_client(m, client);
+        }
+        Command::Bench { time, reverse, json, client } => {
+            let s = std::mem::take(&mut file.bench);
+            merge(m, "time", time, s.time);
+            merge(m, "reverse", reverse, s.reverse);
+            merge(m, "json", json, s.json);
+            file.apply_client(m, client);
+        }
+        Command::Socks { listen, auth, client } => {
+            let s = std::mem::take(&mut file.socks);
+            merge(m, "listen", listen, s.listen);
+            merge_opt(m, "auth", auth, s.auth);
+            file.apply_client(m, client);
+        }
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     init_logs(cli.verbose);
+    if let Err(e) = apply_config(&mut cli, &matches) {
+        eprintln!("braid: {e}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -151,28 +238,40 @@ fn main() -> ExitCode {
     };
     let result: Result<(), Fail> = runtime.block_on(async move {
         match cli.command {
-            Command::Keygen { out } => common::keygen(&out),
+            Command::Keygen { out, pair } => common::keygen(&out, pair),
             Command::Server(a) => {
                 a.stats.check()?;
-                let key = a.key.load()?;
+                let key = a.key.server_auth(a.authorized.as_deref())?;
                 let listen = common::parse_listen(&a.listen, "--listen")?;
                 serve::run_server(
                     key,
                     listen,
                     a.transport.config()?,
+                    common::server_emulation(a.emulate.as_deref())?,
                     serve::Role { connect: true, dir: a.dir, one_file: None, stats: a.stats },
                 )
                 .await
             }
-            Command::Recv { listen, out, key, transport } => {
-                let key = key.load()?;
+            Command::Recv { listen, out, key, authorized, emulate, transport } => {
+                let key = key.server_auth(authorized.as_deref())?;
                 let listen = common::parse_listen(&listen, "--listen")?;
                 let role =
                     serve::Role { connect: false, dir: None, one_file: Some(out), stats: Default::default() };
-                serve::run_server(key, listen, transport.config()?, role).await
+                let emulate = common::server_emulation(emulate.as_deref())?;
+                serve::run_server(key, listen, transport.config()?, emulate, role).await
             }
             Command::Send { file, client } => transfer::send(&file, &client).await,
-            Command::Forward { listen, to, client } => socks::forward(&listen, &to, &client).await,
+            Command::Forward { listen, to, client } => {
+                let need = |v: Option<String>, flag: &str| {
+                    v.ok_or_else(|| {
+                        common::fail(format!(
+                            "forward needs {flag} (or `{}` under [forward] in --config)",
+                            &flag[2..]
+                        ))
+                    })
+                };
+                socks::forward(&need(listen, "--listen")?, &need(to, "--to")?, &client).await
+            }
             Command::Bench { time, reverse, json, client } => bench::run(&client, time, reverse, json).await,
             Command::Demo(a) => demo::run(a).await,
             Command::Socks { listen, auth, client } => socks::socks(&listen, auth.as_deref(), &client).await,

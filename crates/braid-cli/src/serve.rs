@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use blake2::{Blake2s256, Digest};
-use braid_runtime::{Connection, ConnectionConfig, Endpoint, Key, ServerConfig, Stream};
+use braid_runtime::{Connection, ConnectionConfig, Endpoint, ServerAuth, ServerConfig, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
@@ -30,13 +30,15 @@ pub struct Role {
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn run_server(
-    key: Key,
+    key: ServerAuth,
     listen: SocketAddr,
     transport: ConnectionConfig,
+    emulate: Option<braid_runtime::Emulation>,
     role: Role,
 ) -> Result<(), Fail> {
     let mut config = ServerConfig::new(key);
     config.transport = transport;
+    config.emulate = emulate;
     let mut server = Endpoint::server(config, listen)?;
     eprintln!("braid: listening on {} (UDP)", server.local_addr()?);
     let (done_tx, mut done_rx) = mpsc::channel::<Result<(), Fail>>(1);
@@ -68,7 +70,8 @@ pub async fn serve_connection(conn: Connection, role: Role, done: mpsc::Sender<R
             }
         });
     }
-    tracing::info!("connection from {peer} ended: {}", conn.closed().await);
+    let reason = conn.closed().await;
+    tracing::info!(%peer, %reason, "connection ended");
 }
 
 /// Serves one stream; a finished file transfer in `recv` mode returns its result.
@@ -147,18 +150,18 @@ async fn connect(mut stream: Stream, target: &str) {
                 }
                 _ => request::GENERAL_FAILURE,
             };
-            tracing::info!("CONNECT {target}: {e}");
+            tracing::info!(%target, error = %e, "CONNECT failed");
             let _ = request::write_status(&mut stream, status, &format!("{target}: {e}")).await;
             return;
         }
         Err(_) => {
-            tracing::info!("CONNECT {target}: timed out");
+            tracing::info!(%target, "CONNECT timed out");
             let _ =
                 request::write_status(&mut stream, request::TIMED_OUT, &format!("{target}: timed out")).await;
             return;
         }
     };
-    tracing::debug!("CONNECT {target}: connected");
+    tracing::debug!(%target, "CONNECT connected");
     if request::write_status(&mut stream, request::OK, "").await.is_err() {
         return;
     }

@@ -601,3 +601,230 @@ fn demo_errors_are_one_line() {
     let nowhere = dir.path("no/such/dir/x.svg");
     assert_one_line_error(&run(&["demo", "--plot", nowhere.to_str().unwrap()]), &["--plot"]);
 }
+
+/// `braid keygen --pair` for `name`: the private key file and its `.pub`.
+fn keypair(dir: &TempDir, name: &str) -> (PathBuf, PathBuf) {
+    let key = dir.path(name);
+    let out = Command::new(BRAID).args(["keygen", "--pair", "-o"]).arg(&key).output().unwrap();
+    assert!(out.status.success(), "keygen --pair: {}", stderr(&out));
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let public = dir.path(&format!("{name}.pub"));
+    let written = std::fs::read_to_string(&public).unwrap();
+    assert!(written.starts_with(&printed) && printed.len() == 64, "{printed:?} vs {written:?}");
+    (key, public)
+}
+
+/// Key pairs (Noise IK): an authorized client gets in; a client not on the list, and a client
+/// that names the wrong server key, get one line each, and the server logs neither as accepted.
+#[test]
+fn key_pairs_let_in_the_authorized_only() {
+    let dir = TempDir::new("keypairs");
+    let (server_key, server_pub) = keypair(&dir, "server");
+    let (client_key, client_pub) = keypair(&dir, "client");
+    let (stranger_key, stranger_pub) = keypair(&dir, "stranger");
+    let list = format!("# clients\n\n{}", std::fs::read_to_string(&client_pub).unwrap());
+    std::fs::write(dir.path("authorized"), list).unwrap();
+    let data = pattern(100_000, 3);
+    std::fs::write(dir.path("f"), &data).unwrap();
+    std::fs::create_dir_all(dir.path("in")).unwrap();
+    let mut server = Bg::spawn(
+        &[
+            "server",
+            "-v",
+            "--listen",
+            "127.0.0.1:0",
+            "--dir",
+            dir.path("in").to_str().unwrap(),
+            "--authorized",
+            dir.path("authorized").to_str().unwrap(),
+        ],
+        &server_key,
+    );
+    let addr = server.listening().to_string();
+    let send = |key: &Path, server_pub: &Path| {
+        run(&[
+            "send",
+            dir.path("f").to_str().unwrap(),
+            "--server",
+            &addr,
+            "--key",
+            key.to_str().unwrap(),
+            "--server-key",
+            server_pub.to_str().unwrap(),
+            "--timeout",
+            "1",
+        ])
+    };
+    let o = send(&client_key, &server_pub);
+    assert!(o.status.success(), "authorized client: {}\nserver: {}", stderr(&o), server.log());
+    assert!(std::fs::read(dir.path("in").join("f")).unwrap() == data, "file differs");
+    std::thread::sleep(Duration::from_millis(100));
+    let accepted = server.log().matches("accepted a connection").count();
+    assert_eq!(accepted, 1, "{}", server.log());
+    // -v: structured logs (fields after the message).
+    let line = server.wait_for("accepted a connection");
+    assert!(
+        line.contains(" INFO ") && line.contains("peer=127.0.0.1:") && line.contains("paths=1"),
+        "{line}"
+    );
+    assert_one_line_error(&send(&stranger_key, &server_pub), &["refused us", "--authorized", &addr]);
+    assert_one_line_error(&send(&client_key, &stranger_pub), &["refused us", "--server-key"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(server.log().matches("accepted a connection").count(), accepted, "{}", server.log());
+    // Mixing the kinds of key is a one-line error too.
+    let psk = keygen(&dir, "shared");
+    assert_one_line_error(&send(&psk, &server_pub), &["--server-key needs a private key"]);
+    assert_one_line_error(
+        &run(&[
+            "send",
+            dir.path("f").to_str().unwrap(),
+            "--server",
+            &addr,
+            "--key",
+            client_key.to_str().unwrap(),
+        ]),
+        &["private key", "--server-key"],
+    );
+    assert_one_line_error(
+        &run(&["server", "--listen", "127.0.0.1:0", "--key", server_key.to_str().unwrap()]),
+        &["private key", "--authorized"],
+    );
+}
+
+/// `--code` and `--scheduler` reach the connection; a code the mode cannot use is refused in one
+/// line that says which are allowed.
+#[test]
+fn code_and_scheduler_flags() {
+    let dir = TempDir::new("scheme");
+    let key = keygen(&dir, "k");
+    let k = key.to_str().unwrap();
+    let data = pattern(200_000, 9);
+    std::fs::write(dir.path("in.bin"), &data).unwrap();
+    let out = dir.path("out.bin");
+    let mut recv = Bg::spawn(&["recv", "-v", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()], &key);
+    let addr = recv.listening().to_string();
+    let o = run(&[
+        "send",
+        dir.path("in.bin").to_str().unwrap(),
+        "--server",
+        &addr,
+        "--key",
+        k,
+        "--code",
+        "raptorq",
+        "--scheduler",
+        "roundrobin",
+        "--path",
+        "127.0.0.1",
+        "--path",
+        "127.0.0.1",
+        "--emulate",
+        "40mbit,5ms,2%",
+    ]);
+    assert!(o.status.success(), "send: {}\nrecv: {}", stderr(&o), recv.log());
+    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
+    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
+    let f = dir.path("in.bin");
+    let f = f.to_str().unwrap();
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--mode", "dfec", "--code", "rlnc"]),
+        &["--code rlnc", "--mode dfec", "allowed: xor"],
+    );
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--mode", "fmtcp", "--code", "xor"]),
+        &["allowed: raptorq"],
+    );
+    assert_one_line_error(&run(&["send", f, "--key", k, "--code", "lt"]), &["--code", "unknown code"]);
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--scheduler", "fastest"]),
+        &["--scheduler", "minrtt"],
+    );
+    assert_one_line_error(
+        &run(&["server", "--key", k, "--mode", "sato", "--code", "raptorq"]),
+        &["allowed: xor"],
+    );
+}
+
+/// `--config`: the file fills what the command line leaves out, a flag wins over it, an unknown
+/// key is an error naming the key and the file.
+#[test]
+fn config_file_fills_flags_and_flags_win() {
+    let dir = TempDir::new("config");
+    let key = keygen(&dir, "k");
+    let data = pattern(50_000, 4);
+    std::fs::write(dir.path("in.bin"), &data).unwrap();
+    let out = dir.path("out.bin");
+    let mut recv = Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()], &key);
+    let addr = recv.listening().to_string();
+    let conf = dir.path("braid.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "key = {:?}\nmode = \"quic\"\n[client]\nserver = \"{addr}\"\ntimeout = 2.0\n",
+            key.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let c = conf.to_str().unwrap();
+    let f = dir.path("in.bin");
+    let f = f.to_str().unwrap();
+    // The file's (bad) mode is used when no flag says otherwise...
+    assert_one_line_error(&run(&["--config", c, "send", f]), &["--mode", "unknown mode `quic`"]);
+    // ...and the flag wins; the server address and key come from the file.
+    let o = run(&["--config", c, "send", f, "--mode", "braid"]);
+    assert!(o.status.success(), "send: {}\nrecv: {}", stderr(&o), recv.log());
+    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
+    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
+    std::fs::write(&conf, "mode = \"braid\"\n[client]\nsevrer = \"1.2.3.4:5\"\n").unwrap();
+    assert_one_line_error(&run(&["--config", c, "send", f]), &["sevrer", c, "line 3"]);
+    assert_one_line_error(
+        &run(&["--config", dir.path("none.toml").to_str().unwrap(), "send", f]),
+        &["cannot read"],
+    );
+    // Subcommand tables: `[server]` for `braid server`, `[forward]` for `braid forward`.
+    std::fs::write(&conf, format!("key = {:?}\n[server]\nlisten = \"1.2.3\"\n", key.to_str().unwrap()))
+        .unwrap();
+    assert_one_line_error(&run(&["--config", c, "server"]), &["--listen \"1.2.3\"", "bad address"]);
+    assert_one_line_error(
+        &run(&["--config", c, "forward", "--to", "x:1"]),
+        &["forward needs --listen", "[forward]"],
+    );
+    // The example in the repository is a valid file for every subcommand.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../braid.toml");
+    let o = run(&["--config", example, "send", f, "--key", dir.path("nokey").to_str().unwrap()]);
+    assert_one_line_error(&o, &["nokey", "not found"]);
+}
+
+/// `braid server --emulate` impairs the server's side: a 2 MB upload through a 20 Mbit/s
+/// emulated server link takes at least 0.8 s (it takes a few ms unimpaired) and arrives intact.
+#[test]
+fn server_side_emulation() {
+    let dir = TempDir::new("serveremu");
+    let key = keygen(&dir, "k");
+    let data = pattern(2_000_000, 8);
+    std::fs::write(dir.path("in.bin"), &data).unwrap();
+    let out = dir.path("out.bin");
+    let mut recv = Bg::spawn(
+        &["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap(), "--emulate", "20mbit,10ms,2%"],
+        &key,
+    );
+    let addr = recv.listening().to_string();
+    let start = Instant::now();
+    let o = run(&[
+        "send",
+        dir.path("in.bin").to_str().unwrap(),
+        "--server",
+        &addr,
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    let took = start.elapsed();
+    assert!(o.status.success(), "send: {}\nrecv: {}", stderr(&o), recv.log());
+    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
+    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
+    assert!(took >= Duration::from_millis(800), "2 MB through 20 Mbit/s in {took:?}");
+    assert_one_line_error(
+        &run(&["server", "--key", key.to_str().unwrap(), "--emulate", "fast"]),
+        &["--emulate"],
+    );
+}

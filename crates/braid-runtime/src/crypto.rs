@@ -15,6 +15,13 @@ use braid_proto::wire::{ConnectionId, PacketHeader, PacketType, Reader, MAX_PATH
 use snow::{HandshakeState, StatelessTransportState};
 
 const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
+/// Key pairs (PROTOCOL.md §13.6): Noise IK. The client knows the server's static public key
+/// beforehand (`--server-key`), so its first message already carries its own static key,
+/// encrypted to the server's, and the server can check it against its allow-list (`--authorized`)
+/// before keeping any state (Noise §7.5: IK's first payload has sender and receiver
+/// authentication only against a compromised receiver key, which is enough here: the payload is
+/// the hello, not data). The handshake is still one round trip.
+const NOISE_PARAMS_IK: &str = "Noise_IK_25519_ChaChaPoly_BLAKE2s";
 /// Binds the handshake to this protocol and version (Noise prologue).
 const PROLOGUE: &[u8] = b"braid/1";
 
@@ -38,8 +45,13 @@ pub const TAG_LEN: usize = 16;
 const DH_LEN: usize = 32;
 /// Payload of the first message: version, path count, unix time (µs), zero padding.
 const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
+/// The same in IK: the client's static key (encrypted: DH + tag) takes room from the padding.
+const INIT_PAYLOAD_LEN_IK: usize = INIT_PAYLOAD_LEN - DH_LEN - TAG_LEN;
 /// A first message more than this far from the server's clock is refused (bounds replays).
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(120);
+/// A path announcement whose counter has this bit is the server's challenge to a new address
+/// (PROTOCOL.md §13.7); the client's own counters stay below it.
+pub const CHALLENGE_BIT: u64 = 1 << 55;
 /// Packet numbers at or above this cannot be sealed: the nonce keeps 56 bits for them.
 pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
 
@@ -60,6 +72,8 @@ pub enum KeyError {
     Io { path: String, source: std::io::Error },
     #[error("key file {0}: expected 64 hexadecimal digits (as written by `braid keygen`)")]
     Format(String),
+    #[error("{0}: expected a public key (64 hexadecimal digits, then an optional comment)")]
+    Public(String),
     #[error("no system randomness: {0}")]
     Random(String),
 }
@@ -98,18 +112,116 @@ impl Key {
 
     /// Writes the key as hex, readable by the owner only (Unix), refusing to overwrite a file.
     pub fn write_file(&self, path: &Path) -> Result<(), KeyError> {
-        use std::io::Write;
-        let shown = path.display().to_string();
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut f = options.open(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
-        writeln!(f, "{}", self.to_hex()).map_err(|source| KeyError::Io { path: shown, source })
+        write_secret(path, &format!("{}\n", self.to_hex()))
     }
+
+    /// Writes the key as a private key file (`braid-private-key HEX`), owner-only, no overwrite.
+    pub fn write_private(&self, path: &Path) -> Result<(), KeyError> {
+        write_secret(path, &format!("{PRIVATE_TAG} {}\n", self.to_hex()))
+    }
+
+    /// Reads a key file: a pre-shared key (`braid keygen`) or a private key (`braid keygen --pair`).
+    pub fn read_any(path: &Path) -> Result<KeyFile, KeyError> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
+        let text = text.trim();
+        match text.strip_prefix(PRIVATE_TAG) {
+            Some(rest) => Key::from_hex(rest).map(KeyFile::Private).ok_or(KeyError::Format(shown)),
+            None => Key::from_hex(text).map(KeyFile::Shared).ok_or(KeyError::Format(shown)),
+        }
+    }
+
+    /// A public key as written in a `.pub` file or an authorized list: `HEX [comment]`.
+    pub fn parse_public(line: &str) -> Option<Key> {
+        Key::from_hex(line.split_whitespace().next()?)
+    }
+
+    /// An allow-list of client public keys: one `HEX [comment]` per line, `#` comments and blank
+    /// lines skipped (as ssh's authorized_keys).
+    pub fn read_authorized(path: &Path) -> Result<Vec<Key>, KeyError> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
+        let mut keys = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            keys.push(Key::parse_public(line).ok_or_else(|| KeyError::Public(format!("{shown}:{}", i + 1)))?);
+        }
+        Ok(keys)
+    }
+}
+
+/// What a key file holds.
+#[derive(Debug, Clone)]
+pub enum KeyFile {
+    Shared(Key),
+    Private(Key),
+}
+
+const PRIVATE_TAG: &str = "braid-private-key";
+
+fn write_secret(path: &Path, text: &str) -> Result<(), KeyError> {
+    use std::io::Write;
+    let shown = path.display().to_string();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
+    f.write_all(text.as_bytes()).map_err(|source| KeyError::Io { path: shown, source })
+}
+
+/// How a client proves itself: the shared key, or its key pair and the server's public key.
+#[derive(Clone, Debug)]
+pub enum ClientAuth {
+    Psk(Key),
+    Pair { private: Key, server: Key },
+}
+
+/// How a server checks clients: the shared key, or its key pair and the public keys allowed in.
+#[derive(Clone, Debug)]
+pub enum ServerAuth {
+    Psk(Key),
+    Pair { private: Key, authorized: Vec<Key> },
+}
+
+impl From<Key> for ClientAuth {
+    fn from(k: Key) -> ClientAuth {
+        ClientAuth::Psk(k)
+    }
+}
+
+impl From<Key> for ServerAuth {
+    fn from(k: Key) -> ServerAuth {
+        ServerAuth::Psk(k)
+    }
+}
+
+/// A fresh X25519 key pair (private, public) for Noise IK (`braid keygen --pair`).
+pub fn generate_pair() -> Result<(Key, Key), KeyError> {
+    let kp = snow::Builder::new(NOISE_PARAMS_IK.parse().expect("valid Noise parameters"))
+        .generate_keypair()
+        .map_err(|e| KeyError::Random(e.to_string()))?;
+    let private: [u8; 32] =
+        kp.private.as_slice().try_into().map_err(|_| KeyError::Random("key size".into()))?;
+    let public: [u8; 32] =
+        kp.public.as_slice().try_into().map_err(|_| KeyError::Random("key size".into()))?;
+    Ok((Key(private), Key(public)))
+}
+
+fn builder_ik<'a>(private: &'a Key, prologue: &'a [u8]) -> snow::Builder<'a> {
+    snow::Builder::new(NOISE_PARAMS_IK.parse().expect("valid Noise parameters"))
+        .prologue(prologue)
+        .expect("prologue once")
+        .local_private_key(&private.0)
+        .expect("local key once")
 }
 
 /// The handshake is bound to the protocol, its version and the connection id (Noise prologue):
@@ -139,16 +251,20 @@ pub struct Hello {
     pub mode: String,
     /// The congestion controller's name (`--cc`); empty: the mode's default.
     pub cc: String,
+    /// The multipath scheduler's name (`--scheduler`); empty: the mode's default. (A hello
+    /// without it reads as empty: the padding is zeros.)
+    pub scheduler: String,
 }
 
 impl Hello {
-    /// `version 1 | paths | unix time µs (8) | mode length | mode | cc length | cc`, zero-padded.
+    /// `version 1 | paths | unix time µs (8) | mode length | mode | cc length | cc |
+    /// scheduler length | scheduler`, zero-padded.
     fn encode(&self, out: &mut [u8]) {
         out[0] = 1;
         out[1] = self.paths;
         out[2..10].copy_from_slice(&unix_micros().to_be_bytes());
         let mut at = 10;
-        for name in [&self.mode, &self.cc] {
+        for name in [&self.mode, &self.cc, &self.scheduler] {
             let bytes = &name.as_bytes()[..name.len().min(64)];
             out[at] = bytes.len() as u8;
             out[at + 1..at + 1 + bytes.len()].copy_from_slice(bytes);
@@ -164,15 +280,15 @@ impl Hello {
         let paths = payload[1];
         let sent = u64::from_be_bytes(payload[2..10].try_into().ok()?);
         let mut at = 10;
-        let mut names = [String::new(), String::new()];
+        let mut names = [String::new(), String::new(), String::new()];
         for name in &mut names {
             let len = usize::from(*payload.get(at)?);
             let bytes = payload.get(at + 1..at + 1 + len)?;
             *name = std::str::from_utf8(bytes).ok()?.to_string();
             at += 1 + len;
         }
-        let [mode, cc] = names;
-        Some((Hello { paths, mode, cc }, sent))
+        let [mode, cc, scheduler] = names;
+        Some((Hello { paths, mode, cc, scheduler }, sent))
     }
 }
 
@@ -186,15 +302,33 @@ pub struct ClientHandshake {
 }
 
 impl ClientHandshake {
+    /// A handshake with a pre-shared key.
     pub fn new(key: &Key, cid: ConnectionId, hello: &Hello) -> ClientHandshake {
+        ClientHandshake::with_auth(&ClientAuth::Psk(key.clone()), cid, hello)
+    }
+
+    pub fn with_auth(auth: &ClientAuth, cid: ConnectionId, hello: &Hello) -> ClientHandshake {
         let prologue = prologue(cid);
-        let mut state = builder(key, &prologue).build_initiator().expect("valid initiator");
+        let (mut state, payload_len) = match auth {
+            ClientAuth::Psk(key) => {
+                (builder(key, &prologue).build_initiator().expect("valid initiator"), INIT_PAYLOAD_LEN)
+            }
+            ClientAuth::Pair { private, server } => (
+                builder_ik(private, &prologue)
+                    .remote_public_key(&server.0)
+                    .expect("remote key once")
+                    .build_initiator()
+                    .expect("valid initiator"),
+                INIT_PAYLOAD_LEN_IK,
+            ),
+        };
         let mut payload = [0u8; INIT_PAYLOAD_LEN];
-        hello.encode(&mut payload);
+        let payload = &mut payload[..payload_len];
+        hello.encode(payload);
         let mut init = vec![0u8; INIT_LEN];
         init[0] = NOISE_INIT;
         init[1..9].copy_from_slice(&cid.0);
-        let n = state.write_message(&payload, &mut init[9..]).expect("message fits");
+        let n = state.write_message(payload, &mut init[9..]).expect("message fits");
         debug_assert_eq!(9 + n, INIT_LEN);
         ClientHandshake { state: Some(state), cid, init }
     }
@@ -234,6 +368,8 @@ pub struct Accepted {
     pub keys: PacketKeys,
     /// The answer to send (and to repeat if the same first message comes again).
     pub response: Vec<u8>,
+    /// Key pairs: the client's static public key (one of the authorized).
+    pub client_key: Option<Key>,
 }
 
 /// Whether a datagram looks like a Noise first message (cheap check before any crypto).
@@ -256,14 +392,33 @@ pub fn refusal(init: &[u8]) -> Option<[u8; 9]> {
 /// The server reads a client's first message. `None` (and no state kept) unless it decrypts
 /// under the key, is recent, and is well-formed.
 pub fn server_accept(key: &Key, datagram: &[u8]) -> Option<Accepted> {
+    server_accept_with(&ServerAuth::Psk(key.clone()), datagram)
+}
+
+/// [`server_accept`] for either kind of credentials; with key pairs, a client whose static key
+/// is not authorized is refused like a wrong key (nothing kept).
+pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted> {
     if !is_init(datagram) {
         return None;
     }
     let cid = init_cid(datagram)?;
     let prologue = prologue(cid);
-    let mut state = builder(key, &prologue).build_responder().ok()?;
+    let mut state = match auth {
+        ServerAuth::Psk(key) => builder(key, &prologue).build_responder().ok()?,
+        ServerAuth::Pair { private, .. } => builder_ik(private, &prologue).build_responder().ok()?,
+    };
     let mut payload = [0u8; INIT_LEN];
     let n = state.read_message(&datagram[9..], &mut payload).ok()?;
+    let client_key = match auth {
+        ServerAuth::Psk(_) => None,
+        ServerAuth::Pair { authorized, .. } => {
+            let remote: [u8; 32] = state.get_remote_static()?.try_into().ok()?;
+            if !authorized.iter().any(|k| k.0 == remote) {
+                return None;
+            }
+            Some(Key(remote))
+        }
+    };
     let (hello, sent) = Hello::decode(&payload[..n])?;
     if !(1..=MAX_PATHS as u8).contains(&hello.paths) {
         return None;
@@ -278,7 +433,7 @@ pub fn server_accept(key: &Key, datagram: &[u8]) -> Option<Accepted> {
     let written = state.write_message(&[0], &mut response[9..]).ok()?;
     response.truncate(9 + written);
     let keys = PacketKeys::new(state.into_stateless_transport_mode().ok()?, cid);
-    Some(Accepted { cid, hello, keys, response })
+    Some(Accepted { cid, hello, keys, response, client_key })
 }
 
 fn type_code(ty: PacketType) -> u64 {
@@ -463,12 +618,13 @@ mod tests {
         let mut client = ClientHandshake::new(
             key_client,
             cid,
-            &Hello { paths: 2, mode: "fmtcp".into(), cc: String::new() },
+            &Hello { paths: 2, mode: "fmtcp".into(), cc: String::new(), scheduler: "roundrobin".into() },
         );
         let accepted = server_accept(key_server, client.init_datagram())?;
         assert_eq!(accepted.hello.paths, 2);
         assert_eq!(accepted.hello.mode, "fmtcp");
         assert_eq!(accepted.hello.cc, "");
+        assert_eq!(accepted.hello.scheduler, "roundrobin");
         assert!(accepted.response.len() * 3 <= INIT_LEN, "answer ≤ 3× the request");
         let keys = client.on_response(&accepted.response)?;
         Some((keys, accepted.keys))
@@ -509,6 +665,68 @@ mod tests {
         moved[1] ^= 1;
         assert!(server_accept(&a, &moved).is_none());
         assert!(server_accept(&a, client.init_datagram()).is_some());
+    }
+
+    #[test]
+    fn key_pairs_admit_the_authorized_only() {
+        let (server_private, server_public) = generate_pair().unwrap();
+        let (client_private, client_public) = generate_pair().unwrap();
+        let (other_private, other_public) = generate_pair().unwrap();
+        let server = ServerAuth::Pair { private: server_private, authorized: vec![client_public.clone()] };
+        let hello = Hello { paths: 3, mode: "braid".into(), ..Hello::default() };
+        let cid = ConnectionId([7; 8]); // as `packet` names
+        let good = ClientAuth::Pair { private: client_private.clone(), server: server_public.clone() };
+        let mut client = ClientHandshake::with_auth(&good, cid, &hello);
+        assert_eq!(client.init_datagram().len(), INIT_LEN);
+        let accepted = server_accept_with(&server, client.init_datagram()).expect("authorized client");
+        assert_eq!(accepted.hello.paths, 3);
+        assert_eq!(accepted.client_key.map(|k| k.0), Some(client_public.0));
+        assert!(accepted.response.len() * 3 <= INIT_LEN, "answer ≤ 3× the request");
+        let keys = client.on_response(&accepted.response).expect("the server's answer");
+        let mut sealed = Vec::new();
+        let mut opened = Vec::new();
+        keys.seal(&packet(0, 1), &mut sealed).unwrap();
+        assert!(accepted.keys.open(&sealed, &mut opened).is_ok());
+        // A client not on the list, and a client that takes another key for the server's.
+        let stranger = ClientAuth::Pair { private: other_private, server: server_public };
+        assert!(server_accept_with(
+            &server,
+            ClientHandshake::with_auth(&stranger, cid, &hello).init_datagram()
+        )
+        .is_none());
+        let misled = ClientAuth::Pair { private: client_private, server: other_public };
+        assert!(server_accept_with(
+            &server,
+            ClientHandshake::with_auth(&misled, cid, &hello).init_datagram()
+        )
+        .is_none());
+        // A PSK server does not take an IK first message, nor the reverse.
+        let psk = Key::generate().unwrap();
+        assert!(server_accept(&psk, ClientHandshake::with_auth(&good, cid, &hello).init_datagram()).is_none());
+        assert!(
+            server_accept_with(&server, ClientHandshake::new(&psk, cid, &hello).init_datagram()).is_none()
+        );
+    }
+
+    #[test]
+    fn key_files_round_trip() {
+        let dir = std::env::temp_dir().join(format!("braid-keyfiles-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (private, public) = generate_pair().unwrap();
+        private.write_private(&dir.join("p")).unwrap();
+        assert!(matches!(Key::read_any(&dir.join("p")).unwrap(), KeyFile::Private(k) if k.0 == private.0));
+        let shared = Key::generate().unwrap();
+        shared.write_file(&dir.join("s")).unwrap();
+        assert!(matches!(Key::read_any(&dir.join("s")).unwrap(), KeyFile::Shared(k) if k.0 == shared.0));
+        std::fs::write(dir.join("a"), format!("# list\n\n{} laptop\n", public.to_hex())).unwrap();
+        let list = Key::read_authorized(&dir.join("a")).unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].0, public.0);
+        std::fs::write(dir.join("b"), "zz laptop\n").unwrap();
+        let e = Key::read_authorized(&dir.join("b")).unwrap_err().to_string();
+        assert!(e.contains(":1"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
+use braid_proto::sched::SchedulerKind;
 use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::crypto::{self, ClientHandshake, Hello, Key, PacketKeys, ReplayWindow};
+use crate::crypto::{self, ClientAuth, ClientHandshake, Hello, PacketKeys, ReplayWindow, ServerAuth};
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::endpoint::{Connection, Ended, Handle, PathReport, Shared, STREAM_SEND_BUFFER};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
@@ -36,9 +37,11 @@ const SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const LINGER: Duration = Duration::from_secs(3);
 /// Path announcements are repeated this often until the server echoes them.
 const HELLO_INTERVAL: Duration = Duration::from_millis(250);
+/// A client announces its paths again this often (PROTOCOL.md §13.6): 34 bytes per path.
+const REANNOUNCE: Duration = Duration::from_secs(2);
 
 pub(crate) struct ClientSetup {
-    pub key: Key,
+    pub auth: ClientAuth,
     pub transport: ConnectionConfig,
     pub sockets: Vec<UdpSocket>,
     pub emulate: Vec<Option<Emulation>>,
@@ -48,9 +51,10 @@ pub(crate) struct ClientSetup {
 }
 
 pub(crate) struct ServerSetup {
-    pub key: Key,
+    pub auth: ServerAuth,
     pub transport: ConnectionConfig,
     pub socket: UdpSocket,
+    pub emulate: Option<Emulation>,
     pub max_connections: usize,
     pub incoming: mpsc::UnboundedSender<Connection>,
 }
@@ -58,7 +62,7 @@ pub(crate) struct ServerSetup {
 struct PathSocket {
     udp: UdpSocket,
     batch: Batcher,
-    /// Emulated impairment (client only): datagrams leaving / arriving on this path.
+    /// Emulated impairment: datagrams leaving / arriving on this path (the server's: on its socket).
     egress: Option<EmulatedLink>,
     ingress: Option<EmulatedLink>,
 }
@@ -70,6 +74,8 @@ struct ClientNoise {
     attempts: u32,
     /// The server sent a refusal hint (unauthenticated: only changes the error message).
     refused: bool,
+    /// Key pairs (the refusal then names --server-key and --authorized).
+    pair: bool,
 }
 
 enum Role {
@@ -79,16 +85,31 @@ enum Role {
         noise: Option<Box<ClientNoise>>,
         deadline: Instant,
         timeout: Duration,
-        /// The core's first datagram, taken to learn the connection id, sent once keys exist.
-        first: Option<(u8, Vec<u8>)>,
     },
     Server {
-        key: Key,
+        auth: ServerAuth,
         transport: ConnectionConfig,
         max_connections: usize,
         incoming: mpsc::UnboundedSender<Connection>,
     },
 }
+
+/// A path's new address before the peer proved it is there (NAT rebinding, or a forger): the
+/// server sends it at most [`AMPLIFICATION`] × the bytes that came from it (RFC 9000 §8.1's
+/// limit, applied as §9.3 does to a migration) and challenges it with a path announcement
+/// carrying a fresh random token; the peer's sealed echo of the token, from that address,
+/// validates it (RFC 9000 §8.2's PATH_CHALLENGE / PATH_RESPONSE).
+#[derive(Debug, Clone)]
+struct Probation {
+    addr: SocketAddr,
+    received: u64,
+    sent: u64,
+    token: u64,
+    next_challenge: Instant,
+}
+
+/// Most bytes sent to an unvalidated address per byte received from it (RFC 9000 §8.1).
+pub(crate) const AMPLIFICATION: u64 = 3;
 
 /// Driver-private state of one connection.
 struct Entry {
@@ -99,9 +120,15 @@ struct Entry {
     /// Highest packet number received per path (the address of the newest packet wins: NAT
     /// rebinding keeps the connection).
     top: Vec<Option<u64>>,
-    remotes: Vec<Option<SocketAddr>>,
+    /// Server: per path, the address the peer last proved it is at (the handshake's for path 0,
+    /// the first announcement's for the others, else an answered challenge).
+    validated: Vec<Option<SocketAddr>>,
+    /// Server: per path, a new address on probation (RFC 9000 §8.2 / §9.3).
+    probation: Vec<Option<Probation>>,
     hello_acked: Vec<bool>,
     hello_next: Instant,
+    /// Client: when every path is announced again ([`REANNOUNCE`]).
+    reannounce: Instant,
     hello_counter: u64,
     /// Server: the client's first message and our answer, to repeat if it comes again.
     init: Vec<u8>,
@@ -112,9 +139,27 @@ struct Entry {
     closed: bool,
     /// The core's `poll_timeout` after the last drive (asking it is not free).
     next_timeout: Option<Instant>,
+    /// Something arrived for this connection, or it had more to send than one batch: drive it
+    /// at the next round (the others wait for their timer or the application).
+    dirty: bool,
 }
 
 impl Entry {
+    /// Whether this round must drive the connection: input, a poke from the application, an
+    /// expired timer (the core's, a path announcement's, a challenge's, the handshake's or the
+    /// linger's), or an orphaned connection on its way out.
+    fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
+        self.dirty
+            || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
+            || self.next_timeout.is_some_and(|t| t <= now)
+            || (is_client && now >= self.hello_next && self.hello_acked.iter().any(|a| !a))
+            || (is_client && self.keys.is_some() && now >= self.reannounce)
+            || self.probation.iter().flatten().any(|p| now >= p.next_challenge)
+            || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
+            // Only the entry's own reference left: the application let go.
+            || (self.established && Arc::strong_count(&self.handle.shared) <= 1)
+    }
+
     fn new(handle: Handle, paths: usize, keys: Option<PacketKeys>, now: Instant) -> Entry {
         Entry {
             handle,
@@ -122,9 +167,11 @@ impl Entry {
             replay: vec![ReplayWindow::default(); paths],
             hello_replay: vec![ReplayWindow::default(); paths],
             top: vec![None; paths],
-            remotes: vec![None; paths],
+            validated: vec![None; paths],
+            probation: vec![None; paths],
             hello_acked: vec![false; paths],
             hello_next: now,
+            reannounce: now + REANNOUNCE,
             hello_counter: 0,
             init: Vec::new(),
             response: Vec::new(),
@@ -133,6 +180,7 @@ impl Entry {
             orphaned_at: None,
             closed: false,
             next_timeout: None,
+            dirty: true,
         }
     }
 }
@@ -159,6 +207,12 @@ pub(crate) struct Driver {
 /// wait (a flood of authenticated handshakes needs the key).
 const SEEN_INITS_LIMIT: usize = 100_000;
 
+/// A connection id for logs.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The shared state of a new connection; `peer`: the address every path starts at.
 fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<Mutex<Shared>> {
     Arc::new(Mutex::new(Shared {
         core,
@@ -168,8 +222,9 @@ fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<
         incoming_streams: Default::default(),
         accept_waker: None,
         idle_wakers: Vec::new(),
-        paths: (0..paths).map(|i| PathReport { id: i as u8, ..PathReport::default() }).collect(),
-        peer,
+        paths: (0..paths)
+            .map(|i| PathReport { id: i as u8, remote: (i == 0).then_some(peer), ..PathReport::default() })
+            .collect(),
     }))
 }
 
@@ -242,38 +297,34 @@ impl Driver {
                 noise: None,
                 deadline: Instant::ZERO + setup.handshake_timeout,
                 timeout: setup.handshake_timeout,
-                first: None,
             },
             wake.clone(),
         );
         let now = driver.now();
         let mode = setup.transport.mode;
         let cc = setup.transport.cc;
-        let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
-        // The core's first datagram names the connection id the Noise handshake is bound to.
-        let mut first = Vec::new();
-        let t = core
-            .poll_transmit(now, &mut first)
-            .ok_or_else(|| Error::Closed("the core sent no Initial".into()))?;
-        let cid = crypto::init_cid(&first).ok_or_else(|| Error::Closed("bad Initial".into()))?;
-        first.truncate(t.size);
+        let scheduler = setup.transport.scheduler;
+        let core = braid_proto::Connection::client(setup.transport, now, random_u64());
+        // The Noise handshake is bound to the core's connection id; the core's Initial leaves
+        // in the first drive after the Noise keys exist.
+        let cid = core.cid();
         let hello = Hello {
             paths: paths as u8,
             mode: mode.name().to_string(),
             cc: cc.map(|c| c.name().to_string()).unwrap_or_default(),
+            scheduler: scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
         };
-        let noise = ClientHandshake::new(&setup.key, cid, &hello);
-        let handle = Handle { shared: shared(core, paths, setup.server), wake };
-        let mut entry = Entry::new(handle.clone(), paths, None, now);
+        let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
+        let pair = matches!(setup.auth, ClientAuth::Pair { .. });
+        let handle = Handle::new(shared(core, paths, setup.server), wake);
+        let entry = Entry::new(handle.clone(), paths, None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
         }
-        entry.remotes = vec![Some(setup.server); paths];
         driver.conns.insert(cid, entry);
-        if let Role::Client { noise: n, first: f, .. } = &mut driver.role {
-            *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false }));
-            *f = Some((t.path, first));
+        if let Role::Client { noise: n, .. } = &mut driver.role {
+            *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false, pair }));
         }
         tokio::spawn(driver.run());
         Ok(handle)
@@ -281,12 +332,19 @@ impl Driver {
 
     pub(crate) fn start_server(setup: ServerSetup) -> Result<(), Error> {
         let batch = Batcher::new(&setup.socket)?;
-        let socket = PathSocket { udp: setup.socket, batch, egress: None, ingress: None };
+        // `--emulate` on the server: one link each way for everything the socket carries.
+        let em = setup.emulate;
+        let socket = PathSocket {
+            udp: setup.socket,
+            batch,
+            egress: em.map(|e| EmulatedLink::new(e, random_u64())),
+            ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ 1)),
+        };
         let wake = Arc::new(Notify::new());
         let driver = Driver::new(
             vec![socket],
             Role::Server {
-                key: setup.key,
+                auth: setup.auth,
                 transport: setup.transport,
                 max_connections: setup.max_connections,
                 incoming: setup.incoming,
@@ -387,8 +445,11 @@ impl Driver {
                 if let Some(t) = e.next_timeout {
                     at(t);
                 }
-                if matches!(self.role, Role::Client { .. }) && e.hello_acked.iter().any(|a| !a) {
-                    at(e.hello_next);
+                if matches!(self.role, Role::Client { .. }) {
+                    if e.hello_acked.iter().any(|a| !a) {
+                        at(e.hello_next);
+                    }
+                    at(e.reannounce);
                 }
             }
             if let Some(o) = e.orphaned_at {
@@ -407,8 +468,7 @@ impl Driver {
                 // GRO: several datagrams of `stride` bytes (the last may be shorter).
                 for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
                     if let Some(link) = &mut self.sockets[i].ingress {
-                        // Client only: the socket is connected, the source is the server.
-                        link.push(now, data);
+                        link.push(now, got.from, data);
                     } else {
                         self.on_datagram(i, data, got.from, now);
                     }
@@ -419,25 +479,17 @@ impl Driver {
     }
 
     fn release_ingress(&mut self, now: Instant) {
-        let Role::Client { server, .. } = &self.role else { return };
-        let server = *server;
         for i in 0..self.sockets.len() {
-            while let Some(d) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
-                self.on_datagram(i, &d, server, now);
+            while let Some((from, d)) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
+                self.on_datagram(i, &d, from, now);
             }
         }
     }
 
     fn release_egress(&mut self, now: Instant) {
-        let server = match &self.role {
-            Role::Client { server, .. } => Some(*server),
-            Role::Server { .. } => None,
-        };
         for s in &mut self.sockets {
-            if let Some(to) = server {
-                while let Some(d) = s.egress.as_mut().and_then(|l| l.pop(now)) {
-                    let _ = s.batch.push(&s.udp, to, &d);
-                }
+            while let Some((to, d)) = s.egress.as_mut().and_then(|l| l.pop(now)) {
+                let _ = s.batch.push(&s.udp, to, &d);
             }
         }
         self.flush_sends();
@@ -481,7 +533,7 @@ impl Driver {
     fn send_raw(&mut self, i: usize, to: SocketAddr, data: &[u8], now: Instant) {
         let s = &mut self.sockets[i];
         if let Some(link) = &mut s.egress {
-            link.push(now, data);
+            link.push(now, to, data);
             return;
         }
         if let Err(e) = s.batch.push(&s.udp, to, data) {
@@ -513,7 +565,7 @@ impl Driver {
     }
 
     fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
-        let Role::Server { key, transport, max_connections, incoming } = &self.role else { return };
+        let Role::Server { auth, transport, max_connections, incoming } = &self.role else { return };
         if incoming.is_closed() {
             return;
         }
@@ -527,12 +579,12 @@ impl Driver {
             return;
         }
         if self.conns.len() >= *max_connections {
-            tracing::warn!("connection limit ({max_connections}) reached: handshake from {from} ignored");
+            tracing::warn!(%from, max_connections, "connection limit reached: handshake ignored");
             return;
         }
-        let Some(accepted) = crypto::server_accept(key, data) else {
+        let Some(accepted) = crypto::server_accept_with(auth, data) else {
             // No state kept; a 9-byte hint so a client with the wrong key can say so.
-            tracing::debug!("handshake from {from} did not authenticate (wrong key or stale); refused");
+            tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
             if let Some(r) = crypto::refusal(data) {
                 self.send_raw(0, from, &r, now);
             }
@@ -540,14 +592,14 @@ impl Driver {
         };
         let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
         if self.seen_inits.contains_key(&ephemeral) {
-            tracing::debug!("replayed handshake from {from} ignored");
+            tracing::debug!(%from, "replayed handshake ignored");
             return;
         }
         if self.seen_inits.len() >= SEEN_INITS_LIMIT {
             let horizon = crypto::MAX_CLOCK_SKEW * 2;
             self.seen_inits.retain(|_, at| now.saturating_duration_since(*at) < horizon);
             if self.seen_inits.len() >= SEEN_INITS_LIMIT {
-                tracing::warn!("too many handshakes lately: handshake from {from} ignored");
+                tracing::warn!(%from, "too many handshakes lately: handshake ignored");
                 return;
             }
         }
@@ -557,31 +609,52 @@ impl Driver {
         if !accepted.hello.mode.is_empty() {
             match accepted.hello.mode.parse::<Mode>() {
                 Ok(m) => config.mode = m,
-                Err(e) => tracing::warn!("client {from}: {e}; using {}", config.mode.name()),
+                Err(e) => {
+                    tracing::warn!(%from, error = %e, using = config.mode.name(), "client's mode unknown")
+                }
             }
         }
         if !accepted.hello.cc.is_empty() {
             match accepted.hello.cc.parse::<CcAlgorithm>() {
                 Ok(c) => config.cc = Some(c),
-                Err(e) => tracing::warn!("client {from}: {e}; using the mode's"),
+                Err(e) => {
+                    tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
+                }
+            }
+        }
+        if !accepted.hello.scheduler.is_empty() {
+            match accepted.hello.scheduler.parse::<SchedulerKind>() {
+                Ok(k) => config.scheduler = Some(k),
+                Err(e) => tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used"),
             }
         }
         let paths = usize::from(accepted.hello.paths);
         let core = braid_proto::Connection::server(config, now);
-        let handle = Handle { shared: shared(core, paths, from), wake: self.wake.clone() };
+        let handle = Handle::new(shared(core, paths, from), self.wake.clone());
         handle.lock().paths[0].remote = Some(from);
         let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
-        entry.remotes[0] = Some(from);
+        // Path 0's address is validated by the handshake: the client's first core packet is
+        // sealed with keys that need the answer sent to this address (RFC 9000 §8.1).
+        entry.validated[0] = Some(from);
         entry.init = data.to_vec();
         entry.response = accepted.response;
         let response = entry.response.clone();
         self.conns.insert(cid, entry);
-        tracing::debug!("handshake from {from} authenticated ({paths} paths, mode {})", accepted.hello.mode);
+        tracing::debug!(
+            cid = %hex(&cid.0),
+            %from,
+            paths,
+            mode = %accepted.hello.mode,
+            cc = %accepted.hello.cc,
+            scheduler = %accepted.hello.scheduler,
+            client_key = %accepted.client_key.as_ref().map_or_else(|| "psk".to_string(), |k| k.to_hex()),
+            "handshake authenticated"
+        );
         self.send_raw(0, from, &response, now);
     }
 
     fn on_response(&mut self, data: &[u8], now: Instant) {
-        let Role::Client { noise: Some(n), first, .. } = &mut self.role else { return };
+        let Role::Client { noise: Some(n), .. } = &mut self.role else { return };
         let Some(keys) = n.noise.on_response(data) else {
             if n.noise.is_spent() {
                 let Role::Client { server, .. } = self.role else { return };
@@ -589,16 +662,13 @@ impl Driver {
             }
             return;
         };
-        let first = first.take();
         let Role::Client { noise, .. } = &mut self.role else { return };
         *noise = None;
         let Some(entry) = self.conns.values_mut().next() else { return };
         entry.keys = Some(keys);
+        entry.dirty = true;
         entry.hello_next = now;
         tracing::debug!("Noise handshake done");
-        if let Some((path, first)) = first {
-            self.send_packet(path, &first, now);
-        }
     }
 
     fn on_path_hello(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
@@ -607,14 +677,44 @@ impl Driver {
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let Some((path, counter)) = e.keys.as_ref().and_then(|k| k.open_hello(data)) else { return };
         let p = usize::from(path);
-        if p >= e.remotes.len() || !e.hello_replay[p].insert(counter) {
+        if p >= e.replay.len() {
+            return;
+        }
+        e.dirty = true;
+        if counter & crypto::CHALLENGE_BIT != 0 {
+            if is_server {
+                // The answer to a challenge: the address is validated.
+                if let Some(pr) = &mut e.probation[p] {
+                    pr.received += data.len() as u64;
+                    if pr.token == counter && pr.addr == from {
+                        tracing::debug!(cid = %hex(&cid.0), path = p, %from, "new address validated (challenge answered)");
+                        e.validated[p] = Some(from);
+                        e.probation[p] = None;
+                    }
+                }
+            } else {
+                // A challenge from the server: echo it on the path it names (repeats are
+                // harmless: the same sealed bytes again, only ever to the server).
+                let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
+                let Some(to) = e.handle.lock().paths[p].remote else { return };
+                self.send_raw(p, to, &echo, now);
+            }
+            return;
+        }
+        if !e.hello_replay[p].insert(counter) {
             return;
         }
         if is_server {
-            e.remotes[p] = Some(from);
+            if e.validated[p].is_none() {
+                // A path's first announcement: authenticated, fresh (replay window) and sent
+                // by the key holder, like the handshake that validates path 0.
+                e.validated[p] = Some(from);
+            } else if e.handle.lock().paths[p].remote != Some(from) {
+                Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
+            }
             e.handle.lock().paths[p].remote = Some(from);
             let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
-            tracing::debug!("path {path} of {} is at {from}", e.handle.lock().peer);
+            tracing::debug!(cid = %hex(&cid.0), path, %from, "path announced");
             self.send_raw(0, from, &echo, now);
         } else if p == i {
             e.hello_acked[p] = true;
@@ -634,22 +734,29 @@ impl Driver {
         if p >= e.replay.len() || (is_client && p != i) || !e.replay[p].insert(header.number) {
             return;
         }
+        if let Some(pr) = e.probation[p].as_mut().filter(|pr| pr.addr == from) {
+            pr.received += data.len() as u64;
+        }
         let mut s = e.handle.lock();
         let newest = e.top[p].is_none_or(|t| header.number > t);
-        if !is_client && newest && e.remotes[p] != Some(from) {
-            if let Some(old) = e.remotes[p] {
-                tracing::info!("path {p}: peer moved from {old} to {from}");
+        if !is_client && newest && s.paths[p].remote != Some(from) {
+            if let Some(old) = s.paths[p].remote {
+                tracing::info!(cid = %hex(&cid.0), path = p, %old, new = %from, "peer moved");
             }
-            e.remotes[p] = Some(from);
+            if e.validated[p].is_none() {
+                e.validated[p] = Some(from);
+            } else if e.validated[p] != Some(from) {
+                Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
+            } else {
+                e.probation[p] = None;
+            }
             s.paths[p].remote = Some(from);
-            if p == 0 {
-                s.peer = from;
-            }
         }
         e.top[p] = Some(e.top[p].map_or(header.number, |t| t.max(header.number)));
         s.paths[p].datagrams_received += 1;
         s.paths[p].bytes_received += data.len() as u64;
         s.core.handle_datagram(now, header.path, &self.opened);
+        e.dirty = true;
     }
 
     /// Seals a core packet and sends it on its path.
@@ -661,11 +768,14 @@ impl Driver {
             return;
         }
         let p = usize::from(path);
-        let Some(to) = e.remotes.get(p).copied().flatten() else { return };
-        {
-            let mut s = e.handle.lock();
-            s.paths[p].datagrams_sent += 1;
-            s.paths[p].bytes_sent += self.sealed.len() as u64;
+        let Some(to) = e.handle.lock().paths.get(p).and_then(|r| r.remote) else { return };
+        if let Some(pr) = e.probation.get_mut(p).and_then(Option::as_mut).filter(|pr| pr.addr == to) {
+            let len = self.sealed.len() as u64;
+            if pr.sent + len > AMPLIFICATION * pr.received {
+                tracing::trace!("path {p}: {to} not validated yet; datagram held back (3x limit)");
+                return;
+            }
+            pr.sent += len;
         }
         let socket = if matches!(self.role, Role::Client { .. }) { p } else { 0 };
         let sealed = std::mem::take(&mut self.sealed);
@@ -673,10 +783,51 @@ impl Driver {
         self.sealed = sealed;
     }
 
+    /// A path's peer showed up at `from`, not the address it last proved: on probation.
+    fn start_probation(
+        slot: &mut Option<Probation>,
+        p: usize,
+        from: SocketAddr,
+        received: usize,
+        now: Instant,
+    ) {
+        let token = (random_u64() % crypto::CHALLENGE_BIT) | crypto::CHALLENGE_BIT;
+        tracing::debug!(
+            "path {p}: challenging {from} before sending it more than {AMPLIFICATION}x what it sent"
+        );
+        *slot =
+            Some(Probation { addr: from, received: received as u64, sent: 0, token, next_challenge: now });
+    }
+
+    /// Sends the due challenges of a server connection's paths on probation (counted in the limit).
+    fn send_challenges(&mut self, cid: ConnectionId, now: Instant) {
+        let Some(e) = self.conns.get_mut(&cid) else { return };
+        let Some(keys) = &e.keys else { return };
+        let mut out = Vec::new();
+        for (p, pr) in e.probation.iter_mut().enumerate() {
+            let Some(pr) = pr else { continue };
+            if now < pr.next_challenge {
+                continue;
+            }
+            let challenge = keys.seal_hello(p as u8, pr.token);
+            if pr.sent + challenge.len() as u64 > AMPLIFICATION * pr.received {
+                continue;
+            }
+            pr.sent += challenge.len() as u64;
+            pr.next_challenge = now + HELLO_INTERVAL;
+            out.push((pr.addr, challenge));
+        }
+        for (to, c) in out {
+            self.send_raw(0, to, &c, now);
+        }
+    }
+
     fn drive_all(&mut self, now: Instant) {
         self.busy = false;
         self.drive_client_handshake(now);
-        let cids: Vec<ConnectionId> = self.conns.keys().copied().collect();
+        let is_client = matches!(self.role, Role::Client { .. });
+        let cids: Vec<ConnectionId> =
+            self.conns.iter().filter(|(_, e)| e.wants_drive(now, is_client)).map(|(c, _)| *c).collect();
         for cid in cids {
             self.drive(cid, now);
         }
@@ -693,7 +844,9 @@ impl Driver {
         }
         let established = self.conns.values().next().is_some_and(|e| e.established);
         if !established && now >= *deadline && !self.conns.is_empty() {
-            let error = if noise.as_ref().is_some_and(|n| n.refused) {
+            let error = if noise.as_ref().is_some_and(|n| n.refused && n.pair) {
+                Error::NotAuthorized(*server)
+            } else if noise.as_ref().is_some_and(|n| n.refused) {
                 Error::WrongKey(*server)
             } else {
                 Error::Unreachable { server: *server, after: *timeout }
@@ -716,14 +869,24 @@ impl Driver {
     fn drive(&mut self, cid: ConnectionId, now: Instant) {
         let is_client = matches!(self.role, Role::Client { .. });
         let Some(e) = self.conns.get_mut(&cid) else { return };
+        e.dirty = false;
+        e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
         if !e.established && !is_client && now >= e.created + SERVER_HANDSHAKE_TIMEOUT {
-            tracing::debug!("handshake from {} never finished; forgotten", e.handle.lock().peer);
+            tracing::debug!(cid = %hex(&cid.0), "handshake never finished; forgotten");
             e.closed = true;
             return;
         }
         let Some(keys) = &e.keys else { return };
         // Client: announce every path until the server echoes it (PROTOCOL.md §13.5).
         let mut hellos = Vec::new();
+        if is_client && now >= e.reannounce {
+            // The keep-alive: a client that only receives sends nothing of its own, so after a
+            // NAT rebinding the server would never learn its new address. Announcing every path
+            // again shows it within REANNOUNCE (and then §13.8 validates it).
+            e.hello_acked.fill(false);
+            e.hello_next = now;
+            e.reannounce = now + REANNOUNCE;
+        }
         if is_client && now >= e.hello_next && e.hello_acked.iter().any(|a| !a) {
             for (p, acked) in e.hello_acked.iter().enumerate() {
                 if !acked {
@@ -744,8 +907,11 @@ impl Driver {
             }
         }
         for (p, h) in hellos {
-            let to = self.conns[&cid].remotes[p].expect("client knows the server");
+            let Some(to) = self.conns[&cid].handle.lock().paths[p].remote else { continue };
             self.send_raw(p, to, &h, now);
+        }
+        if !is_client {
+            self.send_challenges(cid, now);
         }
         let mut sent = 0;
         let mut out = std::mem::take(&mut self.out);
@@ -762,6 +928,9 @@ impl Driver {
             sent += 1;
             if sent >= SEND_BATCH {
                 self.busy = true;
+                if let Some(e) = self.conns.get_mut(&cid) {
+                    e.dirty = true;
+                }
                 break;
             }
         }
@@ -795,10 +964,10 @@ impl Driver {
                 }
                 Event::Closed(reason) => ended = Some(ended_from(&reason, idle)),
                 Event::PathFailed(path) => {
-                    tracing::info!("path {path} failed: no answer; its data goes on the others")
+                    tracing::info!(path, "path failed: no answer; its data goes on the others")
                 }
-                Event::PathRecovered(path) => tracing::info!("path {path} answers again"),
-                Event::PathRemoved(path) => tracing::info!("path {path} removed"),
+                Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
+                Event::PathRemoved(path) => tracing::info!(path, "path removed"),
             }
         }
         if let Some(streams) = s.core.streams() {
@@ -842,7 +1011,7 @@ impl Driver {
                 w.wake();
             }
         }
-        let peer = s.peer;
+        let peer = s.paths[0].remote.map_or_else(|| "?".to_string(), |a| a.to_string());
         drop(guard);
         if ended.is_some() || e.handle.lock().core.is_closed() {
             e.closed = true;
@@ -857,7 +1026,7 @@ impl Driver {
                     }
                 }
                 Role::Server { incoming, .. } => {
-                    tracing::info!("accepted a connection from {peer} ({} paths)", e.replay.len());
+                    tracing::info!(%peer, paths = e.replay.len(), "accepted a connection");
                     let _ = incoming.send(Connection { handle });
                 }
             }
@@ -865,10 +1034,11 @@ impl Driver {
         if let Some(reason) = ended {
             let s = e.handle.lock();
             tracing::debug!(
-                "connection with {peer} ended: {:?}; paths {:?}; {:?}",
-                reason,
-                s.core.path_stats(),
-                s.core.stats
+                %peer,
+                reason = ?reason,
+                paths = ?s.core.path_stats(),
+                stats = ?s.core.stats,
+                "connection ended"
             );
             drop(s);
             if let Role::Client { ready, .. } = &mut self.role {
@@ -892,4 +1062,53 @@ fn poll_recv_any(
         }
     }
     Poll::Pending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server entry with a fresh core, as `on_init` makes one (no keys needed here).
+    fn entry(now: Instant) -> Entry {
+        let core = braid_proto::Connection::server(ConnectionConfig::default(), now);
+        let handle = Handle::new(shared(core, 1, "127.0.0.1:9".parse().unwrap()), Arc::new(Notify::new()));
+        Entry::new(handle, 1, None, now)
+    }
+
+    /// The server drives a connection only when something asks for it: input, the application,
+    /// or a timer that has expired; an idle connection is left alone.
+    #[test]
+    fn only_connections_with_something_to_do_are_driven() {
+        let t0 = Instant::from_micros(1_000_000);
+        let mut e = entry(t0);
+        assert!(e.wants_drive(t0, false), "a new entry has its first datagram to handle");
+        e.dirty = false;
+        e.established = true;
+        let app = e.handle.clone(); // the application's handle (not orphaned)
+        let later = t0 + Duration::from_secs(20);
+        assert!(!e.wants_drive(later, false), "nothing arrived, nothing due");
+        app.poke();
+        assert!(e.wants_drive(later, false), "the application wrote");
+        e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
+        e.next_timeout = Some(later);
+        assert!(!e.wants_drive(later - Duration::from_micros(1), false), "timer not yet due");
+        assert!(e.wants_drive(later, false), "timer due");
+        e.next_timeout = None;
+        e.probation[0] = Some(Probation {
+            addr: "127.0.0.1:10".parse().unwrap(),
+            received: 100,
+            sent: 0,
+            token: crypto::CHALLENGE_BIT,
+            next_challenge: later,
+        });
+        assert!(e.wants_drive(later, false), "a challenge is due");
+        e.probation[0] = None;
+        drop(app);
+        assert!(e.wants_drive(later, false), "orphaned: drive it to its close");
+        // Before the core handshake completes: only its timeout or input.
+        let mut fresh = entry(t0);
+        fresh.dirty = false;
+        assert!(!fresh.wants_drive(t0 + Duration::from_secs(1), false));
+        assert!(fresh.wants_drive(t0 + SERVER_HANDSHAKE_TIMEOUT, false));
+    }
 }

@@ -6,8 +6,9 @@
 //! for the one-way delay. A queue longer than its buffer drops the newcomer (tail drop), as a
 //! router does. Time is passed in, like the core's.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::fmt;
+use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -98,84 +99,68 @@ impl fmt::Display for Emulation {
     }
 }
 
-/// A one-direction emulated link: datagrams in, released at their arrival time.
+/// A one-direction emulated link: datagrams in, released at their arrival time. The model is
+/// braid-sim's [`braid_sim::Link`] (drop-tail queue, transmitter of fixed rate, propagation delay,
+/// Bernoulli loss of serialized packets), so `--emulate` and the simulator impair alike; this
+/// wrapper only carries each datagram's far-end address through it (as the link's tag).
 pub struct EmulatedLink {
-    config: Emulation,
-    /// When the link finishes serialising what is queued.
-    busy_until: Instant,
-    queue: VecDeque<(Instant, Vec<u8>)>,
-    queued_bytes: usize,
-    buffer_bytes: usize,
-    rng: u64,
+    link: braid_sim::Link,
+    /// Addresses of the datagrams on the link, by tag (removed at delivery: bounded by the queue
+    /// and the delay, never by what peers send).
+    addrs: HashMap<u64, SocketAddr>,
+    next_tag: u64,
     pub dropped_random: u64,
     pub dropped_queue: u64,
 }
+
+/// "Unlimited" rate: 1 Tbit/s (the simulator's link needs one).
+const UNLIMITED_BPS: u64 = 1_000_000_000_000;
 
 impl EmulatedLink {
     /// `seed` makes the random losses repeatable.
     pub fn new(config: Emulation, seed: u64) -> EmulatedLink {
         // Buffer: one bandwidth-delay product of at least 100 ms, at least 64 KiB (a modest
         // router queue; a deeper one only adds delay).
-        let buffer_bytes = config.rate_bps.map_or(usize::MAX, |r| {
+        let buffer_bytes = config.rate_bps.map_or(u64::MAX, |r| {
             let bdp_time = (config.delay * 2).max(Duration::from_millis(100));
-            ((r as f64 / 8.0 * bdp_time.as_secs_f64()) as usize).max(64 << 10)
+            ((r as f64 / 8.0 * bdp_time.as_secs_f64()) as u64).max(64 << 10)
         });
-        EmulatedLink {
-            config,
-            busy_until: Instant::ZERO,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
-            buffer_bytes,
-            rng: seed ^ 0x9E37_79B9_7F4A_7C15,
-            dropped_random: 0,
-            dropped_queue: 0,
-        }
+        let link = braid_sim::LinkConfig::new(config.rate_bps.unwrap_or(UNLIMITED_BPS), config.delay)
+            .with_queue(braid_sim::QueueLimit::Bytes(buffer_bytes))
+            .with_loss(braid_sim::LossModel::bernoulli(config.loss));
+        let link = braid_sim::Link::new(link, seed).expect("a parsed --emulate is a valid link");
+        EmulatedLink { link, addrs: HashMap::new(), next_tag: 0, dropped_random: 0, dropped_queue: 0 }
     }
 
-    fn random(&mut self) -> f64 {
-        // SplitMix64: small, seeded, good enough for loss decisions.
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A datagram enters the link at `now`.
-    pub fn push(&mut self, now: Instant, datagram: &[u8]) {
-        if self.config.loss > 0.0 && self.random() < self.config.loss {
-            self.dropped_random += 1;
-            return;
+    /// A datagram enters the link at `now`; `addr` travels with it (where it goes, or where it
+    /// came from).
+    pub fn push(&mut self, now: Instant, addr: SocketAddr, datagram: &[u8]) {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        match self.link.send_tagged(now, tag, datagram.to_vec()) {
+            braid_sim::Fate::Queued | braid_sim::Fate::Duplicated => {
+                self.addrs.insert(tag, addr);
+            }
+            braid_sim::Fate::DroppedByQueue => self.dropped_queue += 1,
+            braid_sim::Fate::Lost | braid_sim::Fate::LostInOutage => self.dropped_random += 1,
         }
-        if self.queued_bytes + datagram.len() > self.buffer_bytes {
-            self.dropped_queue += 1;
-            return;
-        }
-        let start = self.busy_until.max(now);
-        let serialise = self
-            .config
-            .rate_bps
-            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(datagram.len() as f64 * 8.0 / r as f64));
-        self.busy_until = start + serialise;
-        self.queued_bytes += datagram.len();
-        self.queue.push_back((self.busy_until + self.config.delay, datagram.to_vec()));
     }
 
     /// When the next datagram arrives at the far end.
     pub fn next_release(&self) -> Option<Instant> {
-        self.queue.front().map(|(t, _)| *t)
+        self.link.next_delivery()
     }
 
     /// The next datagram that has arrived by `now`.
-    pub fn pop(&mut self, now: Instant) -> Option<Vec<u8>> {
-        if self.queue.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, d) = self.queue.pop_front()?;
-            self.queued_bytes -= d.len();
-            Some(d)
-        } else {
-            None
-        }
+    pub fn pop(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+        let (tag, d) = self.link.poll_deliver_tagged(now)?;
+        let addr = self.addrs.remove(&tag)?;
+        Some((addr, d))
+    }
+
+    /// Datagrams on the link (queued or on the wire).
+    pub fn in_flight(&self) -> usize {
+        self.addrs.len()
     }
 }
 
@@ -203,20 +188,40 @@ mod tests {
         let e: Emulation = "8mbit,10ms,10%".parse().unwrap();
         let mut link = EmulatedLink::new(e, 42);
         let t0 = Instant::from_micros(1_000_000);
+        let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
         for _ in 0..1000 {
-            link.push(t0, &[0u8; 1000]);
+            link.push(t0, to, &[0u8; 1000]);
         }
-        // 1000 bytes at 8 Mbit/s = 1 ms each; the 100 ms buffer holds 100 kB.
-        let kept = link.queue.len() as u64;
-        assert_eq!(kept + link.dropped_random + link.dropped_queue, 1000);
+        // 1000 bytes at 8 Mbit/s = 1 ms each; the 100 ms buffer holds 100 kB (~100 packets),
+        // of which about 10% are lost after serialization (the simulator's model).
+        let kept = link.in_flight() as u64;
+        assert_eq!(kept + link.dropped_random + link.dropped_queue, 1000, "seed 42");
         assert!(
-            (60..=140).contains(&link.dropped_random),
-            "seed 42: {} random drops of 1000",
+            (95..=105).contains(&(kept + link.dropped_random)),
+            "seed 42: {kept} kept, {} lost",
             link.dropped_random
         );
-        assert!(link.pop(t0 + Duration::from_micros(10_999)).is_none());
-        assert!(link.pop(t0 + Duration::from_millis(11)).is_some());
-        let last = link.queue.back().unwrap().0;
-        assert_eq!(last, t0 + Duration::from_millis(10 + kept));
+        assert!(
+            (3..=25).contains(&link.dropped_random),
+            "seed 42: {} random drops of ~100",
+            link.dropped_random
+        );
+        assert!(link.pop(t0 + Duration::from_micros(10_999)).is_none(), "nothing before 1 ms + 10 ms");
+        let mut last = None;
+        let mut got = 0;
+        let mut t = t0;
+        while got < kept {
+            t += Duration::from_millis(1);
+            while let Some((a, _)) = link.pop(t) {
+                assert_eq!(a, to);
+                got += 1;
+                last = Some(t);
+            }
+            assert!(t < t0 + Duration::from_secs(1), "{got} of {kept} delivered");
+        }
+        // The last datagram left after every accepted one was serialized (lost ones included).
+        let serialized = kept + link.dropped_random;
+        assert_eq!(last, Some(t0 + Duration::from_millis(10 + serialized)));
+        assert_eq!(link.in_flight(), 0);
     }
 }

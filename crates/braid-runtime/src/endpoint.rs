@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::Duration;
@@ -12,7 +13,7 @@ use braid_proto::conn::PathStats;
 use braid_proto::ConnectionConfig;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::crypto::{Key, TAG_LEN};
+use crate::crypto::{ClientAuth, ServerAuth, TAG_LEN};
 use crate::driver::{self, Driver};
 use crate::emulate::Emulation;
 use crate::socket::{self, PathSpec};
@@ -37,7 +38,8 @@ fn fit_to_datagram(config: &mut ConnectionConfig) {
 /// How a client connects.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    pub key: Key,
+    /// A pre-shared key, or this end's key pair and the server's public key.
+    pub auth: ClientAuth,
     /// The core's settings (mode, congestion controller, parameters). `paths` is set from
     /// [`ClientConfig::paths`].
     pub transport: ConnectionConfig,
@@ -50,9 +52,9 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    pub fn new(key: Key) -> ClientConfig {
+    pub fn new(auth: impl Into<ClientAuth>) -> ClientConfig {
         ClientConfig {
-            key,
+            auth: auth.into(),
             transport: ConnectionConfig::default(),
             paths: vec![PathSpec::Any],
             emulate: Vec::new(),
@@ -64,17 +66,26 @@ impl ClientConfig {
 /// How a server accepts.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    pub key: Key,
+    /// A pre-shared key, or this end's key pair and the client public keys let in.
+    pub auth: ServerAuth,
     /// The core's settings; a client's mode and congestion controller (sent in its hello)
     /// replace `mode` and `cc`.
     pub transport: ConnectionConfig,
     /// Most connections at once (handshakes included). Default 1024.
     pub max_connections: usize,
+    /// Impairment of everything the server's socket sends and receives (`braid server
+    /// --emulate`). Default none.
+    pub emulate: Option<Emulation>,
 }
 
 impl ServerConfig {
-    pub fn new(key: Key) -> ServerConfig {
-        ServerConfig { key, transport: ConnectionConfig::default(), max_connections: 1024 }
+    pub fn new(auth: impl Into<ServerAuth>) -> ServerConfig {
+        ServerConfig {
+            auth: auth.into(),
+            transport: ConnectionConfig::default(),
+            max_connections: 1024,
+            emulate: None,
+        }
     }
 }
 
@@ -108,7 +119,7 @@ impl Endpoint {
             (0..sockets.len()).map(|i| config.emulate.get(i).copied().flatten()).collect();
         let (ready_tx, ready_rx) = oneshot::channel();
         let handle = Driver::start_client(driver::ClientSetup {
-            key: config.key,
+            auth: config.auth,
             transport,
             sockets,
             emulate,
@@ -131,9 +142,10 @@ impl Endpoint {
         fit_to_datagram(&mut transport);
         let (tx, rx) = mpsc::unbounded_channel();
         Driver::start_server(driver::ServerSetup {
-            key: config.key,
+            auth: config.auth,
             transport,
             socket: udp,
+            emulate: config.emulate,
             max_connections: config.max_connections,
             incoming: tx,
         })?;
@@ -208,8 +220,9 @@ pub(crate) struct Shared {
     pub incoming_streams: VecDeque<u64>,
     pub accept_waker: Option<Waker>,
     pub idle_wakers: Vec<Waker>,
+    /// The runtime's part of each path's report (addresses, bytes received, emulated drops);
+    /// the rest comes from the core when read ([`Connection::paths`]).
     pub paths: Vec<PathReport>,
-    pub peer: SocketAddr,
 }
 
 /// The application's reference to a connection (streams hold one too); the driver closes the
@@ -218,9 +231,22 @@ pub(crate) struct Shared {
 pub(crate) struct Handle {
     pub shared: Arc<Mutex<Shared>>,
     pub wake: Arc<Notify>,
+    /// The application changed this connection (wrote, read, closed): the driver drives it at
+    /// its next wake-up even without a datagram or an expired timer.
+    pub poked: Arc<AtomicBool>,
 }
 
 impl Handle {
+    pub fn new(shared: Arc<Mutex<Shared>>, wake: Arc<Notify>) -> Handle {
+        Handle { shared, wake, poked: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Marks the connection for the driver and wakes it.
+    pub fn poke(&self) {
+        self.poked.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -245,7 +271,7 @@ impl Connection {
         }
         let id = s.core.streams().ok_or_else(|| Error::Closed("not established".into()))?.open()?;
         drop(s);
-        self.handle.wake.notify_one();
+        self.handle.poke();
         Ok(Stream::new(self.handle.clone(), id))
     }
 
@@ -269,7 +295,7 @@ impl Connection {
     /// Waits until everything written so far was delivered to the peer (or the connection
     /// ended: then the reason).
     pub async fn flush(&self) -> Result<(), Error> {
-        self.handle.wake.notify_one();
+        self.handle.poke();
         poll_fn(|cx| {
             let mut s = self.handle.lock();
             if let Some(e) = &s.ended {
@@ -304,12 +330,12 @@ impl Connection {
             s.core.close(code, reason);
         }
         drop(s);
-        self.handle.wake.notify_one();
+        self.handle.poke();
     }
 
     /// The peer's address (path 0's as last seen).
     pub fn remote_address(&self) -> SocketAddr {
-        self.handle.lock().peer
+        self.handle.lock().paths[0].remote.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
     /// Live per-path numbers.
@@ -324,6 +350,9 @@ impl Connection {
                 let mut p = p.clone();
                 if let (Some(st), Some(&(srtt, cwnd, loss))) = (core_stats.get(i), state.get(i)) {
                     p.stats = *st;
+                    // Sent counts are the core's; on the wire each packet carries the AEAD tag.
+                    p.datagrams_sent = st.packets_sent;
+                    p.bytes_sent = st.bytes_sent + st.packets_sent * TAG_LEN as u64;
                     p.srtt = srtt;
                     p.cwnd = cwnd;
                     p.loss = loss;

@@ -3,9 +3,12 @@
 //! Drives the sans-IO core ([`braid_proto::Connection`]) with tokio: one UDP socket per path on
 //! the client, one listening socket on the server (connections told apart by connection id, so a
 //! path whose address changes keeps its connection). Before the core's handshake the runtime runs
-//! a Noise handshake (`Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s`, a shared key file); after it every
-//! datagram is AEAD-protected (PROTOCOL.md §13). `--emulate` impairments are applied here, in the
-//! socket layer, so braid can be tried on one machine without root.
+//! a Noise handshake (`Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s` with a shared key file, or
+//! `Noise_IK_25519_ChaChaPoly_BLAKE2s` with key pairs and an allow-list: [`ClientAuth`],
+//! [`ServerAuth`]); after it every datagram is AEAD-protected (PROTOCOL.md §13), and a path's new
+//! address gets at most 3× what it sent until it answers a challenge (§13.8). `--emulate`
+//! impairments are applied here, in the socket layer (braid-sim's link model), so braid can be
+//! tried on one machine without root.
 //!
 //! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.
 //! The driver maps the core's [`braid_proto::Instant`] (µs) to tokio's clock.
@@ -58,7 +61,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use braid_proto::ConnectionConfig;
-pub use crypto::{Key, KeyError};
+pub use crypto::{ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 pub use emulate::Emulation;
 pub use endpoint::{ClientConfig, Connection, Endpoint, PathReport, Server, ServerConfig};
 pub use socket::PathSpec;
@@ -83,6 +86,10 @@ pub enum Error {
     Unreachable { server: SocketAddr, after: Duration },
     #[error("{0}: the server refused our key (both ends need the same key file from `braid keygen`)")]
     WrongKey(SocketAddr),
+    #[error(
+        "{0}: the server refused us (wrong --server-key, or our public key is not in its --authorized list)"
+    )]
+    NotAuthorized(SocketAddr),
     #[error("{0}: the handshake failed (a forged or corrupted answer)")]
     HandshakeFailed(SocketAddr),
     #[error("peer timed out (nothing heard for {}s)", .0.as_secs())]

@@ -34,7 +34,7 @@ impl Stream {
             if let Some(streams) = self.handle.lock().core.streams() {
                 let _ = streams.reset(self.id, code);
             }
-            self.handle.wake.notify_one();
+            self.handle.poke();
         }
     }
 }
@@ -71,7 +71,7 @@ impl AsyncRead for Stream {
                 buf.advance(n);
                 drop(s);
                 // Reading may open the flow-control window: the driver sends the update.
-                this.handle.wake.notify_one();
+                this.handle.poke();
                 Poll::Ready(Ok(()))
             }
             Err(e) => Poll::Ready(Err(stream_error(e))),
@@ -97,7 +97,7 @@ impl AsyncWrite for Stream {
         let n = data.len().min(STREAM_SEND_BUFFER - buffered);
         let r = streams.write(this.id, &data[..n]).map_err(stream_error);
         drop(s);
-        this.handle.wake.notify_one();
+        this.handle.poke();
         Poll::Ready(r)
     }
 
@@ -120,7 +120,7 @@ impl AsyncWrite for Stream {
             None => Err(io::Error::other("not connected")),
         };
         drop(s);
-        this.handle.wake.notify_one();
+        this.handle.poke();
         Poll::Ready(r)
     }
 }
@@ -131,7 +131,7 @@ impl Drop for Stream {
             if let Some(streams) = self.handle.lock().core.streams() {
                 let _ = streams.finish(self.id);
             }
-            self.handle.wake.notify_one();
+            self.handle.poke();
         }
     }
 }

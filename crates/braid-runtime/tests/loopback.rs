@@ -197,19 +197,28 @@ async fn answer(raw: &tokio::net::UdpSocket, buf: &mut [u8]) -> Option<usize> {
 }
 
 /// A UDP relay standing for a NAT: client ↔ relay ↔ server. `rebind` makes the relay talk to
-/// the server from a new port, as a NAT does after a rebinding.
+/// the server from a new port, as a NAT does after a rebinding; `rebind_deaf` does too, but the
+/// new port swallows what the server sends it (an address the peer is not at: a forger's), and
+/// `to_server` / `from_server` count the bytes through the current port.
 struct Nat {
     addr: std::net::SocketAddr,
-    rebind: tokio::sync::mpsc::UnboundedSender<()>,
+    rebind: tokio::sync::mpsc::UnboundedSender<bool>,
+    to_server: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    from_server: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 async fn nat(server: std::net::SocketAddr) -> Nat {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     use std::sync::Arc;
     let front = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let addr = front.local_addr().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
+    let to_server = Arc::new(AtomicU64::new(0));
+    let from_server = Arc::new(AtomicU64::new(0));
+    let (up, down) = (to_server.clone(), from_server.clone());
     tokio::spawn(async move {
         let mut back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let mut deaf = false;
         let mut client: Option<std::net::SocketAddr> = None;
         let mut buf = vec![0u8; 65536];
         let mut back_buf = vec![0u8; 65536];
@@ -218,22 +227,135 @@ async fn nat(server: std::net::SocketAddr) -> Nat {
                 r = front.recv_from(&mut buf) => {
                     let Ok((n, from)) = r else { return };
                     client = Some(from);
+                    up.fetch_add(n as u64, Relaxed);
                     let _ = back.send_to(&buf[..n], server).await;
                 }
                 r = back.recv_from(&mut back_buf) => {
                     let Ok((n, _)) = r else { return };
-                    if let Some(c) = client {
+                    down.fetch_add(n as u64, Relaxed);
+                    if let (Some(c), false) = (client, deaf) {
                         let _ = front.send_to(&back_buf[..n], c).await;
                     }
                 }
                 r = rx.recv() => {
-                    if r.is_none() { return; }
+                    let Some(d) = r else { return };
+                    deaf = d;
                     back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+                    up.store(0, Relaxed);
+                    down.store(0, Relaxed);
                 }
             }
         }
     });
-    Nat { addr, rebind: tx }
+    Nat { addr, rebind: tx, to_server, from_server }
+}
+
+/// A server whose streams each answer one byte with `len` bytes (a download).
+fn download_server(key: Key, len: usize) -> std::net::SocketAddr {
+    download_server_after(key, len, Duration::ZERO)
+}
+
+/// [`download_server`], the answer starting `delay` after the request.
+fn download_server_after(key: Key, len: usize, delay: Duration) -> std::net::SocketAddr {
+    let mut server: Server =
+        Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            tokio::spawn(async move {
+                while let Some(mut stream) = conn.accept_stream().await {
+                    tokio::spawn(async move {
+                        let _ = stream.read_u8().await;
+                        tokio::time::sleep(delay).await;
+                        let _ = stream.write_all(&pattern(len, 5)).await;
+                        let _ = stream.shutdown().await;
+                    });
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// RFC 9000 §8.2/§9.3: packets of a known connection from a new address make the server
+/// challenge it, and until it answers, send it at most 3× the bytes it received from it. Here the
+/// new address never hears anything (a forger's, or a NAT that lost the way back): the download
+/// the server was sending must not pour onto it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let key = Key::generate().unwrap();
+    let server = download_server(key.clone(), 50_000_000);
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let mut stream = conn.open_stream().unwrap();
+    stream.write_all(&[1]).await.unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0;
+    while got < 2_000_000 {
+        got += stream.read(&mut buf).await.unwrap();
+    }
+    // The download is in full flow; the relay moves to a port that swallows the answers.
+    nat.rebind.send(true).unwrap();
+    // The client speaks from the new port (its re-announcement would too, within 2 s).
+    stream.write_all(&[2]).await.unwrap();
+    let reader = tokio::spawn(async move {
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (received, sent) = (nat.to_server.load(Relaxed), nat.from_server.load(Relaxed));
+    reader.abort();
+    assert!(received > 0, "the client kept sending (acknowledgments, probes)");
+    assert!(sent <= 3 * received, "server sent {sent} bytes to an unvalidated address that sent {received}");
+}
+
+/// A client that only listens is rebound while silent: the server's answer goes to the old port
+/// until the client's path re-announcement (every 2 s) shows the new one; then it flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_client_is_found_again_after_rebinding() {
+    let key = Key::generate().unwrap();
+    let server = download_server_after(key.clone(), 1_000_000, Duration::from_millis(800));
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let mut stream = conn.open_stream().unwrap();
+    stream.write_all(&[1]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the request is delivered and acknowledged
+    nat.rebind.send(false).unwrap();
+    let mut data = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
+        .await
+        .expect("the answer arrives after the re-announcement")
+        .unwrap();
+    assert!(data == pattern(1_000_000, 5), "{} bytes, or corrupted", data.len());
+}
+
+/// A rebinding whose new address answers: validated by the challenge, then full speed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_goes_on_after_rebinding() {
+    let key = Key::generate().unwrap();
+    let server = download_server(key.clone(), 8_000_000);
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let mut stream = conn.open_stream().unwrap();
+    stream.write_all(&[1]).await.unwrap();
+    let mut data = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while data.len() < 1_000_000 {
+        let n = stream.read(&mut buf).await.unwrap();
+        data.extend_from_slice(&buf[..n]);
+    }
+    nat.rebind.send(false).unwrap();
+    // The client only receives: once the server's data goes to the old port, the client has
+    // nothing to send but its path re-announcement (every 2 s), which shows the new port.
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
+        .await
+        .expect("download finishes after rebinding")
+        .unwrap();
+    assert!(data == pattern(8_000_000, 5), "{} bytes, or corrupted", data.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,7 +366,7 @@ async fn connection_survives_nat_rebinding() {
     let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
     let data = pattern(200_000, 11);
     assert_eq!(echo(&conn, &data).await, data);
-    nat.rebind.send(()).unwrap();
+    nat.rebind.send(false).unwrap();
     // The old mapping is gone: only packets from the new port reach the server, and the
     // server's answers must go to the new port to reach the client.
     let back = tokio::time::timeout(Duration::from_secs(10), echo(&conn, &data))

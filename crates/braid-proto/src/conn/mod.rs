@@ -302,6 +302,12 @@ impl Connection {
         &self.config.params
     }
 
+    /// The connection id: a client's is chosen at creation (from its seed); a server's is the
+    /// one named by the client's first Initial (`ConnectionId::default()` until then).
+    pub fn cid(&self) -> ConnectionId {
+        self.cid
+    }
+
     pub fn is_established(&self) -> bool {
         self.state == State::Established
     }
