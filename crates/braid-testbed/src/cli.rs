@@ -9,6 +9,7 @@ use crate::contender::{Contender, External};
 use crate::netns::{cleanup_stale, Testbed};
 use crate::report::{self, Row};
 use crate::run::{run_one, RunOptions};
+use crate::workload::{self, Workload, WorkloadOptions};
 use crate::{check, sys};
 
 const USAGE: &str = "\
@@ -27,6 +28,13 @@ USAGE:
                             `path.wifi.loss=0.05`; repeatable)
       --json FILE           write the rows as JSON (and FILE with .csv as CSV)
       --out-dir DIR         where `ss -tinM` snapshots go (default: the JSON's directory or .)
+      --workload W          bulk (default), web or video; a scenario file may name its own with a
+                            comment line `# workload: web`
+      --pages 6,26,111      web: the dFEC Table II pages to load (by object count; default all)
+      --loads N             web: loads of each page per contender (default 5); --limit caps each load
+      --video-duration DUR  video: stream length (default: the scenario's `duration`, else 30s)
+      --deadline DUR        video: a frame is on time if complete by capture + DUR (default 200ms)
+      --video-trace FILE    video: frame sizes (`I 141002` per line; default: built-in H.264 trace)
       --assert-setup        exit 1 unless every run completed, saw no TUN drops, showed its kernel
                             congestion control in `ss`, and (multipath) used every path
   braid-testbed check [scenario.toml] [--json FILE]
@@ -95,6 +103,10 @@ struct Args {
     json: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     assert_setup: bool,
+    workload: Option<Workload>,
+    wopts: WorkloadOptions,
+    /// `--video-duration` given (else the scenario's `duration`, else 30 s).
+    video_duration_set: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -108,6 +120,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         json: None,
         out_dir: None,
         assert_setup: false,
+        workload: None,
+        wopts: WorkloadOptions { web: Default::default(), video: Default::default() },
+        video_duration_set: false,
     };
     let (mut ext_name, mut server_cmd, mut client_cmd) = (None, None, None);
     let mut it = args.iter();
@@ -132,6 +147,22 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--out-dir" => a.out_dir = Some(PathBuf::from(value()?)),
             "--assert-setup" => a.assert_setup = true,
+            "--workload" => a.workload = Some(value()?.parse()?),
+            "--pages" => a.wopts.web.pages = crate::web::parse_pages(&value()?)?,
+            "--loads" => {
+                a.wopts.web.loads =
+                    value()?.parse().ok().filter(|&n| n > 0).ok_or("--loads: expected a positive number")?
+            }
+            "--video-duration" => {
+                a.wopts.video.duration = braid_sim::units::parse_duration(&value()?)
+                    .map_err(|e| format!("--video-duration: {e}"))?;
+                a.video_duration_set = true;
+            }
+            "--deadline" => {
+                a.wopts.video.deadline =
+                    braid_sim::units::parse_duration(&value()?).map_err(|e| format!("--deadline: {e}"))?
+            }
+            "--video-trace" => a.wopts.video.load_trace(std::path::Path::new(&value()?))?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n\n{USAGE}")),
             file => a.files.push(PathBuf::from(file)),
         }
@@ -157,12 +188,35 @@ fn load(files: &[PathBuf], only: &[String]) -> Result<Vec<Scenario>, String> {
     Ok(all)
 }
 
+/// The workload the scenario files name (`# workload: NAME`), bulk if none; they must agree.
+fn file_workload(files: &[PathBuf]) -> Result<Workload, String> {
+    let mut found: Option<Workload> = None;
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let w = workload::directive(&text).map_err(|e| format!("{}: {e}", f.display()))?.unwrap_or(Workload::Bulk);
+        if found.is_some_and(|x| x != w) {
+            return Err("the scenario files name different workloads: run them separately".into());
+        }
+        found = Some(w);
+    }
+    Ok(found.unwrap_or(Workload::Bulk))
+}
+
 fn cmd_run(args: &[String]) -> Result<(), String> {
     let a = parse_args(args)?;
     if a.files.is_empty() {
         return Err(format!("run: no scenario file\n\n{USAGE}"));
     }
     let scenarios = load(&a.files, &a.only)?;
+    let workload = match a.workload {
+        Some(w) => w,
+        None => file_workload(&a.files)?,
+    };
+    if workload == Workload::Web {
+        if let Some(why) = crate::web::tools_missing() {
+            return Err(format!("--workload web: {why}"));
+        }
+    }
     preflight()?;
     sys::install_signal_handlers();
     for n in cleanup_stale() {
@@ -178,8 +232,13 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     println!("{}", report::header());
     'points: for scenario in &scenarios {
-        let mut contenders =
-            a.contenders.clone().unwrap_or_else(|| Contender::defaults(scenario.paths.len()));
+        let mut contenders: Vec<Contender> = match &a.contenders {
+            Some(c) => c.clone(),
+            None => Contender::defaults(scenario.paths.len()).into_iter().filter(|c| workload.supports(c)).collect(),
+        };
+        if let Some(c) = contenders.iter().find(|c| !workload.supports(c)) {
+            return Err(format!("{c} carries only the bulk workload (one byte stream split over connections)"));
+        }
         if let Some(ext) = &a.ext {
             contenders.push(Contender::External(ext.clone()));
         }
@@ -193,10 +252,21 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
             if sys::interrupted() {
                 break 'points;
             }
-            let row =
-                run_one(&tb, scenario, c, &opts).map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
-            println!("{}", report::line(&row));
-            rows.push(row);
+            let new = match workload {
+                Workload::Bulk => run_one(&tb, scenario, c, &opts).map(|r| vec![r]),
+                w => {
+                    let mut wopts = a.wopts.clone();
+                    if let (false, Some(d)) = (a.video_duration_set, scenario.duration) {
+                        wopts.video.duration = d;
+                    }
+                    workload::run(&tb, scenario, c, w, &opts, &wopts)
+                }
+            }
+            .map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
+            for row in new {
+                println!("{}", report::line(&row));
+                rows.push(row);
+            }
             if let Some(j) = &a.json {
                 report::write_json(&rows, j).map_err(|e| format!("{}: {e}", j.display()))?;
                 report::write_csv(&rows, &j.with_extension("csv")).map_err(|e| format!("csv: {e}"))?;
@@ -313,6 +383,9 @@ mod setup_check {
             load: String::new(),
             error: None,
             forwarders: Vec::new(),
+            workload: "bulk".into(),
+            web: None,
+            video: None,
         }
     }
 

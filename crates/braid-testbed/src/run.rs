@@ -31,7 +31,7 @@ pub struct RunOptions {
     pub out_dir: std::path::PathBuf,
 }
 
-struct Helpers(Vec<Child>);
+pub(crate) struct Helpers(pub(crate) Vec<Child>);
 
 impl Drop for Helpers {
     /// Each helper leads its own process group (`ip netns exec` forks the command): end the whole
@@ -50,7 +50,7 @@ impl Drop for Helpers {
     }
 }
 
-fn spawn_helper(ns: &str, cmd: &str) -> io::Result<Child> {
+pub(crate) fn spawn_helper(ns: &str, cmd: &str) -> io::Result<Child> {
     use std::os::unix::process::CommandExt;
     Command::new("ip")
         .args(["netns", "exec", ns, "sh", "-c", cmd])
@@ -68,7 +68,7 @@ fn snapshot_ss(tb: &Testbed, file: &std::path::Path) -> String {
 }
 
 /// What `ss -tinM` must show for a kernel contender to count as the kernel's.
-fn ss_verdict(contender: &Contender, ss: &str) -> String {
+pub(crate) fn ss_verdict(contender: &Contender, ss: &str) -> String {
     let Some(cc) = contender.cc() else { return "n/a".into() };
     let has_cc = ss.contains(&format!(" {cc} ")) || ss.contains(&format!("\t{cc} "));
     let mptcp_ok =
@@ -80,21 +80,12 @@ fn ss_verdict(contender: &Contender, ss: &str) -> String {
     }
 }
 
-pub fn run_one(
+/// Start both forwarders of every path; time zero of the scenario's outages and changes is now.
+/// Set the flag to stop them; each handle returns its direction's statistics.
+pub(crate) fn start_forwarders(
     tb: &Testbed,
     scenario: &Scenario,
-    contender: &Contender,
-    opts: &RunOptions,
-) -> io::Result<Row> {
-    let paths = scenario.paths.len();
-    let load = sys::load_average();
-    if let Some(cc) = contender.cc() {
-        tb.set_default_cc(cc);
-    }
-    let before_c: Vec<IfCounters> = (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
-    let before_s: Vec<IfCounters> = (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;
-
-    // Forwarders: time zero of the scenario is now.
+) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<forwarder::ForwardStats>>) {
     let fwd_stop = Arc::new(AtomicBool::new(false));
     let epoch = Instant::now();
     let mut fwd = Vec::new();
@@ -123,6 +114,25 @@ pub fn run_one(
             fwd_stop.clone(),
         ));
     }
+    (fwd_stop, fwd)
+}
+
+pub fn run_one(
+    tb: &Testbed,
+    scenario: &Scenario,
+    contender: &Contender,
+    opts: &RunOptions,
+) -> io::Result<Row> {
+    let paths = scenario.paths.len();
+    let load = sys::load_average();
+    if let Some(cc) = contender.cc() {
+        tb.set_default_cc(cc);
+    }
+    let before_c: Vec<IfCounters> = (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
+    let before_s: Vec<IfCounters> = (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;
+
+    // Forwarders: time zero of the scenario is now.
+    let (fwd_stop, fwd) = start_forwarders(tb, scenario);
 
     let port = PORT.fetch_add(1, Ordering::SeqCst);
     let progress = Progress::new(opts.transfer);
@@ -269,5 +279,8 @@ pub fn run_one(
         load,
         error,
         forwarders: fwd_stats,
+        workload: "bulk".into(),
+        web: None,
+        video: None,
     })
 }

@@ -295,3 +295,10 @@ pub fn udp_rcvbuf_errors() -> u64 {
 pub fn set_notsent_lowat(stream: &TcpStream, bytes: i32) -> io::Result<()> {
     setsockopt_int(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
 }
+
+/// Set the congestion control of a connected socket (TCP_CONGESTION; root may pick any built-in
+/// algorithm, whatever `tcp_allowed_congestion_control` says).
+pub fn set_congestion(stream: &TcpStream, cc: &str) -> io::Result<()> {
+    setsockopt_bytes(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("TCP_CONGESTION {cc}: {e}")))
+}
