@@ -274,9 +274,10 @@ pub fn summary(r: &Row) -> String {
     } else if let Some(v) = &r.video {
         let f = |v: Option<f64>| v.map(|s| format!("{s:.0} ms")).unwrap_or_else(|| "never".into());
         format!(
-            "  video: {:.2}% of {} frames on time, p50 {} p99 {}",
+            "  video: {:.2}% of {} frames on time ({:.2}% from 2 s), p50 {} p99 {}",
             v.on_time_share * 100.0,
             v.frames,
+            v.on_time_share_after_2s * 100.0,
             f(v.p50_ms),
             f(v.p99_ms)
         )
@@ -287,7 +288,7 @@ pub fn summary(r: &Row) -> String {
 
 /// Columns appended to the CSV for the workloads (empty for bulk rows).
 pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,\
-page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,frame_p50_ms,frame_p99_ms,\
+page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
 frame_max_ms";
 
 pub fn csv_fields(r: &Row) -> String {
@@ -308,16 +309,17 @@ pub fn csv_fields(r: &Row) -> String {
     };
     let video = match &r.video {
         Some(v) => format!(
-            "{},{},{},{:.5},{},{},{}",
+            "{},{},{},{:.5},{:.5},{},{},{}",
             v.frames,
             v.received,
             v.on_time,
             v.on_time_share,
+            v.on_time_share_after_2s,
             o(v.p50_ms, 1),
             o(v.p99_ms, 1),
             o(v.max_ms, 1)
         ),
-        None => ",,,,,,".into(),
+        None => ",,,,,,,".into(),
     };
     format!("{},{web},{video}", r.workload)
 }
