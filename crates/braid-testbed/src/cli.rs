@@ -193,7 +193,9 @@ fn file_workload(files: &[PathBuf]) -> Result<Workload, String> {
     let mut found: Option<Workload> = None;
     for f in files {
         let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let w = workload::directive(&text).map_err(|e| format!("{}: {e}", f.display()))?.unwrap_or(Workload::Bulk);
+        let w = workload::directive(&text)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .unwrap_or(Workload::Bulk);
         if found.is_some_and(|x| x != w) {
             return Err("the scenario files name different workloads: run them separately".into());
         }
@@ -234,10 +236,15 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
     'points: for scenario in &scenarios {
         let mut contenders: Vec<Contender> = match &a.contenders {
             Some(c) => c.clone(),
-            None => Contender::defaults(scenario.paths.len()).into_iter().filter(|c| workload.supports(c)).collect(),
+            None => Contender::defaults(scenario.paths.len())
+                .into_iter()
+                .filter(|c| workload.supports(c))
+                .collect(),
         };
         if let Some(c) = contenders.iter().find(|c| !workload.supports(c)) {
-            return Err(format!("{c} carries only the bulk workload (one byte stream split over connections)"));
+            return Err(format!(
+                "{c} carries only the bulk workload (one byte stream split over connections)"
+            ));
         }
         if let Some(ext) = &a.ext {
             contenders.push(Contender::External(ext.clone()));

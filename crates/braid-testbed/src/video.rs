@@ -70,7 +70,8 @@ pub fn parse_trace(text: &str) -> Result<Vec<Frame>, String> {
             Some("B") => 'B',
             _ => return Err(bad("expected a picture type I, P or B")),
         };
-        let bytes: u32 = it.next().and_then(|b| b.parse().ok()).ok_or_else(|| bad("expected a byte count"))?;
+        let bytes: u32 =
+            it.next().and_then(|b| b.parse().ok()).ok_or_else(|| bad("expected a byte count"))?;
         if bytes == 0 || bytes > MAX_FRAME {
             return Err(bad(&format!("size must be 1 ..= {MAX_FRAME}")));
         }
@@ -142,7 +143,12 @@ pub struct FrameReader {
 impl FrameReader {
     /// Feed bytes; each completed frame is passed to `done`. Errors on a header no sender of
     /// ours writes (a frame over [`MAX_FRAME`] or numbered `max_frames` or more).
-    pub fn feed(&mut self, mut bytes: &[u8], max_frames: u32, mut done: impl FnMut(u32, u64)) -> Result<(), String> {
+    pub fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        max_frames: u32,
+        mut done: impl FnMut(u32, u64),
+    ) -> Result<(), String> {
         while !bytes.is_empty() {
             match &mut self.current {
                 None => {
@@ -201,7 +207,12 @@ pub struct VideoMetrics {
 }
 
 /// The metrics from each frame's latency (`None` = never arrived).
-pub fn metrics(latency: &[Option<Duration>], deadline: Duration, fps: u32, stream_bytes: u64) -> VideoMetrics {
+pub fn metrics(
+    latency: &[Option<Duration>],
+    deadline: Duration,
+    fps: u32,
+    stream_bytes: u64,
+) -> VideoMetrics {
     let ms: Vec<f64> = latency.iter().map(|l| l.map_or(f64::INFINITY, |d| d.as_secs_f64() * 1e3)).collect();
     let mut sorted = ms.clone();
     sorted.sort_by(f64::total_cmp);
@@ -220,12 +231,19 @@ pub fn metrics(latency: &[Option<Duration>], deadline: Duration, fps: u32, strea
         on_time_share_after_2s: {
             let later = &latency[(2 * fps as usize).min(latency.len())..];
             let ok = later.iter().filter(|l| l.is_some_and(|d| d <= deadline)).count();
-            if later.is_empty() { 0.0 } else { ok as f64 / later.len() as f64 }
+            if later.is_empty() {
+                0.0
+            } else {
+                ok as f64 / later.len() as f64
+            }
         },
         p50_ms: finite(percentile(&sorted, 0.5)),
         p99_ms: finite(percentile(&sorted, 0.99)),
         max_ms: finite(sorted.last().copied()),
-        latency_ms: ms.iter().map(|&m| if m.is_finite() { (m * 10.0).round() / 10.0 } else { -1.0 }).collect(),
+        latency_ms: ms
+            .iter()
+            .map(|&m| if m.is_finite() { (m * 10.0).round() / 10.0 } else { -1.0 })
+            .collect(),
     }
 }
 
@@ -239,7 +257,13 @@ struct Shared {
     stop: AtomicBool,
 }
 
-fn receive(addr: SocketAddrV4, mptcp: bool, frames: u32, shared: Arc<Shared>, ready: Arc<AtomicBool>) -> io::Result<()> {
+fn receive(
+    addr: SocketAddrV4,
+    mptcp: bool,
+    frames: u32,
+    shared: Arc<Shared>,
+    ready: Arc<AtomicBool>,
+) -> io::Result<()> {
     let listener = sys::listen(addr, mptcp)?;
     ready.store(true, Ordering::SeqCst);
     let mut stream = loop {
@@ -274,7 +298,11 @@ fn receive(addr: SocketAddrV4, mptcp: bool, frames: u32, shared: Arc<Shared>, re
                     })
                     .map_err(io::Error::other)?;
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e),
         }
     }
@@ -301,7 +329,12 @@ fn send(
         match stream.read(&mut go) {
             Ok(1) if go[0] == GO => break,
             Ok(_) => return Err(io::Error::other("the receiver closed before the stream started")),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
                 if shared.stop.load(Ordering::Relaxed) || sys::interrupted() || Instant::now() >= deadline {
                     return Err(io::Error::new(ErrorKind::TimedOut, "no go from the receiver"));
                 }
@@ -340,7 +373,11 @@ fn write_all(stream: &mut TcpStream, mut buf: &[u8], stop: &AtomicBool) -> io::R
         }
         match stream.write(buf) {
             Ok(n) => buf = &buf[n..],
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e),
         }
     }
@@ -481,10 +518,10 @@ mod tests {
 
     #[test]
     fn trace_errors_name_the_line() {
-        assert_eq!(parse_trace("# c\n\nI 10\nP 3\n").unwrap(), vec![Frame { kind: 'I', bytes: 10 }, Frame {
-            kind: 'P',
-            bytes: 3
-        }]);
+        assert_eq!(
+            parse_trace("# c\n\nI 10\nP 3\n").unwrap(),
+            vec![Frame { kind: 'I', bytes: 10 }, Frame { kind: 'P', bytes: 3 }]
+        );
         assert!(parse_trace("I 10\nX 3").unwrap_err().contains("line 2"));
         assert!(parse_trace("P 0").is_err());
         assert!(parse_trace("P 99999999").is_err());

@@ -42,8 +42,8 @@ use crate::contender::Contender;
 use crate::netns::{server_addr, Testbed};
 use crate::report::Row;
 use crate::run::{spawn_helper, ss_verdict, Helpers, RunOptions};
-use crate::workload::{self, next_port, percentile, Session, Workload, LOOPBACK};
 use crate::sys;
+use crate::workload::{self, next_port, percentile, Session, Workload, LOOPBACK};
 
 /// A page: `objects` objects, `total` bytes in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +141,8 @@ pub struct H2Summary {
 }
 
 fn number_before(line: &str, word: &str) -> Option<u64> {
-    let words: Vec<&str> = line.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> =
+        line.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
     let i = words.iter().position(|w| *w == word)?;
     words.get(i.checked_sub(1)?)?.parse().ok()
 }
@@ -284,7 +285,11 @@ pub fn run(
     if let Some(why) = tools_missing() {
         return Err(io::Error::new(io::ErrorKind::NotFound, why));
     }
-    let root = TempDir(std::env::temp_dir().join(format!("braid-testbed-web-{}-{}", std::process::id(), next_port())));
+    let root = TempDir(std::env::temp_dir().join(format!(
+        "braid-testbed-web-{}-{}",
+        std::process::id(),
+        next_port()
+    )));
     write_docroot(&root.0, &web.pages)?;
     let http_port = next_port();
     let sink = SocketAddrV4::new(LOOPBACK, http_port);
@@ -374,7 +379,11 @@ pub fn run(
                 Err(e) => {
                     let stderr = String::from_utf8_lossy(&out.stderr);
                     let why = stderr.lines().last().unwrap_or("").trim();
-                    run.failures.push(format!("{e} (h2load {}{}{why})", out.status, if why.is_empty() { "" } else { ": " }));
+                    run.failures.push(format!(
+                        "{e} (h2load {}{}{why})",
+                        out.status,
+                        if why.is_empty() { "" } else { ": " }
+                    ));
                 }
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -393,7 +402,8 @@ pub fn run(
         let mut sorted = run.times.clone();
         sorted.sort_by(f64::total_cmp);
         let ok = run.times.len();
-        let error = (!run.failures.is_empty()).then(|| format!("{} of {} loads failed: {}", run.failures.len(), web.loads, run.failures[0]));
+        let error = (!run.failures.is_empty())
+            .then(|| format!("{} of {} loads failed: {}", run.failures.len(), web.loads, run.failures[0]));
         let mut row = workload::base_row(
             scenario,
             contender,
@@ -457,7 +467,10 @@ traffic: 1.05MB (1106232) total, 174B (174) headers (space savings 70.10%), 1.05
     #[test]
     fn h2load_summary_parses() {
         let s = parse_h2load(OUT).unwrap();
-        assert_eq!(s, H2Summary { requests: 6, succeeded: 6, status_2xx: 6, data_bytes: 1_105_920, finished_s: 1.52 });
+        assert_eq!(
+            s,
+            H2Summary { requests: 6, succeeded: 6, status_2xx: 6, data_bytes: 1_105_920, finished_s: 1.52 }
+        );
         let ms = OUT.replace("1.52s", "5.37ms");
         assert!((parse_h2load(&ms).unwrap().finished_s - 0.00537).abs() < 1e-12);
         assert!(parse_h2load("starting benchmark...\n").is_err(), "no summary: h2load failed");
@@ -469,7 +482,9 @@ traffic: 1.05MB (1106232) total, 174B (174) headers (space savings 70.10%), 1.05
         assert_eq!(verify_load(OUT, LOG, &page), Ok(1.2001));
         let short = OUT.replace("(1105920) data", "(1105919) data");
         assert!(verify_load(&short, LOG, &page).unwrap_err().contains("1105919 of 1105920"));
-        let failed = OUT.replace("6 succeeded, 0 failed", "5 succeeded, 1 failed").replace("6 2xx, 0 3xx, 0 4xx", "5 2xx, 0 3xx, 1 4xx");
+        let failed = OUT
+            .replace("6 succeeded, 0 failed", "5 succeeded, 1 failed")
+            .replace("6 2xx, 0 3xx, 0 4xx", "5 2xx, 0 3xx, 1 4xx");
         assert!(verify_load(&failed, LOG, &page).unwrap_err().contains("5 of 6"));
         let one_missing: String = LOG.lines().take(5).map(|l| format!("{l}\n")).collect();
         assert!(verify_load(OUT, &one_missing, &page).unwrap_err().contains("5 of 6"));

@@ -153,9 +153,12 @@ impl Session {
         let paths = self.before_c.len();
         drop(self.helpers);
         self.fwd_stop.store(true, Ordering::SeqCst);
-        let forwarders: Vec<ForwardStats> = self.fwd.into_iter().map(|h| h.join().unwrap_or_default()).collect();
-        let after_c: Vec<IfCounters> = (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
-        let after_s: Vec<IfCounters> = (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;
+        let forwarders: Vec<ForwardStats> =
+            self.fwd.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+        let after_c: Vec<IfCounters> =
+            (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?;
+        let after_s: Vec<IfCounters> =
+            (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?;
         let (bc, bs) = (&self.before_c, &self.before_s);
         let tun_drops = (0..paths)
             .map(|i| {
@@ -179,7 +182,8 @@ impl Session {
 /// connection, not the loopback legs of a relay), saved to `file`.
 pub fn snapshot_ss(ns: &str, port: u16, file: &std::path::Path) -> String {
     let filter = format!("( sport = :{port} or dport = :{port} )");
-    let out = crate::netns::ns_exec(ns, &["ss", "-tinM", &filter]).unwrap_or_else(|e| format!("ss failed: {e}"));
+    let out =
+        crate::netns::ns_exec(ns, &["ss", "-tinM", &filter]).unwrap_or_else(|e| format!("ss failed: {e}"));
     let _ = std::fs::write(file, &out);
     out
 }
@@ -292,7 +296,9 @@ page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_t
 frame_max_ms";
 
 pub fn csv_fields(r: &Row) -> String {
-    let o = |v: Option<f64>, d: usize| v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default();
+    let o = |v: Option<f64>, d: usize| {
+        v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default()
+    };
     let web = match &r.web {
         Some(w) => format!(
             "{},{},{},{},{},{},{},{}",
@@ -454,7 +460,11 @@ fn copy(mut from: TcpStream, mut to: TcpStream, stop: &AtomicBool) {
                     break;
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => break,
         }
     }
