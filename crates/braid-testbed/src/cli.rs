@@ -308,7 +308,9 @@ fn setup_problems(r: &Row) -> Vec<String> {
         p.push(format!("{id}: ss -tinM: {}", r.ss_check));
     }
     let total: u64 = r.path_fwd_tx_bytes.iter().sum();
-    let multipath = r.contender.starts_with("mptcp-") || r.contender.starts_with("2tcp-");
+    // Bulk only: an app-limited stream (video) or short page loads may rightly keep to one path.
+    let multipath =
+        r.workload == "bulk" && (r.contender.starts_with("mptcp-") || r.contender.starts_with("2tcp-"));
     if multipath && r.path_fwd_tx_bytes.iter().any(|&b| b * 20 < total) {
         p.push(format!("{id}: a path carried < 5% of the bytes {:?}", r.path_fwd_tx_bytes));
     }

@@ -108,7 +108,8 @@ impl Default for WebOptions {
 /// `transfer_bytes` = page bytes × loads, `received_bytes` = bytes of the loads that verified,
 /// `completion_s` = the sum of the page times if every load verified (else none),
 /// `elapsed_s` = wall time of this page's loads, path byte counters and forwarder statistics of
-/// the whole run (every page: do not add them up over a contender's rows).
+/// the whole run (every page: do not add them up over a contender's rows). `ideal_mbps` and
+/// `ratio` are of the forward (client → server) direction, not the pages' direction: ignore them.
 #[derive(Debug, Clone, Serialize)]
 pub struct WebMetrics {
     pub page: String,
