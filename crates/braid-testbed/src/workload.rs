@@ -499,6 +499,64 @@ mod tests {
         assert!(directive("# workload: ftp").is_err());
     }
 
+    /// Every row, whatever its workload, has as many CSV fields as the header names.
+    #[test]
+    fn csv_columns_line_up() {
+        use crate::video::{metrics, VideoOptions};
+        use crate::web::WebMetrics;
+        let scenario = Scenario::parse(
+            "name = \"s\"\nduration = \"1s\"\n[[path]]\nname = \"p\"\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n",
+            "t",
+        )
+        .unwrap()
+        .remove(0);
+        let net = SessionEnd {
+            path_fwd_tx_bytes: vec![1],
+            path_fwd_rx_bytes: vec![1],
+            tun_drops: 0,
+            forwarders: vec![],
+        };
+        let c: Contender = "bbr".parse().unwrap();
+        let row = |w| {
+            base_row(
+                &scenario,
+                &c,
+                w,
+                String::new(),
+                &net,
+                1,
+                1,
+                Some(1.0),
+                1.0,
+                "ok".into(),
+                String::new(),
+                None,
+            )
+        };
+        let mut web = row(Workload::Web);
+        web.web = Some(WebMetrics {
+            page: "6x1080KiB".into(),
+            objects: 6,
+            page_bytes: 1,
+            loads: 2,
+            times_s: vec![1.0, 2.0],
+            median_s: Some(1.0),
+            p90_s: Some(2.0),
+            finished_s: vec![1.1, 2.1],
+            failures: vec![],
+            connections_per_load: Some(1.0),
+        });
+        let mut video = row(Workload::Video);
+        let o = VideoOptions::default();
+        video.video = Some(metrics(&[Some(Duration::from_millis(50)), None], o.deadline, o.fps, 100));
+        let columns = CSV_COLUMNS.split(',').count();
+        for r in [row(Workload::Bulk), web, video] {
+            let fields = csv_fields(&r);
+            assert_eq!(fields.split(',').count(), columns, "{}: {fields}", r.workload);
+            assert!(fields.starts_with(&r.workload));
+        }
+    }
+
     #[test]
     fn two_tcp_is_bulk_only() {
         let two: Contender = "2tcp-bbr".parse().unwrap();
