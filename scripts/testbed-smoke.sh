@@ -3,7 +3,9 @@
 # (delay, rate, loss against the configuration; no TUN drops), then two tiny scenarios with
 # kernel TCP (cubic, bbr), kernel MPTCP and 2-TCP, asserting the setup works — transfers complete,
 # no TUN drops, `ss -tinM` shows the kernel's congestion control, MPTCP uses both paths. It does
-# not judge speed. Needs root and /dev/net/tun; prints why and exits 0 when they are missing.
+# not judge speed; then one web page load (nghttpd + h2load, skipped when they cannot be
+# installed) and a 3-second live-video stream, with the same setup assertions. Needs root and
+# /dev/net/tun; prints why and exits 0 when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +51,22 @@ echo "--- testbed smoke scenarios"
 "$bin" run scenarios/testbed/smoke-1path.toml --mix cubic:1,bbr:1,relay2:1 --limit 6s --json "$out/mix.json" --assert-setup \
   --ext relay2 --server-cmd '{self} relay 0.0.0.0:{port} {sink}' --client-cmd '{self} relay {entry} {server0}:{port}'
 "$bin" run scenarios/testbed/smoke-2path.toml --contenders mptcp-bbr,2tcp-bbr --json "$out/smoke2.json" --assert-setup
+
+echo "--- testbed workloads: one small web page load, a 3 s live-video stream"
+# The web workload needs nghttpd and h2load (Debian nghttp2-server, nghttp2-client).
+if ! command -v nghttpd >/dev/null 2>&1 || ! command -v h2load >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq nghttp2-server nghttp2-client >/dev/null 2>&1 || true
+  fi
+fi
+if command -v nghttpd >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1; then
+  "$bin" run scenarios/testbed/smoke-1path.toml --workload web --pages 6 --loads 1 --contenders bbr,cubic \
+    --json "$out/web.json" --assert-setup
+else
+  echo "testbed web workload: skipped (nghttpd/h2load missing: apt-get install nghttp2-server nghttp2-client)"
+fi
+"$bin" run scenarios/testbed/smoke-1path.toml --workload video --video-duration 3s --contenders bbr \
+  --json "$out/video.json" --assert-setup
 
 # Nothing of ours may be left behind.
 # (Other testbed processes may run meanwhile: a new namespace counts only if its process is gone.)

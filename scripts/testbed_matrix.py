@@ -49,8 +49,14 @@ MATRIX = [
     {"file": "dfec-table3.toml", "transfer": None, "limit": None},
     # Satellite + cellular, the cellular path failing at 4 s: the file's (6 MB, 30 s), 20 s.
     {"file": "satellite-cellular.toml", "transfer": None, "limit": "20s"},
-    # (Web and video workloads — helper N's braid-testbed work — join here as entries of their
-    # own once merged; make-report.py gives rows with a `workload` column sections of their own.)
+    # Workloads (the scenario file's `# workload:` line selects them): HTTP/2 page loads, 3 loads
+    # of each page, each capped at 30 s (kernel cubic at 2 % loss needs ~57 s for the 111-object
+    # page and is reported as cut); 30 s of live video. Kernel cubic and bbr beside braid's
+    # default (and CTCP's mode, the seed scheme built for streaming, on video).
+    {"file": "web.toml", "transfer": None, "limit": "30s", "args": ["--loads", "3"],
+     "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False, "run_s": 3 * 3 * 6.0},
+    {"file": "video.toml", "transfer": None, "limit": None,
+     "kernel": ["cubic", "bbr"], "modes": ["braid", "ctcp"], "sim": False, "run_s": 32.0},
     # Fairness: flow mixes on one bottleneck, 25 s each.
     {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None,
      "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},
@@ -130,8 +136,10 @@ def override_args(entry, quick, mix=False):
     return a
 
 
-def contenders(point, quick):
+def contenders(point, quick, entry=None):
     multi = point["paths"] > 1
+    if entry and "kernel" in entry:
+        return entry["kernel"], (QUICK["modes"] if quick else entry["modes"])
     if quick:
         kernel = QUICK["kernel_multi"] if multi else QUICK["kernel_one"]
         modes = QUICK["modes"]
@@ -170,9 +178,12 @@ def plan(quick, only):
             continue
         for point in list_points(entry, quick):
             ms = mixes(entry, quick)
-            kernel, modes = contenders(point, quick) if not ms else ([], [])
+            kernel, modes = contenders(point, quick, entry) if not ms else ([], [])
             names = kernel + [("braid" if m == "braid" else f"braid-{m}") for m in modes]
-            exp = OVERHEAD_POINT + sum(estimate_run(n, point) for n in names)
+            if "run_s" in entry:  # a workload: its own length per contender, not a transfer's
+                exp = OVERHEAD_POINT + len(names) * (entry["run_s"] + OVERHEAD_EXT)
+            else:
+                exp = OVERHEAD_POINT + sum(estimate_run(n, point) for n in names)
             bound = OVERHEAD_POINT + sum(point["limit"] + (OVERHEAD_EXT if n.startswith("braid") else OVERHEAD_KERNEL)
                                          for n in names)
             if ms:
@@ -199,6 +210,7 @@ def run_testbed(items, raw, key, force, quick):
         for part in point["label"].split():
             cmd += ["--only", part]
         cmd += override_args(entry, quick, mix=bool(ms))
+        cmd += entry.get("args", [])
         if ms:
             for m in ms:
                 cmd += ["--mix", m]
@@ -258,8 +270,8 @@ def run_sim(items, raw, quick):
     seen = set()
     failed = 0
     for entry, point, *_ in items:
-        if entry["file"] in seen or "mixes" in entry:
-            continue  # fairness mixes of different modes are not a simulator workload
+        if entry["file"] in seen or "mixes" in entry or not entry.get("sim", True):
+            continue  # fairness mixes and the web/video workloads are not simulator runs here
         seen.add(entry["file"])
         text = open(os.path.join(SCEN, entry["file"])).read()
         transfer = QUICK["transfer"] if quick else entry.get("transfer")

@@ -9,6 +9,7 @@ use crate::contender::{Contender, External};
 use crate::netns::{cleanup_stale, Testbed};
 use crate::report::{self, Row};
 use crate::run::{run_mix, run_one, RunOptions};
+use crate::workload::{self, Workload, WorkloadOptions};
 use crate::{check, sys};
 
 const USAGE: &str = "\
@@ -33,6 +34,13 @@ USAGE:
                             `path.wifi.loss=0.05`; repeatable)
       --json FILE           write the rows as JSON (and FILE with .csv as CSV)
       --out-dir DIR         where `ss -tinM` snapshots go (default: the JSON's directory or .)
+      --workload W          bulk (default), web or video; a scenario file may name its own with a
+                            comment line `# workload: web`
+      --pages 6,26,111      web: the dFEC Table II pages to load (by object count; default all)
+      --loads N             web: loads of each page per contender (default 5); --limit caps each load
+      --video-duration DUR  video: stream length (default: the scenario's `duration`, else 30s)
+      --deadline DUR        video: a frame is on time if complete by capture + DUR (default 200ms)
+      --video-trace FILE    video: frame sizes (`I 141002` per line; default: built-in H.264 trace)
       --assert-setup        exit 1 unless every run completed, saw no TUN drops, showed its kernel
                             congestion control in `ss`, and (multipath) used every path
   braid-testbed check [scenario.toml] [--json FILE]
@@ -107,6 +115,10 @@ struct Args {
     json: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     assert_setup: bool,
+    workload: Option<Workload>,
+    wopts: WorkloadOptions,
+    /// `--video-duration` given (else the scenario's `duration`, else 30 s).
+    video_duration_set: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -121,6 +133,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         json: None,
         out_dir: None,
         assert_setup: false,
+        workload: None,
+        wopts: WorkloadOptions { web: Default::default(), video: Default::default() },
+        video_duration_set: false,
     };
     // Each --ext opens a contender; --server-cmd and --client-cmd fill the last one opened.
     let mut ext: Vec<(String, Option<String>, Option<String>)> = Vec::new();
@@ -153,6 +168,22 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--out-dir" => a.out_dir = Some(PathBuf::from(value()?)),
             "--assert-setup" => a.assert_setup = true,
+            "--workload" => a.workload = Some(value()?.parse()?),
+            "--pages" => a.wopts.web.pages = crate::web::parse_pages(&value()?)?,
+            "--loads" => {
+                a.wopts.web.loads =
+                    value()?.parse().ok().filter(|&n| n > 0).ok_or("--loads: expected a positive number")?
+            }
+            "--video-duration" => {
+                a.wopts.video.duration = braid_sim::units::parse_duration(&value()?)
+                    .map_err(|e| format!("--video-duration: {e}"))?;
+                a.video_duration_set = true;
+            }
+            "--deadline" => {
+                a.wopts.video.deadline =
+                    braid_sim::units::parse_duration(&value()?).map_err(|e| format!("--deadline: {e}"))?
+            }
+            "--video-trace" => a.wopts.video.load_trace(std::path::Path::new(&value()?))?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n\n{USAGE}")),
             file => a.files.push(PathBuf::from(file)),
         }
@@ -202,14 +233,18 @@ fn parse_mix(text: &str, ext: &[External]) -> Result<Vec<Contender>, String> {
 
 /// The contenders of one scenario point, in run order: the kernel ones (given or the defaults;
 /// `@best` resolved), then every external one.
-fn contenders_for(a: &Args, scenario: &Scenario) -> Vec<Contender> {
+/// The contenders of one sweep point: the named ones, else the defaults the workload can carry
+/// (none when only flow mixes were asked for), then the external ones.
+fn contenders_for(a: &Args, scenario: &Scenario, workload: Workload) -> Vec<Contender> {
     if a.contenders.is_none() && !a.mix.is_empty() {
         return Vec::new();
     }
     let mut c: Vec<Contender> = a
         .contenders
         .clone()
-        .unwrap_or_else(|| Contender::defaults(scenario.paths.len()))
+        .unwrap_or_else(|| {
+            Contender::defaults(scenario.paths.len()).into_iter().filter(|c| workload.supports(c)).collect()
+        })
         .iter()
         .map(|c| c.resolve(scenario))
         .collect();
@@ -228,12 +263,37 @@ fn load(files: &[PathBuf], only: &[String]) -> Result<Vec<Scenario>, String> {
     Ok(all)
 }
 
+/// The workload the scenario files name (`# workload: NAME`), bulk if none; they must agree.
+fn file_workload(files: &[PathBuf]) -> Result<Workload, String> {
+    let mut found: Option<Workload> = None;
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let w = workload::directive(&text)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .unwrap_or(Workload::Bulk);
+        if found.is_some_and(|x| x != w) {
+            return Err("the scenario files name different workloads: run them separately".into());
+        }
+        found = Some(w);
+    }
+    Ok(found.unwrap_or(Workload::Bulk))
+}
+
 fn cmd_run(args: &[String]) -> Result<(), String> {
     let a = parse_args(args)?;
     if a.files.is_empty() {
         return Err(format!("run: no scenario file\n\n{USAGE}"));
     }
     let scenarios = load(&a.files, &a.only)?;
+    let workload = match a.workload {
+        Some(w) => w,
+        None => file_workload(&a.files)?,
+    };
+    if workload == Workload::Web {
+        if let Some(why) = crate::web::tools_missing() {
+            return Err(format!("--workload web: {why}"));
+        }
+    }
     preflight()?;
     sys::install_signal_handlers();
     for n in cleanup_stale() {
@@ -249,7 +309,12 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     println!("{}", report::header());
     'points: for scenario in &scenarios {
-        let contenders = contenders_for(&a, scenario);
+        let contenders = contenders_for(&a, scenario, workload);
+        if let Some(c) = contenders.iter().find(|c| !workload.supports(c)) {
+            return Err(format!(
+                "{c} carries only the bulk workload (one byte stream split over connections)"
+            ));
+        }
         let mixed: Vec<Contender> =
             a.mix.iter().flat_map(|m| parse_mix(m, &a.ext).unwrap_or_default()).collect();
         if let Some(bad) = contenders.iter().chain(&mixed).find(|c| c.tcp_path() >= scenario.paths.len()) {
@@ -269,10 +334,21 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
             if sys::interrupted() {
                 break 'points;
             }
-            let row =
-                run_one(&tb, scenario, c, &opts).map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
-            println!("{}", report::line(&row));
-            rows.push(row);
+            let new = match workload {
+                Workload::Bulk => run_one(&tb, scenario, c, &opts).map(|r| vec![r]),
+                w => {
+                    let mut wopts = a.wopts.clone();
+                    if let (false, Some(d)) = (a.video_duration_set, scenario.duration) {
+                        wopts.video.duration = d;
+                    }
+                    workload::run(&tb, scenario, c, w, &opts, &wopts)
+                }
+            }
+            .map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
+            for row in new {
+                println!("{}", report::line(&row));
+                rows.push(row);
+            }
             if let Some(j) = &a.json {
                 report::write_json(&rows, j).map_err(|e| format!("{}: {e}", j.display()))?;
                 report::write_csv(&rows, &j.with_extension("csv")).map_err(|e| format!("csv: {e}"))?;
@@ -327,7 +403,9 @@ fn setup_problems(r: &Row) -> Vec<String> {
         p.push(format!("{id}: ss -tinM: {}", r.ss_check));
     }
     let total: u64 = r.path_fwd_tx_bytes.iter().sum();
-    let multipath = r.contender.starts_with("mptcp-") || r.contender.starts_with("2tcp-");
+    // Bulk only: an app-limited stream (video) or short page loads may rightly keep to one path.
+    let multipath =
+        r.workload == "bulk" && (r.contender.starts_with("mptcp-") || r.contender.starts_with("2tcp-"));
     if multipath && r.path_fwd_tx_bytes.iter().any(|&b| b * 20 < total) {
         p.push(format!("{id}: a path carried < 5% of the bytes {:?}", r.path_fwd_tx_bytes));
     }
@@ -347,11 +425,16 @@ fn list_lines(a: &Args) -> Result<Vec<String>, String> {
     if a.files.is_empty() {
         return Err(format!("list: no scenario file\n\n{USAGE}"));
     }
+    let workload = match a.workload {
+        Some(w) => w,
+        None => file_workload(&a.files)?,
+    };
     let mut lines = Vec::new();
     for scenario in load(&a.files, &a.only)? {
         let transfer = a.transfer.or(scenario.transfer).unwrap_or(10_000_000);
         let limit = a.limit.or(scenario.duration).unwrap_or(Duration::from_secs(120));
-        let names: Vec<String> = contenders_for(a, &scenario).iter().map(|c| c.to_string()).collect();
+        let names: Vec<String> =
+            contenders_for(a, &scenario, workload).iter().map(|c| c.to_string()).collect();
         let loss = scenario.paths.iter().map(|p| p.forward.loss.mean_loss()).fold(0.0, f64::max);
         lines.push(format!(
             "{}\t{}\t{}\t{:.4}\t{}\t{}\t{}\t{}",
@@ -450,6 +533,9 @@ mod setup_check {
             mix: String::new(),
             flow: 0,
             jain: None,
+            workload: "bulk".into(),
+            web: None,
+            video: None,
         }
     }
 
@@ -528,13 +614,15 @@ mod args {
             "c",
         ])
         .unwrap();
-        let names: Vec<String> = contenders_for(&a, &sc).iter().map(|c| c.to_string()).collect();
+        let names: Vec<String> =
+            contenders_for(&a, &sc, Workload::Bulk).iter().map(|c| c.to_string()).collect();
         assert_eq!(names, ["mptcp-bbr", "bbr", "ext:b"], "B1 (20 Mbit/s, no loss) is the best path");
         let lossy = load(&[dir.join("dfec-table3.toml")], &["path.B1.loss=0.05".into()]).unwrap().remove(0);
-        let names: Vec<String> = contenders_for(&a, &lossy).iter().map(|c| c.to_string()).collect();
+        let names: Vec<String> =
+            contenders_for(&a, &lossy, Workload::Bulk).iter().map(|c| c.to_string()).collect();
         assert_eq!(names[1], "bbr", "20 × 0.95 = 19 still beats B2's 10");
         let only_mix = args(&["--mix", "cubic:2"]).unwrap();
-        assert!(contenders_for(&only_mix, &sc).is_empty());
+        assert!(contenders_for(&only_mix, &sc, Workload::Bulk).is_empty());
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! future `braid` binary) move N bytes from the client to the server; the testbed's own bulk
 //! sender and sink measure goodput and completion (connect → last byte at the receiver).
 //!
+//! Besides bulk transfers, `--workload web` (HTTP/2 page loads with nghttpd and curl) and
+//! `--workload video` (a 25 fps live stream, frames on time) run over the same contenders.
+//!
 //! Subcommands: `run`, `check`, `cleanup` (see `--help`).
 
 #[cfg(target_os = "linux")]
@@ -31,6 +34,12 @@ mod report;
 mod run;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod video;
+#[cfg(target_os = "linux")]
+mod web;
+#[cfg(target_os = "linux")]
+mod workload;
 
 #[cfg(target_os = "linux")]
 fn main() {

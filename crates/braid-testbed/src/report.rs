@@ -48,6 +48,11 @@ pub struct Row {
     pub flow: usize,
     /// Jain's fairness index over the mix's flows (the same on each of its rows).
     pub jain: Option<f64>,
+    /// `bulk`, `web` or `video` (crate::workload). Web and video rows reuse the bulk fields as
+    /// documented on [`crate::web::WebMetrics`] and [`crate::video::VideoMetrics`].
+    pub workload: String,
+    pub web: Option<crate::web::WebMetrics>,
+    pub video: Option<crate::video::VideoMetrics>,
 }
 
 pub fn header() -> String {
@@ -90,6 +95,7 @@ pub fn line(r: &Row) -> String {
     if !r.mix.is_empty() {
         s.push_str(&format!("  mix {} flow {} jain {:.3}", r.mix, r.flow, r.jain.unwrap_or(0.0)));
     }
+    s.push_str(&crate::workload::summary(r));
     if let Some(e) = &r.error {
         s.push_str(&format!("  ERROR: {e}"));
     }
@@ -104,12 +110,14 @@ pub fn write_json(rows: &[Row], path: &Path) -> io::Result<()> {
 pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
     let mut out = String::from(
         "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,goodput_mbps,\
-         steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain\n",
+         steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain,",
     );
+    out.push_str(crate::workload::CSV_COLUMNS);
+    out.push('\n');
     let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(";");
     for r in rows {
         out.push_str(&format!(
-            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\",\"{}\",{},{}\n",
+            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\",\"{}\",{},{}",
             r.scenario,
             r.label,
             r.seed,
@@ -132,6 +140,9 @@ pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
             r.flow,
             r.jain.map(|j| format!("{j:.4}")).unwrap_or_default(),
         ));
+        out.push(',');
+        out.push_str(&crate::workload::csv_fields(r));
+        out.push('\n');
     }
     std::fs::write(path, out)
 }

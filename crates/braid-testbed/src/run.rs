@@ -33,7 +33,7 @@ pub struct RunOptions {
     pub out_dir: std::path::PathBuf,
 }
 
-struct Helpers(Vec<Child>);
+pub(crate) struct Helpers(pub(crate) Vec<Child>);
 
 impl Drop for Helpers {
     /// Each helper leads its own process group (`ip netns exec` forks the command): end the whole
@@ -52,7 +52,7 @@ impl Drop for Helpers {
     }
 }
 
-fn spawn_helper(ns: &str, cmd: &str) -> io::Result<Child> {
+pub(crate) fn spawn_helper(ns: &str, cmd: &str) -> io::Result<Child> {
     use std::os::unix::process::CommandExt;
     Command::new("ip")
         .args(["netns", "exec", ns, "sh", "-c", cmd])
@@ -70,7 +70,7 @@ fn snapshot_ss(tb: &Testbed, file: &std::path::Path) -> String {
 }
 
 /// What `ss -tinM` must show for a kernel contender to count as the kernel's.
-fn ss_verdict(contender: &Contender, ss: &str) -> String {
+pub(crate) fn ss_verdict(contender: &Contender, ss: &str) -> String {
     let Some(cc) = contender.cc() else { return "n/a".into() };
     let has_cc = ss.contains(&format!(" {cc} ")) || ss.contains(&format!("\t{cc} "));
     let mptcp_ok =
@@ -83,13 +83,13 @@ fn ss_verdict(contender: &Contender, ss: &str) -> String {
 }
 
 /// The forwarders of every path, both directions; time zero of the scenario is when they start.
-struct Forwarders {
+pub(crate) struct Forwarders {
     stop: Arc<AtomicBool>,
     handles: Vec<std::thread::JoinHandle<forwarder::ForwardStats>>,
 }
 
 impl Forwarders {
-    fn start(tb: &Testbed, scenario: &Scenario) -> Forwarders {
+    pub(crate) fn start(tb: &Testbed, scenario: &Scenario) -> Forwarders {
         let stop = Arc::new(AtomicBool::new(false));
         let epoch = Instant::now();
         let mut handles = Vec::new();
@@ -115,7 +115,7 @@ impl Forwarders {
         Forwarders { stop, handles }
     }
 
-    fn finish(self) -> Vec<forwarder::ForwardStats> {
+    pub(crate) fn finish(self) -> Vec<forwarder::ForwardStats> {
         self.stop.store(true, Ordering::SeqCst);
         self.handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     }
@@ -254,7 +254,7 @@ impl Helpers {
     }
 }
 
-fn counters(tb: &Testbed, paths: usize) -> io::Result<(Vec<IfCounters>, Vec<IfCounters>)> {
+pub(crate) fn counters(tb: &Testbed, paths: usize) -> io::Result<(Vec<IfCounters>, Vec<IfCounters>)> {
     Ok((
         (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?,
         (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?,
@@ -263,7 +263,7 @@ fn counters(tb: &Testbed, paths: usize) -> io::Result<(Vec<IfCounters>, Vec<IfCo
 
 /// What the interface counters say about a run: (bytes into each path at the client, bytes out
 /// of each path at the server, TUN drops).
-fn counter_delta(
+pub(crate) fn counter_delta(
     before: &(Vec<IfCounters>, Vec<IfCounters>),
     after: &(Vec<IfCounters>, Vec<IfCounters>),
 ) -> (Vec<u64>, Vec<u64>, u64) {
@@ -381,6 +381,9 @@ pub fn run_one(
         mix: String::new(),
         flow: 0,
         jain: None,
+        workload: "bulk".into(),
+        web: None,
+        video: None,
     })
 }
 
@@ -482,6 +485,9 @@ pub fn run_mix(
                 mix: mix_name.to_owned(),
                 flow: i,
                 jain,
+                workload: "bulk".into(),
+                web: None,
+                video: None,
             }
         })
         .collect();

@@ -313,3 +313,10 @@ pub fn set_linger_zero(stream: &TcpStream) -> io::Result<()> {
     })?;
     Ok(())
 }
+
+/// Set the congestion control of a connected socket (TCP_CONGESTION; root may pick any built-in
+/// algorithm, whatever `tcp_allowed_congestion_control` says).
+pub fn set_congestion(stream: &TcpStream, cc: &str) -> io::Result<()> {
+    setsockopt_bytes(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("TCP_CONGESTION {cc}: {e}")))
+}

@@ -1,0 +1,549 @@
+//! Workloads other than bulk (issue 6, item 3): what the contender carries and how it is judged.
+//!
+//! - `bulk` ([`crate::run::run_one`]): N bytes client → server; goodput and completion.
+//! - `web` ([`crate::web`]): HTTP/2 page loads, a real server (`nghttpd`) in the server namespace
+//!   and a real client (`curl`) in the client namespace; page completion time.
+//! - `video` ([`crate::video`]): a 25 fps live stream client → server with H.264 frame sizes;
+//!   share of frames complete by capture + deadline, frame latency.
+//!
+//! A run picks one with `--workload`, or a scenario file names its own with a comment line
+//! `# workload: web` (a comment, so the file stays a valid braid-sim scenario).
+//!
+//! This module holds what web and video share: the per-run session (forwarders, interface
+//! counters, external helpers), the kernel contenders' relays for programs that cannot set a
+//! congestion control or open an MPTCP socket themselves, percentiles, and the report columns.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpStream};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use braid_sim::Scenario;
+
+use crate::contender::{expand, Contender};
+use crate::forwarder::ForwardStats;
+use crate::netns::{IfCounters, Testbed};
+use crate::report::Row;
+use crate::run::{counter_delta, counters, spawn_helper, Forwarders, Helpers, RunOptions};
+use crate::sys;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    Bulk,
+    Web,
+    Video,
+}
+
+impl FromStr for Workload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Workload, String> {
+        match s {
+            "bulk" => Ok(Workload::Bulk),
+            "web" => Ok(Workload::Web),
+            "video" => Ok(Workload::Video),
+            _ => Err(format!("unknown workload `{s}` (expected bulk, web or video)")),
+        }
+    }
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Bulk => "bulk",
+            Workload::Web => "web",
+            Workload::Video => "video",
+        }
+    }
+
+    /// Which contenders can carry this workload: 2-TCP splits one byte stream over independent
+    /// connections, which only a bulk transfer can do.
+    pub fn supports(self, c: &Contender) -> bool {
+        self == Workload::Bulk || !matches!(c, Contender::MultiTcp { .. })
+    }
+}
+
+/// The workload a scenario file asks for: a line `# workload: NAME` (comment lines only).
+pub fn directive(text: &str) -> Result<Option<Workload>, String> {
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix('#') else { continue };
+        if let Some(name) = rest.trim().strip_prefix("workload:") {
+            return name.trim().parse().map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// Options of the web and video workloads (command line).
+#[derive(Debug, Clone)]
+pub struct WorkloadOptions {
+    pub web: crate::web::WebOptions,
+    pub video: crate::video::VideoOptions,
+}
+
+/// Nearest-rank percentile (q in 0..=1) of values sorted ascending; `None` when empty.
+/// Values may be +∞ (a frame that never arrived): the percentile is then ∞ if it lands there.
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+    Some(sorted[rank.min(sorted.len()) - 1])
+}
+
+/// Ports for the workloads' listeners (apart from the bulk runner's, which start at 5001).
+static PORT: AtomicU16 = AtomicU16::new(6001);
+
+pub fn next_port() -> u16 {
+    PORT.fetch_add(1, Ordering::SeqCst)
+}
+
+/// One contender's run over one scenario point: the forwarders (time zero now), the interface
+/// counters before, and the external contender's helper commands.
+pub struct Session {
+    fwd: Forwarders,
+    before: (Vec<IfCounters>, Vec<IfCounters>),
+    helpers: Helpers,
+    pub load: String,
+}
+
+/// What a session measured about the network, for the row.
+pub struct SessionEnd {
+    pub path_fwd_tx_bytes: Vec<u64>,
+    pub path_fwd_rx_bytes: Vec<u64>,
+    pub tun_drops: u64,
+    pub forwarders: Vec<ForwardStats>,
+}
+
+impl Session {
+    /// Start the forwarders, and for an external contender its commands with `{sink}` (the
+    /// server namespace's address of the workload's server) and `{entry}` (the client namespace's
+    /// address the workload's client connects to).
+    pub fn begin(
+        tb: &Testbed,
+        scenario: &Scenario,
+        contender: &Contender,
+        sink: SocketAddrV4,
+        entry: SocketAddrV4,
+    ) -> io::Result<Session> {
+        let paths = scenario.paths.len();
+        let load = sys::load_average();
+        if let Some(cc) = contender.cc() {
+            tb.set_default_cc(cc);
+        }
+        let before = counters(tb, paths)?;
+        let fwd = Forwarders::start(tb, scenario);
+        let mut helpers = Helpers(Vec::new());
+        if let Contender::External(ext) = contender {
+            let (s, e) = (sink.to_string(), entry.to_string());
+            let own = next_port().wrapping_add(20000);
+            helpers.0.push(spawn_helper(&tb.server_ns, &expand(&ext.server_cmd, &s, &e, own, paths))?);
+            helpers.0.push(spawn_helper(&tb.client_ns, &expand(&ext.client_cmd, &s, &e, own, paths))?);
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Ok(Session { fwd, before, helpers, load })
+    }
+
+    pub fn end(self, tb: &Testbed) -> io::Result<SessionEnd> {
+        let paths = self.before.0.len();
+        drop(self.helpers);
+        let forwarders = self.fwd.finish();
+        let (path_fwd_tx_bytes, path_fwd_rx_bytes, tun_drops) =
+            counter_delta(&self.before, &counters(tb, paths)?);
+        Ok(SessionEnd { path_fwd_tx_bytes, path_fwd_rx_bytes, tun_drops, forwarders })
+    }
+}
+
+/// `ss -tinM` in namespace `ns` for the sockets with local or remote port `port` (the path's
+/// connection, not the loopback legs of a relay), saved to `file`.
+pub fn snapshot_ss(ns: &str, port: u16, file: &std::path::Path) -> String {
+    let filter = format!("( sport = :{port} or dport = :{port} )");
+    let out =
+        crate::netns::ns_exec(ns, &["ss", "-tinM", &filter]).unwrap_or_else(|e| format!("ss failed: {e}"));
+    let _ = std::fs::write(file, &out);
+    out
+}
+
+pub fn ss_file(opts: &RunOptions, scenario: &Scenario, contender: &Contender, tag: &str) -> PathBuf {
+    opts.out_dir.join(format!(
+        "ss-{}-{tag}-{}{}.txt",
+        scenario.name,
+        contender.to_string().replace(':', "_"),
+        if scenario.label.is_empty() {
+            String::new()
+        } else {
+            format!("-{}", scenario.label.replace([' ', '='], "_"))
+        }
+    ))
+}
+
+/// A row with the bulk fields that every workload fills the same way.
+#[allow(clippy::too_many_arguments)]
+pub fn base_row(
+    scenario: &Scenario,
+    contender: &Contender,
+    workload: Workload,
+    load: String,
+    net: &SessionEnd,
+    transfer_bytes: u64,
+    received_bytes: u64,
+    completion_s: Option<f64>,
+    elapsed_s: f64,
+    ss_check: String,
+    ss_file: String,
+    error: Option<String>,
+) -> Row {
+    let secs = elapsed_s.max(1e-6);
+    let goodput_bps = received_bytes as f64 * 8.0 / secs;
+    let ideal_bps = scenario.ideal_goodput_bps(Duration::from_secs_f64(secs.max(1e-3)));
+    Row {
+        scenario: scenario.name.clone(),
+        label: scenario.label.clone(),
+        seed: scenario.seed,
+        contender: contender.to_string(),
+        transfer_bytes,
+        received_bytes,
+        completion_s,
+        elapsed_s: secs,
+        goodput_mbps: goodput_bps / 1e6,
+        steady_mbps: None,
+        ideal_mbps: ideal_bps / 1e6,
+        ratio: if ideal_bps > 0.0 { goodput_bps / ideal_bps } else { 0.0 },
+        path_fwd_tx_bytes: net.path_fwd_tx_bytes.clone(),
+        path_fwd_rx_bytes: net.path_fwd_rx_bytes.clone(),
+        tun_drops: net.tun_drops,
+        ss_check,
+        ss_file,
+        load,
+        error,
+        forwarders: net.forwarders.clone(),
+        mix: String::new(),
+        flow: 0,
+        jain: None,
+        workload: workload.name().into(),
+        web: None,
+        video: None,
+    }
+}
+
+/// Run a web or video workload for one contender over one scenario point.
+pub fn run(
+    tb: &Testbed,
+    scenario: &Scenario,
+    contender: &Contender,
+    workload: Workload,
+    opts: &RunOptions,
+    wopts: &WorkloadOptions,
+) -> io::Result<Vec<Row>> {
+    match workload {
+        Workload::Bulk => crate::run::run_one(tb, scenario, contender, opts).map(|r| vec![r]),
+        Workload::Web => crate::web::run(tb, scenario, contender, opts, &wopts.web),
+        Workload::Video => crate::video::run(tb, scenario, contender, opts, &wopts.video).map(|r| vec![r]),
+    }
+}
+
+/// The workload's metrics for the one-line table (empty for bulk).
+pub fn summary(r: &Row) -> String {
+    if let Some(w) = &r.web {
+        let f = |v: Option<f64>| v.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "-".into());
+        format!(
+            "  web {}: median {} p90 {} ({}/{} loads ok)",
+            w.page,
+            f(w.median_s),
+            f(w.p90_s),
+            w.times_s.len(),
+            w.loads
+        )
+    } else if let Some(v) = &r.video {
+        let f = |v: Option<f64>| v.map(|s| format!("{s:.0} ms")).unwrap_or_else(|| "never".into());
+        format!(
+            "  video: {:.2}% of {} frames on time ({:.2}% from 2 s), p50 {} p99 {}",
+            v.on_time_share * 100.0,
+            v.frames,
+            v.on_time_share_after_2s * 100.0,
+            f(v.p50_ms),
+            f(v.p99_ms)
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Columns appended to the CSV for the workloads (empty for bulk rows).
+pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,\
+page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
+frame_max_ms";
+
+pub fn csv_fields(r: &Row) -> String {
+    let o = |v: Option<f64>, d: usize| {
+        v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default()
+    };
+    let web = match &r.web {
+        Some(w) => format!(
+            "{},{},{},{},{},{},{},{}",
+            w.page,
+            w.objects,
+            w.page_bytes,
+            w.loads,
+            w.times_s.len(),
+            o(w.median_s, 3),
+            o(w.p90_s, 3),
+            w.times_s.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(";")
+        ),
+        None => ",,,,,,,".into(),
+    };
+    let video = match &r.video {
+        Some(v) => format!(
+            "{},{},{},{:.5},{:.5},{},{},{}",
+            v.frames,
+            v.received,
+            v.on_time,
+            v.on_time_share,
+            v.on_time_share_after_2s,
+            o(v.p50_ms, 1),
+            o(v.p99_ms, 1),
+            o(v.max_ms, 1)
+        ),
+        None => ",,,,,,,".into(),
+    };
+    format!("{},{web},{video}", r.workload)
+}
+
+/// A kernel contender's leg of a relay: programs that cannot choose a congestion control or open
+/// an MPTCP socket (curl, nghttpd) talk plain TCP over loopback to a relay that does.
+///
+/// - server side ([`relay_server`]): listens on the path (MPTCP if asked), sets the congestion
+///   control on each accepted connection, and connects it to `to` over loopback;
+/// - client side ([`relay_client`]): listens on loopback and connects each accepted connection
+///   over the path to the server side (MPTCP and the congestion control on that socket).
+///
+/// Both ends of the path's connection then run the contender's algorithm, whatever the
+/// namespace default is (`tcp_allowed_congestion_control` may forbid setting it).
+pub struct Relay {
+    pub stop: Arc<AtomicBool>,
+    /// Connections accepted so far.
+    pub accepted: Arc<AtomicU64>,
+    handle: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+pub fn relay_server(
+    ns: &str,
+    listen: SocketAddrV4,
+    to: SocketAddrV4,
+    mptcp: bool,
+    cc: String,
+) -> io::Result<Relay> {
+    relay(ns, listen, mptcp, move |inbound: &TcpStream, stop: &AtomicBool| {
+        sys::set_congestion(inbound, &cc)?;
+        let _ = stop; // connecting over loopback does not wait
+        TcpStream::connect_timeout(&to.into(), Duration::from_secs(2))
+    })
+}
+
+pub fn relay_client(
+    ns: &str,
+    listen: SocketAddrV4,
+    to: SocketAddrV4,
+    mptcp: bool,
+    cc: String,
+) -> io::Result<Relay> {
+    let deadline_after = Duration::from_secs(20);
+    relay(ns, listen, false, move |_inbound: &TcpStream, stop: &AtomicBool| {
+        sys::connect(to, None, mptcp, Some(&cc), Instant::now() + deadline_after, stop)
+    })
+}
+
+fn relay(
+    ns: &str,
+    listen: SocketAddrV4,
+    mptcp: bool,
+    outbound: impl Fn(&TcpStream, &AtomicBool) -> io::Result<TcpStream> + Send + Sync + 'static,
+) -> io::Result<Relay> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let accepted = Arc::new(AtomicU64::new(0));
+    let ready = Arc::new(AtomicBool::new(false));
+    let (s, a, r) = (stop.clone(), accepted.clone(), ready.clone());
+    let handle = sys::spawn_in(ns, "relay", move || {
+        let listener = match sys::listen(listen, mptcp) {
+            Ok(l) => l,
+            Err(e) => {
+                r.store(true, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
+        r.store(true, Ordering::SeqCst);
+        let outbound = Arc::new(outbound);
+        let mut copiers = Vec::new();
+        while !s.load(Ordering::Relaxed) && !sys::interrupted() {
+            match listener.accept() {
+                Ok((inbound, _)) => {
+                    a.fetch_add(1, Ordering::SeqCst);
+                    let (s, outbound) = (s.clone(), outbound.clone());
+                    // Connecting may wait on the path (a lost SYN): not on the accept loop.
+                    copiers.push(std::thread::spawn(move || {
+                        let _ = inbound.set_nonblocking(false);
+                        if let Ok(out) = outbound(&inbound, &s) {
+                            splice(inbound, out, s);
+                        }
+                    }));
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => return Err(e),
+            }
+        }
+        for c in copiers {
+            let _ = c.join();
+        }
+        Ok(())
+    });
+    while !ready.load(Ordering::SeqCst) && !handle.is_finished() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if handle.is_finished() {
+        return match handle.join() {
+            Ok(Err(e)) => Err(e),
+            _ => Err(io::Error::other("relay ended at once")),
+        };
+    }
+    Ok(Relay { stop, accepted, handle: Some(handle) })
+}
+
+/// Copy both ways until both directions are closed or `stop`.
+fn splice(a: TcpStream, b: TcpStream, stop: Arc<AtomicBool>) {
+    let _ = a.set_nodelay(true);
+    let _ = b.set_nodelay(true);
+    let (Ok(a2), Ok(b2)) = (a.try_clone(), b.try_clone()) else { return };
+    let stop2 = stop.clone();
+    let up = std::thread::spawn(move || copy(a2, b2, &stop2));
+    copy(b, a, &stop);
+    let _ = up.join();
+}
+
+fn copy(mut from: TcpStream, mut to: TcpStream, stop: &AtomicBool) {
+    let _ = from.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = vec![0u8; 64 * 1024];
+    while !stop.load(Ordering::Relaxed) && !sys::interrupted() {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+pub const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        assert_eq!(percentile(&v, 0.5), Some(5.0));
+        assert_eq!(percentile(&v, 0.9), Some(9.0));
+        assert_eq!(percentile(&v, 0.99), Some(10.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[7.0], 0.9), Some(7.0));
+        let with_missing = [1.0, 2.0, f64::INFINITY];
+        assert_eq!(percentile(&with_missing, 0.5), Some(2.0));
+        assert_eq!(percentile(&with_missing, 0.99), Some(f64::INFINITY));
+    }
+
+    #[test]
+    fn directive_in_a_comment() {
+        assert_eq!(directive("name = \"x\"\n# workload: web\n[[path]]\n"), Ok(Some(Workload::Web)));
+        assert_eq!(directive("  #workload:video"), Ok(Some(Workload::Video)));
+        assert_eq!(directive("name = \"x\"\n# a web page workload is not named here\n"), Ok(None));
+        assert!(directive("# workload: ftp").is_err());
+    }
+
+    /// Every row, whatever its workload, has as many CSV fields as the header names.
+    #[test]
+    fn csv_columns_line_up() {
+        use crate::video::{metrics, VideoOptions};
+        use crate::web::WebMetrics;
+        let scenario = Scenario::parse(
+            "name = \"s\"\nduration = \"1s\"\n[[path]]\nname = \"p\"\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n",
+            "t",
+        )
+        .unwrap()
+        .remove(0);
+        let net = SessionEnd {
+            path_fwd_tx_bytes: vec![1],
+            path_fwd_rx_bytes: vec![1],
+            tun_drops: 0,
+            forwarders: vec![],
+        };
+        let c: Contender = "bbr".parse().unwrap();
+        let row = |w| {
+            base_row(
+                &scenario,
+                &c,
+                w,
+                String::new(),
+                &net,
+                1,
+                1,
+                Some(1.0),
+                1.0,
+                "ok".into(),
+                String::new(),
+                None,
+            )
+        };
+        let mut web = row(Workload::Web);
+        web.web = Some(WebMetrics {
+            page: "6x1080KiB".into(),
+            objects: 6,
+            page_bytes: 1,
+            loads: 2,
+            times_s: vec![1.0, 2.0],
+            median_s: Some(1.0),
+            p90_s: Some(2.0),
+            finished_s: vec![1.1, 2.1],
+            failures: vec![],
+            connections_per_load: Some(1.0),
+        });
+        let mut video = row(Workload::Video);
+        let o = VideoOptions::default();
+        video.video = Some(metrics(&[Some(Duration::from_millis(50)), None], o.deadline, o.fps, 100));
+        let columns = CSV_COLUMNS.split(',').count();
+        for r in [row(Workload::Bulk), web, video] {
+            let fields = csv_fields(&r);
+            assert_eq!(fields.split(',').count(), columns, "{}: {fields}", r.workload);
+            assert!(fields.starts_with(&r.workload));
+        }
+    }
+
+    #[test]
+    fn two_tcp_is_bulk_only() {
+        let two: Contender = "2tcp-bbr".parse().unwrap();
+        assert!(Workload::Bulk.supports(&two));
+        assert!(!Workload::Web.supports(&two));
+        assert!(Workload::Video.supports(&"mptcp-cubic".parse().unwrap()));
+    }
+}
