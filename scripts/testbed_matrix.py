@@ -46,7 +46,11 @@ MATRIX = [
     # The file's own (surge at 8 s, 30 MB, 40 s).
     {"file": "fmtcp-loss-surge.toml", "transfer": None, "limit": "30s"},
     # dFEC Table III: the file's (12 MB, 12 s).
-    {"file": "dfec-table3.toml", "transfer": None, "limit": None},
+    # Twelve points: the kernel's four multipath contenders, braid's default and the two seed
+    # schemes built for several paths (MPTCP-dFEC, FMTCP) — the other seed modes are measured on
+    # FMTCP Table II's two-path points above.
+    {"file": "dfec-table3.toml", "transfer": None, "limit": None,
+     "kernel": ["mptcp-cubic", "mptcp-bbr", "2tcp-bbr", "bbr@best"], "modes": ["braid", "mptcp-dfec", "fmtcp"]},
     # Satellite + cellular, the cellular path failing at 4 s: the file's (6 MB, 30 s), 20 s.
     {"file": "satellite-cellular.toml", "transfer": None, "limit": "20s"},
     # Workloads (the scenario file's `# workload:` line selects them): HTTP/2 page loads, 3 loads
@@ -145,7 +149,9 @@ def contenders(point, quick, entry=None):
         modes = QUICK["modes"]
     else:
         kernel = KERNEL_MULTI if multi else KERNEL_ONE
-        modes = BRAID_MODES + (BRAID_MULTIPATH_MODES if multi else [])
+        # On several paths: braid and the seed schemes defined for several paths (CTCP, FMTCP,
+        # MPTCP-dFEC); the one-path XOR schemes (TCP-IR, Sato, TCP-dFEC) are measured on one path.
+        modes = ["braid", "ctcp", "fmtcp"] + BRAID_MULTIPATH_MODES if multi else BRAID_MODES
     return kernel, modes
 
 
