@@ -64,6 +64,8 @@ pub struct SendBlock {
     /// The path the block is mapped to, with per-path placement ([`BlockSender::set_per_path`]):
     /// set when its first source symbol goes out; all its symbols then travel on that path.
     pub path: Option<u8>,
+    /// Some symbol of the block went out (the peer may know it: it can no longer be re-cut).
+    sent_any: bool,
 }
 
 impl SendBlock {
@@ -115,6 +117,7 @@ impl SendBlock {
 
     /// A symbol of the block went out.
     fn on_sent(&mut self) {
+        self.sent_any = true;
         self.in_flight += 1;
         self.waiting_since = None;
     }
@@ -264,6 +267,27 @@ impl BlockSender {
         }
     }
 
+    /// Takes back the newest blocks none of whose symbols went out, if their symbol size is not
+    /// the one new blocks get (PROTOCOL.md §14.3: the peer has never heard of them, so they may
+    /// be cut again): returns their pipe bytes in order, each block's sources whole (a block
+    /// closed early ends in zero bytes, which the pipe reads as padding, §10.1).
+    pub fn take_unsent_blocks(&mut self) -> Vec<u8> {
+        let mut taken = Vec::new();
+        while self.blocks.back().is_some_and(|b| !b.sent_any && b.encoder.symbol_size() != self.next_symbol_size) {
+            taken.push(self.blocks.pop_back().expect("checked"));
+        }
+        let mut bytes = Vec::new();
+        for b in taken.iter().rev() {
+            for i in 0..b.len() {
+                bytes.extend_from_slice(b.encoder.source(i as u16).expect("pushed"));
+            }
+        }
+        if let Some(first) = taken.last() {
+            self.next_block = first.id;
+        }
+        bytes
+    }
+
     /// The size of the next source symbol: the open block's, else what a new block gets.
     pub fn symbol_size(&self) -> usize {
         match self.blocks.back() {
@@ -329,6 +353,7 @@ impl BlockSender {
                 lost: 0,
                 decoded: false,
                 path: None,
+                sent_any: false,
             });
         }
         let block = self.blocks.back_mut().expect("just ensured");

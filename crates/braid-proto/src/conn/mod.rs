@@ -193,6 +193,9 @@ struct Session {
     parser: PipeParser,
     /// Pipe bytes waiting to fill the next source symbol.
     partial: Vec<u8>,
+    /// Pipe bytes of blocks cut again at a new symbol size (PROTOCOL.md §14.3), to be cut before
+    /// `partial` and the streams' data.
+    recut: VecDeque<u8>,
     block_ack_dirty: bool,
     /// The redundancy controller forms XOR groups at send time and tracks their outcome.
     xor_groups: bool,
@@ -339,7 +342,7 @@ impl Connection {
         let base = self.config.max_datagram;
         let params = &self.config.params;
         let grow = usize::from(params.max_symbol().saturating_sub(params.symbol_size));
-        let max = if self.session.is_some() && self.config.mode == Mode::Braid {
+        let max = if self.session.is_some() && self.symbols_may_grow() {
             self.config.max_plpmtu.min(base + grow)
         } else {
             base
@@ -347,11 +350,20 @@ impl Connection {
         Pmtu::new(base, max)
     }
 
+    /// Whether blocks may use symbols larger than the base (PROTOCOL.md §14.3): the `braid` mode
+    /// with repair across paths (per-path blocks are cut elsewhere, at the base size).
+    fn symbols_may_grow(&self) -> bool {
+        self.config.mode == Mode::Braid && self.config.placement() == RepairPlacement::AcrossPaths
+    }
+
     /// The symbol size for new blocks (PROTOCOL.md §14.3): what the smallest PLPMTU of the
     /// paths that carry data leaves for a symbol, at most the negotiated maximum.
     fn block_symbol_size(&self) -> usize {
         let params = &self.config.params;
         let base = usize::from(params.symbol_size);
+        if !self.symbols_may_grow() {
+            return base;
+        }
         let Some(min) = self.paths.iter().filter(|p| p.can_send()).map(|p| p.pmtu.plpmtu()).min() else {
             return base;
         };
@@ -428,7 +440,9 @@ impl Connection {
     pub fn is_idle(&self) -> bool {
         self.session
             .as_ref()
-            .is_some_and(|s| s.sender.is_idle() && s.partial.is_empty() && !s.streams.has_pipe_data())
+            .is_some_and(|s| {
+                s.sender.is_idle() && s.partial.is_empty() && s.recut.is_empty() && !s.streams.has_pipe_data()
+            })
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -492,6 +506,7 @@ impl Connection {
             receiver: BlockReceiver::new(receive, window),
             parser: PipeParser::default(),
             partial: Vec::new(),
+            recut: VecDeque::new(),
             block_ack_dirty: false,
             xor_groups,
         });
@@ -709,7 +724,7 @@ impl Connection {
         // its packets lost (the tail may be late): it counts as at most two large losses.
         let big = self.config.max_datagram as u64;
         let lost_sizes = lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
-        self.paths[path].pmtu.on_data(now, acked.iter().map(|p| p.size), lost_sizes);
+        self.paths[path].pmtu.on_data(acked.iter().map(|p| p.size), lost_sizes);
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
         let path_id = path as u8;
@@ -939,7 +954,8 @@ impl Connection {
     /// for nothing.
     fn next_symbol_time(&self) -> Option<Instant> {
         let s = self.session.as_ref()?;
-        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
+        let new_source =
+            (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty()) && s.sender.has_room();
         // With per-path placement new data joins the open block, which only its path may carry.
         let new_source_on = |c: usize| {
             new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
@@ -1139,8 +1155,16 @@ impl Connection {
             return Some(self.end_packet(now, path, buf, true, Vec::new()));
         }
         let size = self.block_symbol_size();
-        if let Some(s) = self.session.as_mut() {
+        if let Some(s) = self.session.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty()) {
             s.sender.set_symbol_size(size);
+            // Blocks cut but never sent are cut again at the new size (PROTOCOL.md §14.3); in
+            // pipe order they come before what was not cut yet.
+            let taken = s.sender.take_unsent_blocks();
+            if !taken.is_empty() {
+                let rest: Vec<u8> = s.recut.drain(..).chain(s.partial.drain(..)).collect();
+                s.recut.extend(taken);
+                s.recut.extend(rest);
+            }
         }
         self.fill_pipe();
         self.apply_parity_covers(now);
@@ -1452,11 +1476,15 @@ impl Connection {
         }
         let size = s.sender.symbol_size();
         while s.sender.has_room() {
+            if !s.recut.is_empty() {
+                let n = size.saturating_sub(s.partial.len()).min(s.recut.len());
+                s.partial.extend(s.recut.drain(..n));
+            }
             while s.partial.len() < size
                 && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
             {
             }
-            let more = s.streams.has_pipe_data();
+            let more = s.streams.has_pipe_data() || !s.recut.is_empty();
             if s.partial.is_empty() {
                 return;
             }

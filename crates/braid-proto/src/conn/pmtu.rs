@@ -7,7 +7,8 @@
 //! carries no application data); its loss is not congestion (§3 item 7, §4.4) and never reaches
 //! the congestion controller or the loss estimate. Black-hole detection (§4.3, §5.2): when
 //! packets larger than BASE_PLPMTU are lost [`MAX_PROBES`] times with none of them acknowledged
-//! in between, the path falls back to BASE and searches again.
+//! in between, a probe of the current PLPMTU confirms it (§4.3: congestion loses large packets
+//! too); if that probe is lost as well, the path falls back to BASE and searches again.
 //!
 //! Sizes here are the core's packets (the runtime's AEAD tag and the IP/UDP headers come on top:
 //! the caller converts its MTU into `max` and `base`).
@@ -66,6 +67,8 @@ pub struct Pmtu {
     big_losses: u32,
     /// Times a black hole was detected (statistics, tests).
     pub black_holes: u32,
+    /// A black hole is suspected: a probe of the PLPMTU confirms or clears it.
+    confirming: bool,
 }
 
 impl Pmtu {
@@ -85,6 +88,7 @@ impl Pmtu {
             next_probe: None,
             big_losses: 0,
             black_holes: 0,
+            confirming: false,
         }
     }
 
@@ -134,6 +138,9 @@ impl Pmtu {
         if self.outstanding.is_some() {
             return None;
         }
+        if self.confirming {
+            return Some(self.plpmtu);
+        }
         match self.phase {
             PmtuPhase::Searching => self.next_probe.filter(|&t| t <= now).map(|_| self.probed),
             PmtuPhase::SearchComplete => {
@@ -150,6 +157,7 @@ impl Pmtu {
     pub fn timeout(&self, probe_timer: Duration) -> Option<Instant> {
         match self.outstanding {
             Some(p) => Some(p.sent + probe_timer),
+            None if self.confirming => Some(Instant::ZERO),
             None if matches!(self.phase, PmtuPhase::Searching | PmtuPhase::SearchComplete) => self.next_probe,
             None => None,
         }
@@ -157,6 +165,10 @@ impl Pmtu {
 
     /// A probe of `size` went out as packet `number`.
     pub fn on_probe_sent(&mut self, now: Instant, number: u64, size: usize) {
+        if self.confirming {
+            self.outstanding = Some(Probe { number, size, sent: now });
+            return;
+        }
         if self.phase == PmtuPhase::SearchComplete {
             // The raise timer fired: a new search round from the current size (§5.2).
             self.phase = PmtuPhase::Searching;
@@ -179,6 +191,14 @@ impl Pmtu {
         let Some(probe) = self.outstanding.take() else { return };
         self.plpmtu = self.plpmtu.max(probe.size);
         self.big_losses = 0;
+        if std::mem::take(&mut self.confirming) {
+            // No black hole after all (the losses were congestion): carry on where it was.
+            self.next_probe = match self.phase {
+                PmtuPhase::Searching => Some(now),
+                _ => (self.plpmtu < self.max).then(|| now + RAISE_TIMER),
+            };
+            return;
+        }
         match self.next_size(self.plpmtu) {
             Some(size) => {
                 self.probed = size;
@@ -195,6 +215,10 @@ impl Pmtu {
     pub fn on_timeout(&mut self, now: Instant, probe_timer: Duration) {
         let Some(probe) = self.outstanding.filter(|p| now >= p.sent + probe_timer) else { return };
         self.outstanding = None;
+        if self.confirming {
+            self.black_hole(now);
+            return;
+        }
         self.probe_count += 1;
         if self.probe_count >= MAX_PROBES {
             self.too_big = self.too_big.min(probe.size);
@@ -206,17 +230,32 @@ impl Pmtu {
 
     /// Data packets of `size` bytes were acknowledged (`acked`) or declared lost. Losses of
     /// packets above the base size, [`MAX_PROBES`] in a row with no such packet acknowledged,
-    /// mean a black hole (RFC 8899 §4.3): back to BASE, and search again once confirmed.
-    /// Returns true when it detects one.
-    pub fn on_data(&mut self, now: Instant, acked: impl Iterator<Item = u64>, lost: impl Iterator<Item = u64>) -> bool {
+    /// make a black hole suspected (RFC 8899 §4.3): a probe of the PLPMTU goes out at once, and
+    /// its loss confirms it. Returns true when it starts such a confirmation.
+    pub fn on_data(&mut self, acked: impl Iterator<Item = u64>, lost: impl Iterator<Item = u64>) -> bool {
         let base = self.base as u64;
         if acked.into_iter().any(|s| s > base) {
             self.big_losses = 0;
         }
         self.big_losses += lost.filter(|&s| s > base).count() as u32;
-        if self.big_losses < MAX_PROBES || self.plpmtu <= self.base {
+        if self.big_losses < MAX_PROBES || self.plpmtu <= self.base || self.confirming {
             return false;
         }
+        self.big_losses = 0;
+        self.confirming = true;
+        // A search probe in flight is forgotten: the confirmation decides first.
+        self.outstanding = None;
+        true
+    }
+
+    /// Whether a black hole is suspected and being confirmed.
+    pub fn confirming(&self) -> bool {
+        self.confirming
+    }
+
+    /// RFC 8899 §5.2 "black hole detected": back to BASE_PLPMTU, and search again.
+    fn black_hole(&mut self, now: Instant) {
+        self.confirming = false;
         self.big_losses = 0;
         self.black_holes += 1;
         self.too_big = self.plpmtu;
@@ -226,7 +265,6 @@ impl Pmtu {
         // once, below the size that just failed.
         self.phase = PmtuPhase::Base;
         self.start_search(now);
-        true
     }
 }
 
@@ -303,17 +341,26 @@ mod tests {
         let mut p = Pmtu::new(1280, 9000);
         search(&mut p, 1500, now);
         assert_eq!(p.plpmtu(), 1500);
-        // Two large losses with an ack in between: not a black hole.
-        assert!(!p.on_data(now, [].into_iter(), [1500, 1500].into_iter()));
-        assert!(!p.on_data(now, [1500].into_iter(), [1500].into_iter()));
+        // Two large losses with an ack in between: not suspected.
+        assert!(!p.on_data([].into_iter(), [1500, 1500].into_iter()));
+        assert!(!p.on_data([1500].into_iter(), [1500].into_iter()));
         // Small losses never count.
-        assert!(!p.on_data(now, [].into_iter(), [1200; 10].into_iter()));
+        assert!(!p.on_data([].into_iter(), [1200; 10].into_iter()));
         assert_eq!(p.plpmtu(), 1500);
-        // The MTU drops to 1400: every large packet is lost.
-        assert!(p.on_data(now, [].into_iter(), [1500, 1500].into_iter()));
+        // Congestion loses three large packets: suspected, but the confirming probe arrives.
+        assert!(p.on_data([].into_iter(), [1500, 1500].into_iter()));
+        assert_eq!(p.probe_due(now), Some(1500));
+        p.on_probe_sent(now, 50, 1500);
+        p.on_probe_acked(now + PTO / 2);
+        assert_eq!((p.plpmtu(), p.black_holes, p.phase(), p.probe_due(now)), (1500, 0, PmtuPhase::SearchComplete, None));
+        // The MTU drops to 1400: every large packet is lost, and so is the confirming probe.
+        assert!(p.on_data([].into_iter(), [1500, 1500, 1500].into_iter()));
+        assert!(p.confirming());
+        p.on_probe_sent(now, 51, 1500);
+        p.on_timeout(now + PTO, PTO);
         assert_eq!((p.plpmtu(), p.black_holes), (1280, 1));
         assert_eq!(p.phase(), PmtuPhase::Searching);
-        let (found, _) = search(&mut p, 1400, now);
+        let (found, _) = search(&mut p, 1400, now + PTO);
         assert_eq!(found, 1400, "the new search stays below the size that failed");
     }
 
