@@ -74,6 +74,7 @@ fn discovery_finds_1500_and_data_uses_it() {
         let r = run("1500", &[path], 9000, seed, 4_000_000);
         assert_eq!(r.mtus(), [(PmtuPhase::SearchComplete, 1500)], "{}", r.what);
         // Data packets grew from 1280 to 1500 (the few ACK-only packets pull the mean down).
+        assert_eq!(r.net.endpoint(r.tx).connection().stats.symbol_parts_sent, 0, "{}", r.what);
         let mean = r.mean_datagram(0);
         assert!(mean > 1450.0, "{}: mean datagram {mean:.0} bytes", r.what);
         // Only probes were too big: MAX_PROBES of 2048 (a probe forgotten while a suspected
@@ -107,6 +108,8 @@ fn a_black_hole_is_detected_and_survived() {
         assert!(conn.black_holes()[0] >= 1, "{}: no black hole detected", r.what);
         assert_eq!(r.mtus(), [(PmtuPhase::SearchComplete, 1280)], "{}", r.what);
         assert!(r.too_big(0) > 3, "{}: the shrink dropped nothing?", r.what);
+        // Blocks cut at 1452-byte symbols before the shrink went out in pieces.
+        assert!(conn.stats.symbol_parts_sent > 0, "{}: no SYMBOL_PART sent", r.what);
     }
 }
 

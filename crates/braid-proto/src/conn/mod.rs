@@ -176,6 +176,8 @@ pub struct ConnectionStats {
     pub symbols_recovered: u64,
     /// Copies of symbols sent on further paths (the `redundant` scheduler).
     pub copies_sent: u64,
+    /// SYMBOL_PART frames sent: pieces of symbols too large for their path (PROTOCOL.md §14.4).
+    pub symbol_parts_sent: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1248,6 +1250,7 @@ impl Connection {
             return false;
         }
         buf.truncate(start);
+        self.stats.symbol_parts_sent += frame.len().div_ceil(room) as u64;
         let id = self.next_part_id;
         self.next_part_id += 1;
         let total = frame.len() as u64;
