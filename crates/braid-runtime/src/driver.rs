@@ -488,6 +488,8 @@ impl Driver {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 self.refused = true;
             }
+            // EMSGSIZE: larger than the interface MTU (a PMTU probe, PROTOCOL.md §14): the
+            // datagram is lost, which is the probe's answer.
             tracing::trace!("send on socket {i}: {e}");
         }
     }

@@ -854,7 +854,7 @@ impl Connection {
         }
         self.on_probe_timers(now);
         for p in &mut self.paths {
-            let timer = p.pto_base();
+            let timer = pmtu::probe_timer(p.pto_base());
             p.pmtu.on_timeout(now, timer);
         }
     }
@@ -935,7 +935,7 @@ impl Connection {
         }
         if self.session.is_some() {
             for p in self.paths.iter().filter(|p| p.can_send()) {
-                if let Some(t) = p.pmtu.timeout(p.pto_base()) {
+                if let Some(t) = p.pmtu.timeout(pmtu::probe_timer(p.pto_base())) {
                     next = next.min(t.max(self.last_poll));
                 }
             }

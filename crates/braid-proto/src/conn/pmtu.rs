@@ -22,6 +22,17 @@ use crate::Instant;
 pub const MAX_PROBES: u32 = 3;
 /// RFC 8899 §5.1.1 PMTU_RAISE_TIMER: how long SEARCH_COMPLETE waits before probing again.
 pub const RAISE_TIMER: Duration = Duration::from_secs(600);
+/// PROBE_TIMER's floor (see [`probe_timer`]).
+pub const MIN_PROBE_TIMER: Duration = Duration::from_millis(100);
+
+/// RFC 8899 §5.1.1 PROBE_TIMER for a path whose probe timeout (RFC 9002) is `pto`: twice it, at
+/// least [`MIN_PROBE_TIMER`]. RFC 8899 asks for ≥ 1 s where the PL has no RTT estimate; with
+/// one, a probe that waits this long behind a window of queued data is judged lost no sooner
+/// than the data would be (RFC 9000 §14.4 likewise detects probe loss with its loss recovery).
+pub fn probe_timer(pto: Duration) -> Duration {
+    (pto * 2).max(MIN_PROBE_TIMER)
+}
+
 /// The probe sizes tried in order above the base (RFC 8899 §5.3.1, a fixed ladder): IPv6's
 /// minimum plus headroom, the IPv6 (1452) and IPv4 (1472) UDP payloads of a 1500-byte
 /// Ethernet MTU, 1500 itself (a tunnel that carries whole frames), then jumbo sizes up to the
@@ -248,6 +259,7 @@ impl Pmtu {
         true
     }
 
+    #[cfg(test)]
     /// Whether a black hole is suspected and being confirmed.
     pub fn confirming(&self) -> bool {
         self.confirming
