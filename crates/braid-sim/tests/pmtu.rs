@@ -121,8 +121,19 @@ fn two_paths_with_different_mtus() {
     let wifi = PathConfig::symmetric(link(20, 30, Some(1500)));
     let lte = PathConfig::symmetric(link(10, 80, Some(1400)));
     let r = run("two mtus", &[wifi, lte], 9000, seed, 6_000_000);
-    assert_eq!(r.mtus(), [(PmtuPhase::SearchComplete, 1500), (PmtuPhase::SearchComplete, 1400)], "{}", r.what);
+    assert_eq!(
+        r.mtus(),
+        [(PmtuPhase::SearchComplete, 1500), (PmtuPhase::SearchComplete, 1400)],
+        "{}",
+        r.what
+    );
     assert!(r.mean_datagram(1) > 1350.0, "{}: LTE mean {:.0}", r.what, r.mean_datagram(1));
     // Probes only: 2048 ×3 on WiFi, 1452 ×3 on LTE.
-    assert!(r.too_big(0) <= 3 && r.too_big(1) <= 3, "{}: {} / {} dropped", r.what, r.too_big(0), r.too_big(1));
+    assert!(
+        r.too_big(0) <= 3 && r.too_big(1) <= 3,
+        "{}: {} / {} dropped",
+        r.what,
+        r.too_big(0),
+        r.too_big(1)
+    );
 }

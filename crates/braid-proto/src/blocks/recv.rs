@@ -98,7 +98,11 @@ impl BlockReceiver {
             Some(d) => d,
             slot @ None => {
                 if !(16..=self.config.symbol_size).contains(&payload.len()) {
-                    return Err(CodecError::WrongLength { expected: self.config.symbol_size, got: payload.len() }.into());
+                    return Err(CodecError::WrongLength {
+                        expected: self.config.symbol_size,
+                        got: payload.len(),
+                    }
+                    .into());
                 }
                 let config = CodecConfig { symbol_size: payload.len(), ..self.config.clone() };
                 slot.insert(config.decoder(None)?)

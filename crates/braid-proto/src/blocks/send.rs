@@ -273,7 +273,11 @@ impl BlockSender {
     /// closed early ends in zero bytes, which the pipe reads as padding, §10.1).
     pub fn take_unsent_blocks(&mut self) -> Vec<u8> {
         let mut taken = Vec::new();
-        while self.blocks.back().is_some_and(|b| !b.sent_any && b.encoder.symbol_size() != self.next_symbol_size) {
+        while self
+            .blocks
+            .back()
+            .is_some_and(|b| !b.sent_any && b.encoder.symbol_size() != self.next_symbol_size)
+        {
             taken.push(self.blocks.pop_back().expect("checked"));
         }
         let mut bytes = Vec::new();

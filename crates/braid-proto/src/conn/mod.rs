@@ -34,9 +34,9 @@ pub use crate::redundancy::{Redundancy, RepairPlacement};
 use crate::sched::{BlockView, PathInfo, Pick, SchedView, Scheduler, SchedulerKind};
 pub use lifecycle::PathError;
 pub use path::{LossEstimator, PathState, PathStats};
-pub use pmtu::{PmtuPhase, MAX_PROBES, RAISE_TIMER};
-use pmtu::Pmtu;
 use path::{Path, SentPacket};
+use pmtu::Pmtu;
+pub use pmtu::{PmtuPhase, MAX_PROBES, RAISE_TIMER};
 pub use policy::Mode;
 
 /// Client datagrams carrying the handshake are padded to this size, so the server's answer
@@ -440,11 +440,9 @@ impl Connection {
 
     /// Whether every byte written has been delivered (decoded) at the peer.
     pub fn is_idle(&self) -> bool {
-        self.session
-            .as_ref()
-            .is_some_and(|s| {
-                s.sender.is_idle() && s.partial.is_empty() && s.recut.is_empty() && !s.streams.has_pipe_data()
-            })
+        self.session.as_ref().is_some_and(|s| {
+            s.sender.is_idle() && s.partial.is_empty() && s.recut.is_empty() && !s.streams.has_pipe_data()
+        })
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -725,7 +723,8 @@ impl Connection {
         // RFC 8899 §4.3 black-hole detection from data packets. A probe timeout only presumes
         // its packets lost (the tail may be late): it counts as at most two large losses.
         let big = self.config.max_datagram as u64;
-        let lost_sizes = lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
+        let lost_sizes =
+            lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
         self.paths[path].pmtu.on_data(acked.iter().map(|p| p.size), lost_sizes);
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
@@ -956,8 +955,8 @@ impl Connection {
     /// for nothing.
     fn next_symbol_time(&self) -> Option<Instant> {
         let s = self.session.as_ref()?;
-        let new_source =
-            (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty()) && s.sender.has_room();
+        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty())
+            && s.sender.has_room();
         // With per-path placement new data joins the open block, which only its path may carry.
         let new_source_on = |c: usize| {
             new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
@@ -1157,7 +1156,9 @@ impl Connection {
             return Some(self.end_packet(now, path, buf, true, Vec::new()));
         }
         let size = self.block_symbol_size();
-        if let Some(s) = self.session.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty()) {
+        if let Some(s) =
+            self.session.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
+        {
             s.sender.set_symbol_size(size);
             // Blocks cut but never sent are cut again at the new size (PROTOCOL.md §14.3); in
             // pipe order they come before what was not cut yet.
@@ -1304,7 +1305,13 @@ impl Connection {
 
     /// A SYMBOL_PART arrived (PROTOCOL.md §14.4): stored; once its frame is whole, the SYMBOL
     /// frame is processed as if it had arrived in one piece.
-    fn on_symbol_part(&mut self, now: Instant, arrival: usize, ty: PacketType, part: crate::wire::SymbolPartFrame<'_>) {
+    fn on_symbol_part(
+        &mut self,
+        now: Instant,
+        arrival: usize,
+        ty: PacketType,
+        part: crate::wire::SymbolPartFrame<'_>,
+    ) {
         let total = part.total as usize;
         let i = match self.parts_in.iter().position(|p| p.id == part.id) {
             Some(i) => i,
@@ -1312,13 +1319,21 @@ impl Connection {
                 if self.parts_in.len() >= MAX_REASSEMBLIES {
                     self.parts_in.pop_front();
                 }
-                self.parts_in.push_back(PartIn { id: part.id, buf: vec![0; total], ranges: Vec::new(), got: 0 });
+                self.parts_in.push_back(PartIn {
+                    id: part.id,
+                    buf: vec![0; total],
+                    ranges: Vec::new(),
+                    got: 0,
+                });
                 self.parts_in.len() - 1
             }
         };
         let entry = &mut self.parts_in[i];
         let (start, end) = (part.offset as usize, part.offset as usize + part.data.len());
-        if entry.buf.len() != total || entry.ranges.iter().any(|&(s, e)| start < e && s < end) || entry.ranges.len() >= 64 {
+        if entry.buf.len() != total
+            || entry.ranges.iter().any(|&(s, e)| start < e && s < end)
+            || entry.ranges.len() >= 64
+        {
             return; // a duplicate, or inconsistent with the pieces before it: ignored
         }
         entry.buf[start..end].copy_from_slice(part.data);

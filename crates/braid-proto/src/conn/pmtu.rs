@@ -157,7 +157,12 @@ impl Pmtu {
             PmtuPhase::SearchComplete => {
                 // PMTU_RAISE_TIMER expired: search again from the current PLPMTU (§5.2).
                 self.next_probe.filter(|&t| t <= now).and_then(|_| {
-                    LADDER.iter().copied().chain([self.max]).filter(|&s| s > self.plpmtu && s <= self.max).min()
+                    LADDER
+                        .iter()
+                        .copied()
+                        .chain([self.max])
+                        .filter(|&s| s > self.plpmtu && s <= self.max)
+                        .min()
                 })
             }
             _ => None,
@@ -364,7 +369,10 @@ mod tests {
         assert_eq!(p.probe_due(now), Some(1500));
         p.on_probe_sent(now, 50, 1500);
         p.on_probe_acked(now + PTO / 2);
-        assert_eq!((p.plpmtu(), p.black_holes, p.phase(), p.probe_due(now)), (1500, 0, PmtuPhase::SearchComplete, None));
+        assert_eq!(
+            (p.plpmtu(), p.black_holes, p.phase(), p.probe_due(now)),
+            (1500, 0, PmtuPhase::SearchComplete, None)
+        );
         // The MTU drops to 1400: every large packet is lost, and so is the confirming probe.
         assert!(p.on_data([].into_iter(), [1500, 1500, 1500].into_iter()));
         assert!(p.confirming());

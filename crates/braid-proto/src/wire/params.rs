@@ -91,7 +91,8 @@ impl TransportParams {
     pub fn write(&self, w: &mut Writer<'_>) {
         // Parameter 9 only when announced, so a connection without PMTU discovery sends the
         // same bytes as before it existed.
-        let max_symbol = (self.max_symbol() > self.symbol_size).then_some((MAX_SYMBOL_SIZE, self.max_symbol().into()));
+        let max_symbol =
+            (self.max_symbol() > self.symbol_size).then_some((MAX_SYMBOL_SIZE, self.max_symbol().into()));
         let entries = [
             (CODE, code_id(self.code)),
             (SYMBOL_SIZE, self.symbol_size.into()),
