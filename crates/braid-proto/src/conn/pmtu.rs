@@ -7,8 +7,9 @@
 //! carries no application data); its loss is not congestion (§3 item 7, §4.4) and never reaches
 //! the congestion controller or the loss estimate. Black-hole detection (§4.3, §5.2): when
 //! packets larger than BASE_PLPMTU are lost [`MAX_PROBES`] times with none of them acknowledged
-//! in between, a probe of the current PLPMTU confirms it (§4.3: congestion loses large packets
-//! too); if that probe is lost as well, the path falls back to BASE and searches again.
+//! in between, probes of the current PLPMTU confirm it (§4.3: congestion and random loss lose
+//! large packets too); if [`MAX_PROBES`] of them are lost in a row, the path falls back to BASE
+//! and searches again.
 //!
 //! Sizes here are the core's packets (the runtime's AEAD tag and the IP/UDP headers come on top:
 //! the caller converts its MTU into `max` and `base`).
@@ -208,6 +209,7 @@ impl Pmtu {
         self.plpmtu = self.plpmtu.max(probe.size);
         self.big_losses = 0;
         if std::mem::take(&mut self.confirming) {
+            self.probe_count = 0;
             // No black hole after all (the losses were congestion): carry on where it was.
             self.next_probe = match self.phase {
                 PmtuPhase::Searching => Some(now),
@@ -231,11 +233,13 @@ impl Pmtu {
     pub fn on_timeout(&mut self, now: Instant, probe_timer: Duration) {
         let Some(probe) = self.outstanding.filter(|p| now >= p.sent + probe_timer) else { return };
         self.outstanding = None;
+        self.probe_count += 1;
         if self.confirming {
-            self.black_hole(now);
+            if self.probe_count >= MAX_PROBES {
+                self.black_hole(now);
+            }
             return;
         }
-        self.probe_count += 1;
         if self.probe_count >= MAX_PROBES {
             self.too_big = self.too_big.min(probe.size);
             self.complete(now);
@@ -246,8 +250,9 @@ impl Pmtu {
 
     /// Data packets of `size` bytes were acknowledged (`acked`) or declared lost. Losses of
     /// packets above the base size, [`MAX_PROBES`] in a row with no such packet acknowledged,
-    /// make a black hole suspected (RFC 8899 §4.3): a probe of the PLPMTU goes out at once, and
-    /// its loss confirms it. Returns true when it starts such a confirmation.
+    /// make a black hole suspected (RFC 8899 §4.3): probes of the PLPMTU go out at once, and
+    /// [`MAX_PROBES`] of them lost confirm it (one acknowledged clears it). Returns true when it
+    /// starts such a confirmation.
     pub fn on_data(&mut self, acked: impl Iterator<Item = u64>, lost: impl Iterator<Item = u64>) -> bool {
         let base = self.base as u64;
         if acked.into_iter().any(|s| s > base) {
@@ -259,6 +264,7 @@ impl Pmtu {
         }
         self.big_losses = 0;
         self.confirming = true;
+        self.probe_count = 0;
         // A search probe in flight is forgotten: the confirmation decides first.
         self.outstanding = None;
         true
@@ -373,11 +379,15 @@ mod tests {
             (p.plpmtu(), p.black_holes, p.phase(), p.probe_due(now)),
             (1500, 0, PmtuPhase::SearchComplete, None)
         );
-        // The MTU drops to 1400: every large packet is lost, and so is the confirming probe.
+        // The MTU drops to 1400: every large packet is lost, and so are the confirming probes.
         assert!(p.on_data([].into_iter(), [1500, 1500, 1500].into_iter()));
         assert!(p.confirming());
-        p.on_probe_sent(now, 51, 1500);
-        p.on_timeout(now + PTO, PTO);
+        for n in 0..MAX_PROBES {
+            assert_eq!((p.plpmtu(), p.black_holes), (1500, 0), "after {n} confirming probes lost");
+            assert_eq!(p.probe_due(now), Some(1500));
+            p.on_probe_sent(now, 51 + u64::from(n), 1500);
+            p.on_timeout(now + PTO, PTO);
+        }
         assert_eq!((p.plpmtu(), p.black_holes), (1280, 1));
         assert_eq!(p.phase(), PmtuPhase::Searching);
         let (found, _) = search(&mut p, 1400, now + PTO);
