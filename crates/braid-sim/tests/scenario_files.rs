@@ -61,9 +61,10 @@ fn ctcp_table4_mtu1500_sets_the_link_mtu() {
         assert_eq!(r.max_mtu(), Some(1500));
         assert_eq!(p.max_mtu(), None, "the original has no MTU (its results must not change)");
     }
-    let e = Scenario::parse("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\nmtu = 576\n", "m.toml")
-        .unwrap_err()
-        .to_string();
+    let e =
+        Scenario::parse("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\nmtu = 576\n", "m.toml")
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("path.p0.mtu: mtu = 576: must be 1280"), "{e}");
 }
 
