@@ -416,10 +416,11 @@ impl Connection {
     }
 
     /// Bytes this end holds of the peer's data (read-only, memory accounting): symbols in the
-    /// block decoders (`held_symbols × symbol_size`, those already delivered among them) and
+    /// block decoders (`held_symbols × max symbol size`, those already delivered among them) and
     /// stream bytes not yet read.
     pub fn receive_buffered(&self) -> ReceiveBuffered {
-        let size = u64::from(self.config.params.symbol_size);
+        // Blocks may have different symbol sizes (PROTOCOL.md §14.3): counted at the largest.
+        let size = u64::from(self.config.params.max_symbol());
         self.session.as_ref().map_or(ReceiveBuffered::default(), |s| ReceiveBuffered {
             decoder_bytes: s.receiver.held_symbols() as u64 * size,
             delivered_bytes: s.receiver.held_delivered() as u64 * size,
