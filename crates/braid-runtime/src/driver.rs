@@ -823,8 +823,11 @@ impl Driver {
         if matches!(self.role, Role::Client { .. }) {
             for sock in &self.sockets {
                 emulated.push(
-                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue)
-                        + sock.ingress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue),
+                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu)
+                        + sock
+                            .ingress
+                            .as_ref()
+                            .map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu),
                 );
             }
         }

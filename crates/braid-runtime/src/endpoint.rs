@@ -39,6 +39,7 @@ fn fit_to_datagram(config: &mut ConnectionConfig) {
         config.params.symbol_size = config.params.symbol_size.saturating_sub(shrink as u16).max(16);
     }
     config.max_plpmtu = config.max_plpmtu.saturating_sub(TAG_LEN).max(config.max_datagram);
+    config.datagram_overhead += TAG_LEN;
 }
 
 /// How a client connects.

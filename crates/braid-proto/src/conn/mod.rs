@@ -58,6 +58,9 @@ pub struct ConnectionConfig {
     /// Only the `braid` mode probes; with it, blocks use symbols up to `params.symbol_size +
     /// (max_plpmtu − max_datagram)` bytes (PROTOCOL.md §14).
     pub max_plpmtu: usize,
+    /// Bytes the layer below adds to each datagram (the runtime's AEAD tag), so that path MTU
+    /// discovery probes datagram sizes that matter on the wire (1472, 1500, …). Default 0.
+    pub datagram_overhead: usize,
     /// Congestion controller per path. Default (`None`): the mode's ([`Mode::default_cc`]).
     pub cc: Option<CcAlgorithm>,
     /// The scheme. Default `braid`. A mode that implies a code family ([`Mode::code_family`])
@@ -90,6 +93,7 @@ impl Default for ConnectionConfig {
             params: TransportParams::default(),
             max_datagram: 1280,
             max_plpmtu: 1280,
+            datagram_overhead: 0,
             cc: None,
             mode: Mode::Braid,
             redundancy: Redundancy::default(),
@@ -349,7 +353,7 @@ impl Connection {
         } else {
             base
         };
-        Pmtu::new(base, max)
+        Pmtu::with_overhead(base, max, self.config.datagram_overhead)
     }
 
     /// Whether blocks may use symbols larger than the base (PROTOCOL.md §14.3): the `braid` mode

@@ -62,6 +62,9 @@ struct Probe {
 /// One path's discovery state.
 #[derive(Debug, Clone)]
 pub struct Pmtu {
+    /// Bytes the layer below adds to each packet (the runtime's AEAD tag): the ladder's rungs
+    /// are datagram sizes on the wire, so a rung `r` is a packet of `r − overhead`.
+    overhead: usize,
     base: usize,
     max: usize,
     phase: PmtuPhase,
@@ -87,8 +90,15 @@ impl Pmtu {
     /// `base`: the size every path carries (BASE_PLPMTU); `max`: the largest worth probing for
     /// (MAX_PLPMTU: the interface MTU, or a configured cap).
     pub fn new(base: usize, max: usize) -> Pmtu {
+        Pmtu::with_overhead(base, max, 0)
+    }
+
+    /// [`Pmtu::new`] for packets that grow by `overhead` bytes below (the ladder's sizes are
+    /// then those of the datagrams on the wire).
+    pub fn with_overhead(base: usize, max: usize, overhead: usize) -> Pmtu {
         let phase = if max > base { PmtuPhase::Base } else { PmtuPhase::Disabled };
         Pmtu {
+            overhead,
             base,
             max: max.max(base),
             phase,
@@ -116,7 +126,12 @@ impl Pmtu {
     /// The next rung above `size` that is below `too_big`, capped at `max`.
     fn next_size(&self, size: usize) -> Option<usize> {
         let limit = self.max.min(self.too_big.saturating_sub(1));
-        LADDER.iter().copied().chain([self.max]).filter(|&s| s > size && s <= limit).min()
+        self.rungs().filter(|&s| s > size && s <= limit).min()
+    }
+
+    /// The ladder in packet sizes, then `max`.
+    fn rungs(&self) -> impl Iterator<Item = usize> + '_ {
+        LADDER.iter().map(|r| r.saturating_sub(self.overhead)).chain([self.max])
     }
 
     /// The path was confirmed at the base size (RFC 8899 §5.2 BASE → SEARCHING: the handshake
@@ -157,14 +172,9 @@ impl Pmtu {
             PmtuPhase::Searching => self.next_probe.filter(|&t| t <= now).map(|_| self.probed),
             PmtuPhase::SearchComplete => {
                 // PMTU_RAISE_TIMER expired: search again from the current PLPMTU (§5.2).
-                self.next_probe.filter(|&t| t <= now).and_then(|_| {
-                    LADDER
-                        .iter()
-                        .copied()
-                        .chain([self.max])
-                        .filter(|&s| s > self.plpmtu && s <= self.max)
-                        .min()
-                })
+                self.next_probe
+                    .filter(|&t| t <= now)
+                    .and_then(|_| self.rungs().filter(|&s| s > self.plpmtu && s <= self.max).min())
             }
             _ => None,
         }
