@@ -126,7 +126,16 @@ pub struct TransportOpts {
     /// Close a connection after this many seconds without hearing from the peer.
     #[arg(long, default_value_t = 30.0)]
     pub idle_timeout: f64,
+    /// Largest UDP payload path MTU discovery may probe for (RFC 8899), 1280 to 16448 bytes;
+    /// 1280 turns discovery off. Only the braid mode probes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DATAGRAM)]
+    pub max_datagram: usize,
 }
+
+/// `--max-datagram`'s default: see docs/BENCHMARKS.md (path MTU discovery) for the loopback
+/// measurements behind it. On a 1500-byte Ethernet path discovery stops at 1472 (IPv4) or 1452
+/// (IPv6) by itself.
+pub const DEFAULT_MAX_DATAGRAM: usize = 16_448;
 
 impl TransportOpts {
     pub fn config(&self) -> Result<ConnectionConfig, Fail> {
@@ -152,7 +161,16 @@ impl TransportOpts {
         if !(self.idle_timeout >= 0.5 && self.idle_timeout <= 86_400.0) {
             return Err(fail("--idle-timeout: expected seconds between 0.5 and 86400"));
         }
-        let mut config = ConnectionConfig { mode, cc, scheduler, ..ConnectionConfig::default() };
+        if !(1280..=16_448).contains(&self.max_datagram) {
+            return Err(fail("--max-datagram: expected 1280 to 16448 bytes"));
+        }
+        let mut config = ConnectionConfig {
+            mode,
+            cc,
+            scheduler,
+            max_plpmtu: self.max_datagram,
+            ..ConnectionConfig::default()
+        };
         config.params.code = code;
         config.params.idle_timeout_ms = (self.idle_timeout * 1000.0) as u64;
         Ok(config)
@@ -196,7 +214,7 @@ pub struct ClientOpts {
     /// path from any address).
     #[arg(long = "path", value_name = "ADDR|IFACE")]
     pub paths: Vec<String>,
-    /// Emulated impairment "RATE,DELAY,LOSS" (e.g. "20mbit,50ms,2%"), both directions; once for
+    /// Emulated impairment "RATE,DELAY,LOSS[,mtuBYTES]" (e.g. "20mbit,50ms,2%"), both directions; once for
     /// every path, or once per --path in order.
     #[arg(long, value_name = "SPEC")]
     pub emulate: Vec<String>,

@@ -2,6 +2,7 @@
 //! real packets. The connection drops or refuses them — never panics — and stays usable or
 //! closes with a stated reason.
 
+use braid_proto::wire::{Frame, FrameIter, PacketHeader, PacketType, Reader, SymbolPartFrame, Writer};
 use braid_proto::{CloseReason, Connection, ConnectionConfig, Event, Instant};
 use proptest::prelude::*;
 
@@ -89,4 +90,67 @@ fn wrong_path_and_version_are_dropped() {
     server.handle_datagram(Instant::from_micros(300_000), 0, &unknown_frame);
     assert!(server.stats.datagrams_dropped >= dropped + 2);
     assert!(!server.is_closed());
+}
+
+/// A Data packet on path 0 of `real`'s connection, numbered `number`, holding `frames`.
+fn packet_with(real: &[u8], number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
+    let header = PacketHeader::parse(&mut Reader::new(real)).unwrap();
+    let mut out = Vec::new();
+    let mut w = Writer::new(&mut out);
+    PacketHeader { ty: PacketType::Data, dcid: header.dcid, path: 0, number }.write(&mut w);
+    for f in frames {
+        f.write(&mut w).unwrap();
+    }
+    out
+}
+
+/// SYMBOL_PART (PROTOCOL.md §14.4): a SYMBOL frame in pieces is taken like the whole frame;
+/// pieces of many frames never complete keep bounded state; a reassembled frame that is not one
+/// SYMBOL frame closes the connection with the reason.
+#[test]
+fn symbol_parts_reassemble_stay_bounded_and_must_hold_a_symbol() {
+    let (_, mut server, samples) = established();
+    let now = Instant::from_micros(300_000);
+    // A real SYMBOL frame of the client's, re-encoded, sent again in three pieces.
+    let symbol = samples
+        .iter()
+        .find_map(|d| {
+            let mut r = Reader::new(d);
+            PacketHeader::parse(&mut r).unwrap();
+            FrameIter::new(r.rest()).filter_map(Result::ok).find(|f| matches!(f, Frame::Symbol(_))).map(|f| {
+                let mut bytes = Vec::new();
+                f.write(&mut Writer::new(&mut bytes)).unwrap();
+                bytes
+            })
+        })
+        .expect("the client sent a symbol");
+    let real = samples.last().unwrap().clone();
+    let total = symbol.len() as u64;
+    let before = server.stats.symbols_received;
+    let third = symbol.len() / 3;
+    for (i, range) in [(2 * third)..symbol.len(), 0..third, third..(2 * third)].into_iter().enumerate() {
+        let part = Frame::SymbolPart(SymbolPartFrame {
+            id: 7,
+            total,
+            offset: range.start as u64,
+            data: &symbol[range.clone()],
+        });
+        server.handle_datagram(now, 0, &packet_with(&real, 1_000 + i as u64, &[part]));
+    }
+    assert_eq!(server.stats.symbols_received, before + 1, "the reassembled symbol was taken");
+    assert!(!server.is_closed());
+    // Ten thousand frames' first pieces, never completed: dropped along the way, no close.
+    for id in 0..10_000u64 {
+        let part =
+            Frame::SymbolPart(SymbolPartFrame { id: 100 + id, total: 16_000, offset: 0, data: &[1; 600] });
+        server.handle_datagram(now, 0, &packet_with(&real, 2_000 + id, &[part]));
+    }
+    assert!(!server.is_closed());
+    // A PING in pieces: not a SYMBOL frame.
+    let ping = Frame::SymbolPart(SymbolPartFrame { id: 99_999, total: 1, offset: 0, data: &[0x01] });
+    server.handle_datagram(now, 0, &packet_with(&real, 20_000, &[ping]));
+    match closed_reason(&mut server) {
+        Some(CloseReason::Violation(why)) => assert!(why.contains("SYMBOL_PART"), "{why}"),
+        other => panic!("expected a violation, got {other:?}"),
+    }
 }

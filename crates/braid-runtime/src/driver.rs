@@ -540,6 +540,8 @@ impl Driver {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 self.refused = true;
             }
+            // EMSGSIZE: larger than the interface MTU (a PMTU probe, PROTOCOL.md §14): the
+            // datagram is lost, which is the probe's answer.
             tracing::trace!("send on socket {i}: {e}");
         }
     }
@@ -990,8 +992,11 @@ impl Driver {
         if matches!(self.role, Role::Client { .. }) {
             for sock in &self.sockets {
                 emulated.push(
-                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue)
-                        + sock.ingress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue),
+                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu)
+                        + sock
+                            .ingress
+                            .as_ref()
+                            .map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu),
                 );
             }
         }

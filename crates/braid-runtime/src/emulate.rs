@@ -23,12 +23,15 @@ pub struct Emulation {
     pub delay: Duration,
     /// Random loss probability, 0..1.
     pub loss: f64,
+    /// Largest datagram (UDP payload) the link carries; larger ones are dropped, as a path
+    /// with a smaller MTU drops them (`mtu1400`). `None`: no limit.
+    pub mtu: Option<usize>,
 }
 
 /// Why an `--emulate` value was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--emulate {value:?}: {why} (expected e.g. \"20mbit,50ms,2%\": rate, one-way delay, loss, any order)"
+    "--emulate {value:?}: {why} (expected e.g. \"20mbit,50ms,2%\" or \"20mbit,50ms,2%,mtu1400\": rate, one-way delay, loss, MTU, any order)"
 )]
 pub struct ParseEmulationError {
     value: String,
@@ -40,7 +43,7 @@ impl FromStr for Emulation {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = |why: String| ParseEmulationError { value: s.to_string(), why };
-        let mut e = Emulation { rate_bps: None, delay: Duration::ZERO, loss: 0.0 };
+        let mut e = Emulation { rate_bps: None, delay: Duration::ZERO, loss: 0.0, mtu: None };
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let lower = part.to_ascii_lowercase();
             let number = |suffix: &str| -> Result<f64, ParseEmulationError> {
@@ -54,6 +57,15 @@ impl FromStr for Emulation {
                     Err(err(format!("{part:?} must be a non-negative number")))
                 }
             };
+            if let Some(n) = lower.strip_prefix("mtu") {
+                let mtu: usize =
+                    n.trim().parse().map_err(|_| err(format!("{part:?}: expected mtu<bytes>")))?;
+                if !(1280..=65_535).contains(&mtu) {
+                    return Err(err(format!("{part:?}: the MTU must be 1280 to 65535 bytes")));
+                }
+                e.mtu = Some(mtu);
+                continue;
+            }
             if let Some(unit) = ["gbit", "mbit", "kbit", "bit"].into_iter().find(|u| lower.ends_with(u)) {
                 let scale = match unit {
                     "gbit" => 1e9,
@@ -95,7 +107,11 @@ impl fmt::Display for Emulation {
             Some(r) => write!(f, "{}mbit", r as f64 / 1e6)?,
             None => write!(f, "unlimited")?,
         }
-        write!(f, ",{}ms,{}%", self.delay.as_secs_f64() * 1e3, self.loss * 100.0)
+        write!(f, ",{}ms,{}%", self.delay.as_secs_f64() * 1e3, self.loss * 100.0)?;
+        match self.mtu {
+            Some(m) => write!(f, ",mtu{m}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -111,6 +127,8 @@ pub struct EmulatedLink {
     next_tag: u64,
     pub dropped_random: u64,
     pub dropped_queue: u64,
+    /// Datagrams above the emulated MTU.
+    pub dropped_mtu: u64,
 }
 
 /// "Unlimited" rate: 1 Tbit/s (the simulator's link needs one).
@@ -128,8 +146,16 @@ impl EmulatedLink {
         let link = braid_sim::LinkConfig::new(config.rate_bps.unwrap_or(UNLIMITED_BPS), config.delay)
             .with_queue(braid_sim::QueueLimit::Bytes(buffer_bytes))
             .with_loss(braid_sim::LossModel::bernoulli(config.loss));
+        let link = braid_sim::LinkConfig { mtu: config.mtu, ..link };
         let link = braid_sim::Link::new(link, seed).expect("a parsed --emulate is a valid link");
-        EmulatedLink { link, addrs: HashMap::new(), next_tag: 0, dropped_random: 0, dropped_queue: 0 }
+        EmulatedLink {
+            link,
+            addrs: HashMap::new(),
+            next_tag: 0,
+            dropped_random: 0,
+            dropped_queue: 0,
+            dropped_mtu: 0,
+        }
     }
 
     /// A datagram enters the link at `now`; `addr` travels with it (where it goes, or where it
@@ -143,6 +169,7 @@ impl EmulatedLink {
             }
             braid_sim::Fate::DroppedByQueue => self.dropped_queue += 1,
             braid_sim::Fate::Lost | braid_sim::Fate::LostInOutage => self.dropped_random += 1,
+            braid_sim::Fate::TooBig => self.dropped_mtu += 1,
         }
     }
 
@@ -177,7 +204,15 @@ mod tests {
         let e: Emulation = "5% , 1.5gbit".parse().unwrap();
         assert_eq!(e.rate_bps, Some(1_500_000_000));
         assert_eq!(e.delay, Duration::ZERO);
-        for bad in ["20", "20mb", "-1ms", "101%", "abcms", "1bit"] {
+        let e: Emulation = "20mbit,mtu1400,10ms".parse().unwrap();
+        assert_eq!(e.mtu, Some(1400));
+        assert_eq!(e.to_string().parse::<Emulation>().unwrap(), e);
+        let mut link = EmulatedLink::new(e, 1);
+        let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        link.push(Instant::ZERO, to, &[0; 1401]);
+        link.push(Instant::ZERO, to, &[0; 1400]);
+        assert_eq!((link.dropped_mtu, link.in_flight()), (1, 1));
+        for bad in ["20", "20mb", "-1ms", "101%", "abcms", "1bit", "mtu", "mtu500", "mtu70000"] {
             let err = bad.parse::<Emulation>().unwrap_err().to_string();
             assert!(err.contains("--emulate"), "{bad}: {err}");
         }

@@ -20,12 +20,18 @@ use crate::socket::{self, PathSpec};
 use crate::stream::Stream;
 use crate::Error;
 
-/// Largest UDP payload sent: IPv6's minimum MTU less IP and UDP headers would be 1232; braid's
-/// core uses 1280-byte datagrams as the path MTU floor (PROTOCOL.md §9), and the AEAD tag is
-/// taken from that budget. PMTU probing (RFC 8899) is not done yet.
+/// Smallest UDP payload every path carries: IPv6's minimum MTU is braid's floor (PROTOCOL.md
+/// §9, RFC 8899's BASE_PLPMTU), and the AEAD tag is taken from that budget. Larger datagrams
+/// are sent once path MTU discovery (PROTOCOL.md §14) proves a path carries them, up to the
+/// transport's `max_plpmtu` (a UDP payload size here; `braid --max-datagram`).
 pub const MAX_UDP_PAYLOAD: usize = 1280;
 
-/// The core's datagram and symbol sizes once the AEAD tag is accounted for.
+/// The core's datagram and symbol sizes once the AEAD tag is accounted for: its packets are the
+/// UDP payload less the tag, for the base size and for the largest one probed alike. The
+/// sockets never fragment: `quinn-udp` sets IP_MTU_DISCOVER / IPV6_MTU_DISCOVER to
+/// `PMTUDISC_PROBE` (don't fragment, ignore the kernel's own PMTU cache), so a datagram larger
+/// than the interface MTU fails with EMSGSIZE, which the driver counts as a lost packet: for a
+/// probe that is the "too big" answer RFC 8899 expects, not an error.
 fn fit_to_datagram(config: &mut ConnectionConfig) {
     let budget = MAX_UDP_PAYLOAD - TAG_LEN;
     if config.max_datagram > budget {
@@ -33,6 +39,8 @@ fn fit_to_datagram(config: &mut ConnectionConfig) {
         config.max_datagram = budget;
         config.params.symbol_size = config.params.symbol_size.saturating_sub(shrink as u16).max(16);
     }
+    config.max_plpmtu = config.max_plpmtu.saturating_sub(TAG_LEN).max(config.max_datagram);
+    config.datagram_overhead += TAG_LEN;
 }
 
 /// How a client connects.
@@ -208,6 +216,8 @@ pub struct PathReport {
     pub bytes_received: u64,
     /// Datagrams the emulated link dropped (random loss, queue overflow), both directions.
     pub emulated_drops: u64,
+    /// The largest UDP payload path MTU discovery allows on the path now (PROTOCOL.md §14).
+    pub plpmtu: usize,
 }
 
 /// What the driver and the application share about one connection (behind a mutex; no
@@ -343,6 +353,7 @@ impl Connection {
         let s = self.handle.lock();
         let core_stats = s.core.path_stats();
         let state = s.core.path_state();
+        let mtus = s.core.path_mtus();
         s.paths
             .iter()
             .enumerate()
@@ -357,6 +368,7 @@ impl Connection {
                     p.cwnd = cwnd;
                     p.loss = loss;
                 }
+                p.plpmtu = mtus.get(i).map_or(0, |&(_, m)| m + TAG_LEN);
                 p
             })
             .collect()

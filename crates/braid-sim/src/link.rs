@@ -72,6 +72,8 @@ pub struct LinkChange {
     pub loss: Option<LossModel>,
     pub jitter: Option<Duration>,
     pub duplication: Option<f64>,
+    /// A new MTU (`Some(usize::MAX)`: none).
+    pub mtu: Option<usize>,
 }
 
 /// Everything that defines one link direction. Build with [`LinkConfig::new`] and the `with_*`
@@ -96,6 +98,9 @@ pub struct LinkConfig {
     pub outages: Vec<Outage>,
     /// Scheduled parameter changes. Default: none.
     pub changes: Vec<LinkChange>,
+    /// Largest datagram the link carries; larger ones are dropped on arrival (no
+    /// fragmentation, as for a UDP socket with the don't-fragment bit). Default: no limit.
+    pub mtu: Option<usize>,
 }
 
 impl LinkConfig {
@@ -111,6 +116,7 @@ impl LinkConfig {
             duplication: 0.0,
             outages: Vec::new(),
             changes: Vec::new(),
+            mtu: None,
         }
     }
 
@@ -224,6 +230,8 @@ pub enum Fate {
     Duplicated,
     /// Dropped on arrival: the queue was full.
     DroppedByQueue,
+    /// Dropped on arrival: larger than the link's MTU.
+    TooBig,
     /// Serialized, then lost by the random loss model.
     Lost,
     /// Serialized, then lost because its time on the link overlapped an outage.
@@ -247,6 +255,9 @@ pub struct LinkStats {
     pub lost_outage: u64,
     /// Extra copies made by duplication.
     pub duplicated: u64,
+    /// Dropped on arrival for exceeding the MTU (not in the CSV, whose columns are fixed).
+    #[serde(skip)]
+    pub dropped_mtu: u64,
     /// The largest queue seen, in bytes, including the packet being serialized.
     pub max_queue_bytes: u64,
 }
@@ -300,6 +311,7 @@ pub struct Link {
     outage_cursor: usize,
     changes: Vec<LinkChange>,
     next_change: usize,
+    mtu: usize,
 
     rng_loss: Rng,
     rng_jitter: Rng,
@@ -355,6 +367,7 @@ impl Link {
             outage_cursor: 0,
             changes,
             next_change: 0,
+            mtu: config.mtu.unwrap_or(usize::MAX),
             rng_loss,
             rng_jitter: Rng::new(derive_seed(seed, 2)),
             rng_duplication: Rng::new(derive_seed(seed, 3)),
@@ -388,6 +401,10 @@ impl Link {
         let len = datagram.len() as u64;
         self.stats.sent += 1;
         self.stats.sent_bytes += len;
+        if datagram.len() > self.mtu {
+            self.stats.dropped_mtu += 1;
+            return Fate::TooBig;
+        }
 
         // Drop-tail queue: forget the packets whose last bit has left, then check the limit.
         while let Some(&(finish, size)) = self.backlog.front() {
@@ -569,6 +586,9 @@ impl Link {
             }
             if let Some(duplication) = change.duplication {
                 self.duplication = Chance::new(duplication);
+            }
+            if let Some(mtu) = change.mtu {
+                self.mtu = mtu;
             }
             self.queue_limit_bytes =
                 queue_bytes(self.queue, self.rate_bps, Duration::from_nanos(self.delay_ns));

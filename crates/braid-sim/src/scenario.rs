@@ -29,10 +29,12 @@
 //! reorder = false            # may jitter reorder packets
 //! duplication = 0
 //! outages = [["30s", "40s"]]
+//! mtu = 1500                 # larger datagrams are dropped (default: no limit); the runner
+//!                            # then lets braid probe up to the largest mtu (RFC 8899)
 //!
 //! [[path.change]]            # at 50 s, set new values
 //! at = "50s"
-//! loss = 0.35
+//! loss = 0.35                # (mtu too: a black hole when it shrinks)
 //!
 //! [path.reverse]             # per-direction overrides ([path.forward] likewise)
 //! loss = 0
@@ -152,6 +154,18 @@ pub const DEFAULT_LIMIT: Duration = Duration::from_secs(3600);
 pub const MAX_SWEEP_RUNS: usize = 10_000;
 
 impl Scenario {
+    /// The largest `mtu` any link of the scenario starts or changes to, if any link sets one:
+    /// what a factory may take as the endpoints' interface MTU (the largest datagram worth
+    /// probing for).
+    pub fn max_mtu(&self) -> Option<usize> {
+        self.paths
+            .iter()
+            .chain(&self.bottlenecks)
+            .flat_map(|p| [&p.forward, &p.reverse])
+            .flat_map(|l| l.mtu.into_iter().chain(l.changes.iter().filter_map(|c| c.mtu)))
+            .max()
+    }
+
     /// Read a scenario file and expand its sweeps.
     pub fn load(path: impl AsRef<Path>) -> Result<Vec<Scenario>, ScenarioError> {
         let path = path.as_ref();

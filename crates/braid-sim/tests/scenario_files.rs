@@ -52,6 +52,23 @@ fn ctcp_table4() {
 }
 
 #[test]
+fn ctcp_table4_mtu1500_sets_the_link_mtu() {
+    let runs = load("ctcp-table4-mtu1500.toml");
+    let plain = load("ctcp-table4.toml");
+    assert_eq!(runs.len(), plain.len());
+    for (r, p) in runs.iter().zip(&plain) {
+        assert_eq!((r.paths[0].forward.mtu, r.paths[0].reverse.mtu), (Some(1500), Some(1500)));
+        assert_eq!(r.max_mtu(), Some(1500));
+        assert_eq!(p.max_mtu(), None, "the original has no MTU (its results must not change)");
+    }
+    let e =
+        Scenario::parse("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\nmtu = 576\n", "m.toml")
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("path.p0.mtu: mtu = 576: must be 1280"), "{e}");
+}
+
+#[test]
 fn fmtcp_table2_cases() {
     let by_loss = load("fmtcp-table2-loss.toml");
     let by_delay = load("fmtcp-table2-delay.toml");

@@ -33,6 +33,9 @@ pub enum SymbolRejected {
 
 impl BlockReceiver {
     /// `window`: the negotiated blocks in flight; bounds memory to `window` decoders.
+    /// `config.symbol_size` is the largest symbol accepted: each block's symbol size is that of
+    /// its first symbol, 16 to this (PROTOCOL.md §14.3), and every later symbol of the block
+    /// must have it.
     pub fn new(config: CodecConfig, window: usize) -> BlockReceiver {
         BlockReceiver {
             config,
@@ -93,7 +96,17 @@ impl BlockReceiver {
         }
         let decoder = match &mut self.blocks[offset] {
             Some(d) => d,
-            slot @ None => slot.insert(self.config.decoder(None)?),
+            slot @ None => {
+                if !(16..=self.config.symbol_size).contains(&payload.len()) {
+                    return Err(CodecError::WrongLength {
+                        expected: self.config.symbol_size,
+                        got: payload.len(),
+                    }
+                    .into());
+                }
+                let config = CodecConfig { symbol_size: payload.len(), ..self.config.clone() };
+                slot.insert(config.decoder(None)?)
+            }
         };
         if let Some(k) = block_len {
             decoder.set_source_count(k)?;

@@ -64,6 +64,8 @@ pub struct SendBlock {
     /// The path the block is mapped to, with per-path placement ([`BlockSender::set_per_path`]):
     /// set when its first source symbol goes out; all its symbols then travel on that path.
     pub path: Option<u8>,
+    /// Some symbol of the block went out (the peer may know it: it can no longer be re-cut).
+    sent_any: bool,
 }
 
 impl SendBlock {
@@ -115,6 +117,7 @@ impl SendBlock {
 
     /// A symbol of the block went out.
     fn on_sent(&mut self) {
+        self.sent_any = true;
         self.in_flight += 1;
         self.waiting_since = None;
     }
@@ -193,13 +196,14 @@ pub struct BlockSender {
     manual_groups: bool,
     /// Each block is mapped whole onto the path that sends its first source symbol.
     per_path: bool,
+    /// The symbol size of blocks opened from now on (PROTOCOL.md §14.3: one size per block).
+    next_symbol_size: usize,
 }
 
 impl BlockSender {
     pub fn new(config: CodecConfig, window: usize) -> BlockSender {
         let scratch = vec![0; config.symbol_size];
         BlockSender {
-            config,
             window,
             blocks: VecDeque::new(),
             next_block: 0,
@@ -207,7 +211,21 @@ impl BlockSender {
             retransmit: VecDeque::new(),
             manual_groups: false,
             per_path: false,
+            next_symbol_size: config.symbol_size,
+            config,
         }
+    }
+
+    /// The symbol size of the blocks opened from now on (PROTOCOL.md §14.3; path MTU
+    /// discovery raises it). The open block keeps its own.
+    pub fn set_symbol_size(&mut self, size: usize) {
+        self.next_symbol_size = size.max(16);
+    }
+
+    /// The open block has another symbol size than new blocks would get: it should be closed
+    /// before more data goes in, so the new size takes effect.
+    pub fn resize_pending(&self) -> bool {
+        self.blocks.back().is_some_and(|b| !b.closed && b.encoder.symbol_size() != self.next_symbol_size)
     }
 
     /// Per-path placement: from now on a block is mapped to the path that sends its first
@@ -249,8 +267,37 @@ impl BlockSender {
         }
     }
 
+    /// Takes back the newest blocks none of whose symbols went out, if their symbol size is not
+    /// the one new blocks get (PROTOCOL.md §14.3: the peer has never heard of them, so they may
+    /// be cut again): returns their pipe bytes in order, each block's sources whole (a block
+    /// closed early ends in zero bytes, which the pipe reads as padding, §10.1).
+    pub fn take_unsent_blocks(&mut self) -> Vec<u8> {
+        let mut taken = Vec::new();
+        while self
+            .blocks
+            .back()
+            .is_some_and(|b| !b.sent_any && b.encoder.symbol_size() != self.next_symbol_size)
+        {
+            taken.push(self.blocks.pop_back().expect("checked"));
+        }
+        let mut bytes = Vec::new();
+        for b in taken.iter().rev() {
+            for i in 0..b.len() {
+                bytes.extend_from_slice(b.encoder.source(i as u16).expect("pushed"));
+            }
+        }
+        if let Some(first) = taken.last() {
+            self.next_block = first.id;
+        }
+        bytes
+    }
+
+    /// The size of the next source symbol: the open block's, else what a new block gets.
     pub fn symbol_size(&self) -> usize {
-        self.config.symbol_size
+        match self.blocks.back() {
+            Some(b) if !b.closed => b.encoder.symbol_size(),
+            _ => self.next_symbol_size,
+        }
     }
 
     pub fn blocks(&self) -> impl Iterator<Item = &SendBlock> {
@@ -289,7 +336,8 @@ impl BlockSender {
         if self.blocks.back().is_none_or(|b| b.closed) {
             let id = self.next_block;
             self.next_block += 1;
-            let mut encoder = self.config.encoder(id)?;
+            let config = CodecConfig { symbol_size: self.next_symbol_size, ..self.config.clone() };
+            let mut encoder = config.encoder(id)?;
             if let (true, BlockEncoder::Xor(x)) = (self.manual_groups, &mut encoder) {
                 x.set_manual();
             }
@@ -309,6 +357,7 @@ impl BlockSender {
                 lost: 0,
                 decoded: false,
                 path: None,
+                sent_any: false,
             });
         }
         let block = self.blocks.back_mut().expect("just ensured");
@@ -395,6 +444,7 @@ impl BlockSender {
             b.closed = true;
         }
         let len = b.block_len();
+        self.scratch.resize(b.encoder.symbol_size(), 0);
         let Some(id) = b.encoder.next_repair(&mut self.scratch)? else { return Ok(None) };
         let group = match id {
             SymbolId::XorParity { first, .. } => Some(first),

@@ -51,6 +51,7 @@ impl Connection {
         let id = self.paths.len() as u8;
         let cc = self.new_cc();
         self.paths.push(Path::new(id, cc, now, true));
+        self.paths[usize::from(id)].pmtu = self.new_pmtu();
         Ok(id)
     }
 
@@ -91,6 +92,7 @@ impl Connection {
             let id = self.paths.len() as u8;
             let cc = self.new_cc();
             self.paths.push(Path::new(id, cc, now, false));
+            self.paths[usize::from(id)].pmtu = self.new_pmtu();
         }
         self.paths[usize::from(path)].heard = true;
     }

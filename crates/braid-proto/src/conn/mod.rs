@@ -11,6 +11,7 @@
 mod lifecycle;
 mod path;
 mod placement;
+mod pmtu;
 mod policy;
 
 use std::cell::RefCell;
@@ -34,6 +35,8 @@ use crate::sched::{BlockView, PathInfo, Pick, SchedView, Scheduler, SchedulerKin
 pub use lifecycle::PathError;
 pub use path::{LossEstimator, PathState, PathStats};
 use path::{Path, SentPacket};
+use pmtu::Pmtu;
+pub use pmtu::{PmtuPhase, MAX_PROBES, RAISE_TIMER};
 pub use policy::Mode;
 
 /// Client datagrams carrying the handshake are padded to this size, so the server's answer
@@ -47,8 +50,17 @@ pub struct ConnectionConfig {
     /// client whose `code` is the default (RLNC) proposes its mode's family instead
     /// ([`Mode::code_family`]).
     pub params: TransportParams,
-    /// Largest datagram to send. Default 1280 (IPv6's minimum MTU).
+    /// Largest datagram to send before path MTU discovery proves more (RFC 8899's BASE_PLPMTU).
+    /// Default 1280 (IPv6's minimum MTU).
     pub max_datagram: usize,
+    /// Largest datagram path MTU discovery may probe for (RFC 8899's MAX_PLPMTU; the runtime
+    /// takes it from the interface MTU). Default 1280, the same as `max_datagram`: no probing.
+    /// Only the `braid` mode probes; with it, blocks use symbols up to `params.symbol_size +
+    /// (max_plpmtu − max_datagram)` bytes (PROTOCOL.md §14).
+    pub max_plpmtu: usize,
+    /// Bytes the layer below adds to each datagram (the runtime's AEAD tag), so that path MTU
+    /// discovery probes datagram sizes that matter on the wire (1472, 1500, …). Default 0.
+    pub datagram_overhead: usize,
     /// Congestion controller per path. Default (`None`): the mode's ([`Mode::default_cc`]).
     pub cc: Option<CcAlgorithm>,
     /// The scheme. Default `braid`. A mode that implies a code family ([`Mode::code_family`])
@@ -80,6 +92,8 @@ impl Default for ConnectionConfig {
         ConnectionConfig {
             params: TransportParams::default(),
             max_datagram: 1280,
+            max_plpmtu: 1280,
+            datagram_overhead: 0,
             cc: None,
             mode: Mode::Braid,
             redundancy: Redundancy::default(),
@@ -166,6 +180,8 @@ pub struct ConnectionStats {
     pub symbols_recovered: u64,
     /// Copies of symbols sent on further paths (the `redundant` scheduler).
     pub copies_sent: u64,
+    /// SYMBOL_PART frames sent: pieces of symbols too large for their path (PROTOCOL.md §14.4).
+    pub symbol_parts_sent: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +199,9 @@ struct Session {
     parser: PipeParser,
     /// Pipe bytes waiting to fill the next source symbol.
     partial: Vec<u8>,
+    /// Pipe bytes of blocks cut again at a new symbol size (PROTOCOL.md §14.3), to be cut before
+    /// `partial` and the streams' data.
+    recut: VecDeque<u8>,
     block_ack_dirty: bool,
     /// The redundancy controller forms XOR groups at send time and tracks their outcome.
     xor_groups: bool,
@@ -222,6 +241,34 @@ pub struct Connection {
     block_views: RefCell<Vec<BlockView>>,
     /// The latest `now` given to `poll_transmit` (a lower bound on the time, for `poll_timeout`).
     last_poll: Instant,
+    /// Pieces of SYMBOL frames still to send (PROTOCOL.md §14.4), and the next piece id.
+    parts_out: VecDeque<PartOut>,
+    next_part_id: u64,
+    /// SYMBOL frames being reassembled from pieces (at most [`MAX_REASSEMBLIES`]).
+    parts_in: VecDeque<PartIn>,
+}
+
+/// SYMBOL frames reassembled at once from SYMBOL_PART pieces; a new one evicts the oldest
+/// (PROTOCOL.md §14.4: bounds the receiver's memory at this many largest frames).
+const MAX_REASSEMBLIES: usize = 4;
+/// Bytes a SYMBOL_PART frame adds to its piece: type, id, total, offset and length varints.
+const PART_OVERHEAD: usize = 1 + 8 + 4 + 4 + 4;
+
+/// A piece of a SYMBOL frame waiting to go out on `path`.
+struct PartOut {
+    path: usize,
+    id: u64,
+    total: u64,
+    offset: u64,
+    data: Vec<u8>,
+}
+
+/// A SYMBOL frame being reassembled: its bytes and the ranges received.
+struct PartIn {
+    id: u64,
+    buf: Vec<u8>,
+    ranges: Vec<(usize, usize)>,
+    got: usize,
 }
 
 impl Connection {
@@ -255,6 +302,12 @@ impl Connection {
             config.params.blocks_in_flight =
                 config.params.blocks_in_flight.max(crate::wire::MAX_BLOCKS_IN_FLIGHT as u16);
         }
+        if config.mode == Mode::Braid && config.max_plpmtu > config.max_datagram {
+            // PROTOCOL.md §14.3: announce the largest symbol the probed size allows.
+            let grow = (config.max_plpmtu - config.max_datagram).min(usize::from(u16::MAX)) as u16;
+            let max = config.params.symbol_size.saturating_add(grow).min(crate::wire::MAX_SYMBOL as u16);
+            config.params.max_symbol_size = config.params.max_symbol_size.max(max);
+        }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         // The server starts with none: it accepts each path with its first packet.
         let count = if side == Side::Client { config.paths.clamp(1, 8) } else { 0 };
@@ -283,7 +336,54 @@ impl Connection {
             stats: ConnectionStats::default(),
             block_log: Vec::new(),
             last_poll: now,
+            parts_out: VecDeque::new(),
+            next_part_id: 0,
+            parts_in: VecDeque::new(),
         }
+    }
+
+    /// A path's MTU discovery, as the negotiated parameters allow: probing only up to the
+    /// datagram the largest symbol needs, and only if symbols may grow (PROTOCOL.md §14).
+    fn new_pmtu(&self) -> Pmtu {
+        let base = self.config.max_datagram;
+        let params = &self.config.params;
+        let grow = usize::from(params.max_symbol().saturating_sub(params.symbol_size));
+        let max = if self.session.is_some() && self.symbols_may_grow() {
+            self.config.max_plpmtu.min(base + grow)
+        } else {
+            base
+        };
+        Pmtu::with_overhead(base, max, self.config.datagram_overhead)
+    }
+
+    /// Whether blocks may use symbols larger than the base (PROTOCOL.md §14.3): the `braid` mode
+    /// with repair across paths (per-path blocks are cut elsewhere, at the base size).
+    fn symbols_may_grow(&self) -> bool {
+        self.config.mode == Mode::Braid && self.config.placement() == RepairPlacement::AcrossPaths
+    }
+
+    /// The symbol size for new blocks (PROTOCOL.md §14.3): what the smallest PLPMTU of the
+    /// paths that carry data leaves for a symbol, at most the negotiated maximum.
+    fn block_symbol_size(&self) -> usize {
+        let params = &self.config.params;
+        let base = usize::from(params.symbol_size);
+        if !self.symbols_may_grow() {
+            return base;
+        }
+        let Some(min) = self.paths.iter().filter(|p| p.can_send()).map(|p| p.pmtu.plpmtu()).min() else {
+            return base;
+        };
+        (base + min.saturating_sub(self.config.max_datagram)).min(usize::from(params.max_symbol()))
+    }
+
+    /// Each path's MTU discovery state: its phase and PLPMTU (the largest packet it sends).
+    pub fn path_mtus(&self) -> Vec<(PmtuPhase, usize)> {
+        self.paths.iter().map(|p| (p.pmtu.phase(), p.pmtu.plpmtu())).collect()
+    }
+
+    /// Black holes detected on each path so far (RFC 8899 §4.3).
+    pub fn black_holes(&self) -> Vec<u32> {
+        self.paths.iter().map(|p| p.pmtu.black_holes).collect()
     }
 
     /// Takes the block milestones recorded so far (see [`BlockRecord`]).
@@ -326,10 +426,11 @@ impl Connection {
     }
 
     /// Bytes this end holds of the peer's data (read-only, memory accounting): symbols in the
-    /// block decoders (`held_symbols × symbol_size`, those already delivered among them) and
+    /// block decoders (`held_symbols × max symbol size`, those already delivered among them) and
     /// stream bytes not yet read.
     pub fn receive_buffered(&self) -> ReceiveBuffered {
-        let size = u64::from(self.config.params.symbol_size);
+        // Blocks may have different symbol sizes (PROTOCOL.md §14.3): counted at the largest.
+        let size = u64::from(self.config.params.max_symbol());
         self.session.as_ref().map_or(ReceiveBuffered::default(), |s| ReceiveBuffered {
             decoder_bytes: s.receiver.held_symbols() as u64 * size,
             delivered_bytes: s.receiver.held_delivered() as u64 * size,
@@ -350,9 +451,9 @@ impl Connection {
 
     /// Whether every byte written has been delivered (decoded) at the peer.
     pub fn is_idle(&self) -> bool {
-        self.session
-            .as_ref()
-            .is_some_and(|s| s.sender.is_idle() && s.partial.is_empty() && !s.streams.has_pipe_data())
+        self.session.as_ref().is_some_and(|s| {
+            s.sender.is_idle() && s.partial.is_empty() && s.recut.is_empty() && !s.streams.has_pipe_data()
+        })
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -409,17 +510,22 @@ impl Connection {
         if self.config.placement() == RepairPlacement::PerPath {
             sender.set_per_path();
         }
+        let receive = CodecConfig { symbol_size: params.max_symbol().into(), ..codec };
         self.session = Some(Session {
             streams: Streams::new(self.side, local, remote),
             sender,
-            receiver: BlockReceiver::new(codec, window),
+            receiver: BlockReceiver::new(receive, window),
             parser: PipeParser::default(),
             partial: Vec::new(),
+            recut: VecDeque::new(),
             block_ack_dirty: false,
             xor_groups,
         });
         self.state = State::Established;
         self.handshake_due = None;
+        for i in 0..self.paths.len() {
+            self.paths[i].pmtu = self.new_pmtu();
+        }
         self.events.push_back(Event::Connected);
     }
 
@@ -490,6 +596,7 @@ impl Connection {
                     let params = TransportParams {
                         code: peer.code,
                         symbol_size: peer.symbol_size.min(own.symbol_size),
+                        max_symbol_size: peer.max_symbol().min(own.max_symbol()),
                         max_block_len: peer.max_block_len.min(own.max_block_len),
                         blocks_in_flight: peer.blocks_in_flight.min(own.blocks_in_flight),
                         ..own.clone()
@@ -508,6 +615,7 @@ impl Connection {
                     let own = &self.config.params;
                     if peer.code != own.code
                         || peer.symbol_size > own.symbol_size
+                        || peer.max_symbol() > own.max_symbol()
                         || peer.max_block_len > own.max_block_len
                         || peer.blocks_in_flight > own.blocks_in_flight
                     {
@@ -517,6 +625,7 @@ impl Connection {
                     }
                     let params = TransportParams {
                         symbol_size: peer.symbol_size,
+                        max_symbol_size: peer.max_symbol_size,
                         max_block_len: peer.max_block_len,
                         blocks_in_flight: peer.blocks_in_flight,
                         ..own.clone()
@@ -573,6 +682,7 @@ impl Connection {
                     self.violation(format!("pipe: {e}"));
                 }
             }
+            Frame::SymbolPart(part) => self.on_symbol_part(now, arrival, ty, part),
             Frame::FecStatus(_) => {}
             Frame::MaxData(max) => self.session.as_mut().expect("checked").streams.on_max_data(max),
             Frame::MaxStreamData { stream, max } => {
@@ -585,6 +695,15 @@ impl Connection {
         if !self.ack_for_path(now, arrival, usize::from(ack.path), ack) {
             return;
         }
+        if let Some(p) = self.paths.get_mut(usize::from(ack.path)) {
+            // RFC 8899 §4.1: a probe is acknowledged like any ack-eliciting packet; it is not in
+            // `sent` (see `send_pmtu_probe`), so it is matched here.
+            if let Some(n) = p.pmtu.outstanding() {
+                if ack.ranges.iter().any(|r| r.start <= n && n <= r.end) {
+                    p.pmtu.on_probe_acked(now);
+                }
+            }
+        }
         let threshold = self.redundancy.packet_threshold(usize::from(ack.path));
         let coupled = self.paths.get(usize::from(ack.path)).is_some_and(|p| p.cc.coupled());
         let all = coupled.then(|| self.aggregate());
@@ -594,6 +713,10 @@ impl Connection {
             path.cc.on_aggregate(all);
         }
         let outcome = path.on_ack(now, ack);
+        if path.rtt.has_sample() {
+            // RFC 8899 §5.2 BASE → SEARCHING: the path carries BASE_PLPMTU packets.
+            path.pmtu.on_confirmed(now);
+        }
         self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost, false);
     }
 
@@ -608,6 +731,12 @@ impl Connection {
         lost: Vec<SentPacket>,
         probe: bool,
     ) {
+        // RFC 8899 §4.3 black-hole detection from data packets. A probe timeout only presumes
+        // its packets lost (the tail may be late): it counts as at most two large losses.
+        let big = self.config.max_datagram as u64;
+        let lost_sizes =
+            lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
+        self.paths[path].pmtu.on_data(acked.iter().map(|p| p.size), lost_sizes);
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
         let path_id = path as u8;
@@ -734,6 +863,10 @@ impl Connection {
             }
         }
         self.on_probe_timers(now);
+        for p in &mut self.paths {
+            let timer = pmtu::probe_timer(p.pto_base());
+            p.pmtu.on_timeout(now, timer);
+        }
     }
 
     /// How long a block may wait on the receiver with nothing in flight before it is doubted:
@@ -810,6 +943,16 @@ impl Connection {
         if let Some(t) = self.handshake_due {
             next = next.min(t);
         }
+        if self.session.is_some() {
+            for p in self.paths.iter().filter(|p| p.can_send()) {
+                if let Some(t) = p.pmtu.timeout(pmtu::probe_timer(p.pto_base())) {
+                    next = next.min(t.max(self.last_poll));
+                }
+            }
+        }
+        if !self.parts_out.is_empty() {
+            next = next.min(self.last_poll);
+        }
         Some(next)
     }
 
@@ -823,7 +966,8 @@ impl Connection {
     /// for nothing.
     fn next_symbol_time(&self) -> Option<Instant> {
         let s = self.session.as_ref()?;
-        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty()) && s.sender.has_room();
+        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty())
+            && s.sender.has_room();
         // With per-path placement new data joins the open block, which only its path may carry.
         let new_source_on = |c: usize| {
             new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
@@ -1008,11 +1152,33 @@ impl Connection {
             Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
             return Some(self.end_packet(now, path, buf, true, Vec::new()));
         }
+        // The rest of a SYMBOL frame that did not fit its path (PROTOCOL.md §14.4).
+        if let Some(t) = self.send_part(now, buf) {
+            return Some(t);
+        }
+        // RFC 8899 §4.1: a PLPMTU probe, PING and PADDING, on a confirmed path.
+        if let Some(t) = self.send_pmtu_probe(now, buf) {
+            return Some(t);
+        }
         // A path the scheduler will not use until it is measured: a PING alone (§12.1).
         if let Some((path, _)) = self.measurement_due().filter(|&(_, at)| at <= now) {
             self.begin_packet(path, PacketType::Data, buf);
             Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
             return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        let size = self.block_symbol_size();
+        if let Some(s) =
+            self.session.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
+        {
+            s.sender.set_symbol_size(size);
+            // Blocks cut but never sent are cut again at the new size (PROTOCOL.md §14.3); in
+            // pipe order they come before what was not cut yet.
+            let taken = s.sender.take_unsent_blocks();
+            if !taken.is_empty() {
+                let rest: Vec<u8> = s.recut.drain(..).chain(s.partial.drain(..)).collect();
+                s.recut.extend(taken);
+                s.recut.extend(rest);
+            }
         }
         self.fill_pipe();
         self.apply_parity_covers(now);
@@ -1040,10 +1206,12 @@ impl Connection {
             // then the control frames go out alone.
             let start = buf.len();
             let symbol = self.write_symbol(now, path, buf, false, pick.block);
-            if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates()) {
+            let limit = self.paths[path].pmtu.plpmtu();
+            let parted = buf.len() > limit && self.part_symbol(path, start, buf, limit);
+            if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates() && !parted) {
                 self.queue_copies(path, symbol, &buf[start..]);
             }
-            self.write_control(now, path, buf, 2, max);
+            self.write_control(now, path, buf, 2, limit);
             return Some(match symbol {
                 Some(symbol) => {
                     let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
@@ -1058,7 +1226,12 @@ impl Connection {
         if self.redundancy.repair_ignores_window() {
             if let Some(path) = self.control_path().filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
+                let start = buf.len();
                 let symbol = self.write_symbol(now, path, buf, true, None);
+                let limit = self.paths[path].pmtu.plpmtu();
+                if buf.len() > limit {
+                    self.part_symbol(path, start, buf, limit);
+                }
                 self.write_control(now, path, buf, 2, max);
                 return Some(match symbol {
                     Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
@@ -1076,6 +1249,116 @@ impl Connection {
             self.write_acks(now, path, buf, 32, max);
         }
         Some(self.end_packet(now, path, buf, false, Vec::new()))
+    }
+
+    /// A SYMBOL frame (`buf[start..]`) too large for `path`'s PLPMTU (`limit`): its first piece
+    /// stays in the packet as a SYMBOL_PART, the others wait in `parts_out` and go out next
+    /// (PROTOCOL.md §14.4). The symbol is recorded with the first piece's packet. Returns
+    /// whether it parted the frame.
+    fn part_symbol(&mut self, path: usize, start: usize, buf: &mut Vec<u8>, limit: usize) -> bool {
+        let frame = buf[start..].to_vec();
+        let room = limit.saturating_sub(start + PART_OVERHEAD);
+        if room == 0 || frame.len() > crate::wire::MAX_PARTED_FRAME {
+            return false;
+        }
+        buf.truncate(start);
+        self.stats.symbol_parts_sent += frame.len().div_ceil(room) as u64;
+        let id = self.next_part_id;
+        self.next_part_id += 1;
+        let total = frame.len() as u64;
+        for (i, piece) in frame.chunks(room).enumerate() {
+            let part = PartOut { path, id, total, offset: (i * room) as u64, data: piece.to_vec() };
+            if i == 0 {
+                write_part(&part, buf);
+            } else {
+                self.parts_out.push_back(part);
+            }
+        }
+        true
+    }
+
+    /// Sends the next waiting piece of a parted SYMBOL frame; pieces for a path that can no
+    /// longer send are dropped (the symbol is then lost with its first piece's packet's fate
+    /// unknown to the receiver: the block's count falls back on BLOCK_ACK, §11.5).
+    fn send_part(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        while let Some(part) = self.parts_out.pop_front() {
+            if !self.paths.get(part.path).is_some_and(|p| p.can_send()) {
+                continue;
+            }
+            let path = part.path;
+            self.begin_packet(path, PacketType::Data, buf);
+            write_part(&part, buf);
+            let limit = self.paths[path].pmtu.plpmtu();
+            self.write_control(now, path, buf, 2, limit);
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        None
+    }
+
+    /// RFC 8899 §4.1: a probe is a PING padded to the probe size. It is kept out of the path's
+    /// `sent` record, so it is not in flight for congestion control and its loss is neither
+    /// congestion nor data loss (§3 item 7, §4.4); the PMTU state machine times it out itself.
+    fn send_pmtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (path, size) = self.paths.iter().enumerate().find_map(|(i, p)| {
+            (p.can_send() && p.rtt.has_sample()).then(|| p.pmtu.probe_due(now).map(|s| (i, s))).flatten()
+        })?;
+        self.begin_packet(path, PacketType::Data, buf);
+        Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+        buf.resize(size.max(buf.len()), 0); // PADDING frames (§8)
+        let p = &mut self.paths[path];
+        let number = p.next_number;
+        p.next_number += 1;
+        p.stats.packets_sent += 1;
+        p.stats.bytes_sent += buf.len() as u64;
+        p.pmtu.on_probe_sent(now, number, size);
+        Some(Transmit { path: path as u8, size: buf.len() })
+    }
+
+    /// A SYMBOL_PART arrived (PROTOCOL.md §14.4): stored; once its frame is whole, the SYMBOL
+    /// frame is processed as if it had arrived in one piece.
+    fn on_symbol_part(
+        &mut self,
+        now: Instant,
+        arrival: usize,
+        ty: PacketType,
+        part: crate::wire::SymbolPartFrame<'_>,
+    ) {
+        let total = part.total as usize;
+        let i = match self.parts_in.iter().position(|p| p.id == part.id) {
+            Some(i) => i,
+            None => {
+                if self.parts_in.len() >= MAX_REASSEMBLIES {
+                    self.parts_in.pop_front();
+                }
+                self.parts_in.push_back(PartIn {
+                    id: part.id,
+                    buf: vec![0; total],
+                    ranges: Vec::new(),
+                    got: 0,
+                });
+                self.parts_in.len() - 1
+            }
+        };
+        let entry = &mut self.parts_in[i];
+        let (start, end) = (part.offset as usize, part.offset as usize + part.data.len());
+        if entry.buf.len() != total
+            || entry.ranges.iter().any(|&(s, e)| start < e && s < end)
+            || entry.ranges.len() >= 64
+        {
+            return; // a duplicate, or inconsistent with the pieces before it: ignored
+        }
+        entry.buf[start..end].copy_from_slice(part.data);
+        entry.ranges.push((start, end));
+        entry.got += part.data.len();
+        if entry.got < total {
+            return;
+        }
+        let whole = self.parts_in.remove(i).expect("found").buf;
+        let mut frames = FrameIter::new(&whole);
+        match (frames.next(), frames.next()) {
+            (Some(Ok(Frame::Symbol(s))), None) => self.on_frame(now, arrival, ty, Frame::Symbol(s)),
+            _ => self.violation("a SYMBOL_PART did not reassemble into one SYMBOL frame".into()),
+        }
     }
 
     /// The redundant scheduler: a copy of the symbol just written (`frame`, its SYMBOL frame)
@@ -1216,13 +1499,21 @@ impl Connection {
     /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).
     fn fill_pipe(&mut self) {
         let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
+        if s.partial.is_empty() && s.sender.resize_pending() {
+            // PROTOCOL.md §14.3: the symbol size changed; the next block takes the new one.
+            s.sender.close_block();
+        }
         let size = s.sender.symbol_size();
         while s.sender.has_room() {
+            if !s.recut.is_empty() {
+                let n = size.saturating_sub(s.partial.len()).min(s.recut.len());
+                s.partial.extend(s.recut.drain(..n));
+            }
             while s.partial.len() < size
                 && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
             {
             }
-            let more = s.streams.has_pipe_data();
+            let more = s.streams.has_pipe_data() || !s.recut.is_empty();
             if s.partial.is_empty() {
                 return;
             }
@@ -1332,6 +1623,17 @@ impl Connection {
         }
         Some(sent)
     }
+}
+
+/// Writes a SYMBOL_PART frame (PROTOCOL.md §14.4).
+fn write_part(part: &PartOut, buf: &mut Vec<u8>) {
+    let frame = Frame::SymbolPart(crate::wire::SymbolPartFrame {
+        id: part.id,
+        total: part.total,
+        offset: part.offset,
+        data: &part.data,
+    });
+    frame.write(&mut Writer::new(buf)).expect("a piece within its frame");
 }
 
 /// ACKs are sent within 1 ms of an ack-eliciting packet (RFC 9000 §13.2.1 allows up to the

@@ -127,6 +127,8 @@ pub(crate) struct Path {
     pub probe_pending: bool,
     /// The peer probed this path: its next ACK goes on this path only (PROTOCOL.md §12.2).
     pub ack_here: bool,
+    /// Path MTU discovery (RFC 8899); the connection sets it up (`Connection::new_pmtu`).
+    pub pmtu: super::pmtu::Pmtu,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -176,6 +178,7 @@ impl Path {
             probe_interval: Duration::ZERO,
             probe_pending: false,
             ack_here: false,
+            pmtu: super::pmtu::Pmtu::new(1280, 1280),
         }
     }
 

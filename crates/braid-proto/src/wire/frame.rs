@@ -24,6 +24,11 @@ const MAX_STREAM_DATA: u64 = 0x07;
 const CLOSE: u64 = 0x08;
 const HANDSHAKE: u64 = 0x09;
 const PATH_ABANDON: u64 = 0x0a;
+const SYMBOL_PART: u64 = 0x0b;
+
+/// Longest SYMBOL frame a SYMBOL_PART may carry pieces of (§14.4): the largest payload, its
+/// length prefix and the symbol header with room to spare.
+pub const MAX_PARTED_FRAME: usize = MAX_SYMBOL + 64;
 
 /// Packet numbers `start..=end` of one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +188,17 @@ pub struct SymbolFrame<'a> {
     pub payload: &'a [u8],
 }
 
+/// A piece of a SYMBOL frame too large for the path it must go on (PROTOCOL.md §14.4): bytes
+/// `offset..offset + data.len()` of a SYMBOL frame of `total` bytes, the pieces of one frame
+/// sharing the sender's `id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymbolPartFrame<'a> {
+    pub id: u64,
+    pub total: u64,
+    pub offset: u64,
+    pub data: &'a [u8],
+}
+
 /// The FEC outcome signals of TCP-dFEC ("FEC recovered" / "FEC failed") and Sato et al.'s
 /// recovered-loss mark (§8.6), counted since the previous signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +232,8 @@ pub enum Frame<'a> {
     Handshake(TransportParams),
     /// The sender stopped using this path for good (§8.9); its id is never used again.
     PathAbandon(u8),
+    /// A piece of a SYMBOL frame (§14.4).
+    SymbolPart(SymbolPartFrame<'a>),
 }
 
 impl Frame<'_> {
@@ -278,6 +296,17 @@ impl Frame<'_> {
                 }
                 w.varint(PATH_ABANDON);
                 w.varint((*path).into());
+            }
+            Frame::SymbolPart(p) => {
+                let end = p.offset.checked_add(p.data.len() as u64);
+                if p.total as usize > MAX_PARTED_FRAME || end.is_none_or(|e| e > p.total) {
+                    return Err(WireError::OutOfRange("symbol part"));
+                }
+                w.varint(SYMBOL_PART);
+                w.varint(p.id);
+                w.varint(p.total);
+                w.varint(p.offset);
+                w.bytes(p.data);
             }
         }
         Ok(())
@@ -396,6 +425,16 @@ impl<'a> FrameIter<'a> {
             PATH_ABANDON => {
                 Frame::PathAbandon(r.varint_max(super::packet::MAX_PATHS - 1, "abandoned path")? as u8)
             }
+            SYMBOL_PART => {
+                let id = r.varint()?;
+                let total = r.varint_max(MAX_PARTED_FRAME as u64, "parted frame length")?;
+                let offset = r.varint_max(total, "part offset")?;
+                let data = r.bytes(MAX_PARTED_FRAME, "part length")?;
+                if offset + data.len() as u64 > total || data.is_empty() {
+                    return Err(WireError::OutOfRange("symbol part"));
+                }
+                Frame::SymbolPart(SymbolPartFrame { id, total, offset, data })
+            }
             other => return Err(WireError::UnknownFrame(other)),
         })
     }
@@ -470,6 +509,15 @@ mod tests {
                 .prop_map(move |(code, n)| Frame::Close(CloseFrame { code, reason: &payload[..n] })),
             Just(Frame::Handshake(TransportParams::default())),
             (0u8..8).prop_map(Frame::PathAbandon),
+            (0..MAX_VARINT, 1usize..1400, 0u64..4000).prop_map(move |(id, len, extra)| {
+                let offset = extra / 2;
+                Frame::SymbolPart(SymbolPartFrame {
+                    id,
+                    total: offset + len as u64 + extra / 2,
+                    offset,
+                    data: &payload[..len],
+                })
+            }),
         ]
     }
 

@@ -10,7 +10,7 @@ mod params;
 
 pub use frame::{
     write_ack, AckFrame, AckRange, AckRangeIter, AckRanges, BlockAckFrame, CloseFrame, FecStatusFrame, Frame,
-    FrameIter, SymbolFrame,
+    FrameIter, SymbolFrame, SymbolPartFrame, MAX_PARTED_FRAME, MAX_SYMBOL,
 };
 pub use packet::{ConnectionId, PacketHeader, PacketType, MAX_PATHS};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};

@@ -21,6 +21,11 @@ pub struct TransportParams {
     /// bytes left for a piggybacked ACK. Every header byte is goodput lost, so the symbol fills
     /// the datagram.
     pub symbol_size: u16,
+    /// Largest symbol of a block once path MTU discovery allows more than `symbol_size`
+    /// (PROTOCOL.md §14.3): each block's symbols have one size, from 16 to this. 0 (the
+    /// default, not sent): `symbol_size`, every block at that size. See
+    /// [`TransportParams::max_symbol`].
+    pub max_symbol_size: u16,
     /// Most source symbols per block. Default 64 (CTCP uses blocks of tens of packets).
     pub max_block_len: u16,
     /// Blocks the sender may keep open (CTCP's `numblks`). Default 16.
@@ -41,6 +46,11 @@ impl TransportParams {
     pub fn with_receive_window(self, bytes: u64) -> TransportParams {
         TransportParams { initial_max_data: bytes, initial_max_stream_data: bytes, ..self }
     }
+
+    /// The largest symbol size in force: `max_symbol_size`, never below `symbol_size`.
+    pub fn max_symbol(&self) -> u16 {
+        self.max_symbol_size.max(self.symbol_size)
+    }
 }
 
 impl Default for TransportParams {
@@ -48,6 +58,7 @@ impl Default for TransportParams {
         TransportParams {
             code: CodeFamily::Rlnc,
             symbol_size: 1232,
+            max_symbol_size: 0,
             max_block_len: 64,
             blocks_in_flight: 16,
             initial_max_data: 16 << 20,
@@ -66,6 +77,7 @@ const INITIAL_MAX_DATA: u64 = 5;
 const INITIAL_MAX_STREAM_DATA: u64 = 6;
 const MAX_STREAMS: u64 = 7;
 const IDLE_TIMEOUT: u64 = 8;
+const MAX_SYMBOL_SIZE: u64 = 9;
 
 fn code_id(code: CodeFamily) -> u64 {
     match code {
@@ -77,6 +89,10 @@ fn code_id(code: CodeFamily) -> u64 {
 
 impl TransportParams {
     pub fn write(&self, w: &mut Writer<'_>) {
+        // Parameter 9 only when announced, so a connection without PMTU discovery sends the
+        // same bytes as before it existed.
+        let max_symbol =
+            (self.max_symbol() > self.symbol_size).then_some((MAX_SYMBOL_SIZE, self.max_symbol().into()));
         let entries = [
             (CODE, code_id(self.code)),
             (SYMBOL_SIZE, self.symbol_size.into()),
@@ -87,8 +103,8 @@ impl TransportParams {
             (MAX_STREAMS, self.max_streams),
             (IDLE_TIMEOUT, self.idle_timeout_ms),
         ];
-        w.varint(entries.len() as u64);
-        for (id, value) in entries {
+        w.varint((entries.len() + usize::from(max_symbol.is_some())) as u64);
+        for (id, value) in entries.into_iter().chain(max_symbol) {
             w.varint(id);
             w.varint(super::varint_len(value) as u64);
             w.varint(value);
@@ -131,6 +147,7 @@ impl TransportParams {
                 }
                 MAX_STREAMS => p.max_streams = number(1 << 32, "max_streams")?,
                 IDLE_TIMEOUT => p.idle_timeout_ms = number(86_400_000, "idle_timeout")?,
+                MAX_SYMBOL_SIZE => p.max_symbol_size = number(16_384, "max_symbol_size")? as u16,
                 _ => {}
             }
         }
@@ -155,6 +172,13 @@ mod tests {
         let mut out = Vec::new();
         p.write(&mut Writer::new(&mut out));
         assert_eq!(TransportParams::parse(&mut Reader::new(&out)).unwrap(), p);
+        // The maximum symbol size (PROTOCOL.md §14.3) travels only when it exceeds the base.
+        let q = TransportParams { max_symbol_size: 8952, ..p.clone() };
+        let mut with = Vec::new();
+        q.write(&mut Writer::new(&mut with));
+        assert_eq!(with.len(), out.len() + 4);
+        assert_eq!(TransportParams::parse(&mut Reader::new(&with)).unwrap().max_symbol(), 8952);
+        assert_eq!(p.max_symbol(), 1400);
 
         // Unknown id 40 skipped; missing ones defaulted.
         let mut out = Vec::new();

@@ -269,6 +269,10 @@ fn run(
             if let Some(window) = scenario.receive_window {
                 config.params = config.params.with_receive_window(window);
             }
+            // Links with an MTU: the endpoints may probe up to the largest (their "interface").
+            if let Some(mtu) = scenario.max_mtu() {
+                config.max_plpmtu = mtu;
+            }
             (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
         })
         .map_err(|e| e.to_string())?;

@@ -54,6 +54,7 @@ macro_rules! link_table {
             reorder: Field,
             duplication: Field,
             outages: Field,
+            mtu: Field,
             change: Option<Vec<RawChange>>,
             $($extra)*
         }
@@ -70,6 +71,7 @@ macro_rules! link_table {
                     reorder: self.reorder.as_ref(),
                     duplication: self.duplication.as_ref(),
                     outages: self.outages.as_ref(),
+                    mtu: self.mtu.as_ref(),
                     change: self.change.as_deref(),
                 }
             }
@@ -101,6 +103,7 @@ struct RawChange {
     loss: Field,
     jitter: Field,
     duplication: Field,
+    mtu: Field,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -114,6 +117,7 @@ struct LinkKeys<'a> {
     reorder: Option<&'a Spanned<Value>>,
     duplication: Option<&'a Spanned<Value>>,
     outages: Option<&'a Spanned<Value>>,
+    mtu: Option<&'a Spanned<Value>>,
     change: Option<&'a [RawChange]>,
 }
 
@@ -132,6 +136,7 @@ impl<'a> LinkKeys<'a> {
             reorder: self.reorder.or(path.reorder),
             duplication: self.duplication.or(path.duplication),
             outages: self.outages.or(path.outages),
+            mtu: self.mtu.or(path.mtu),
             change: self.change.or(path.change),
         }
     }
@@ -416,6 +421,7 @@ fn link(
             "reorder" => own.reorder.is_some(),
             "duplication" => own.duplication.is_some(),
             "outages" => own.outages.is_some(),
+            "mtu" => own.mtu.is_some(),
             _ => own.change.is_some(),
         };
         if from_own {
@@ -466,6 +472,9 @@ fn link(
     }
     if let Some(o) = keys.outages {
         config.outages = outages(cx, &key("outages"), o)?;
+    }
+    if let Some(m) = keys.mtu {
+        config.mtu = Some(cx.value(&key("mtu"), m, as_mtu)?);
     }
     let change_key = key("change");
     for (i, change) in keys.change.unwrap_or_default().iter().enumerate() {
@@ -523,19 +532,29 @@ fn link_change(cx: &Context<'_>, prefix: &str, raw: &RawChange) -> Result<LinkCh
             .as_ref()
             .map(|f| cx.fixed(&key("duplication"), f, as_probability))
             .transpose()?,
+        mtu: raw.mtu.as_ref().map(|f| cx.fixed(&key("mtu"), f, as_mtu)).transpose()?,
     };
     if change.rate_bps.is_none()
         && change.delay.is_none()
         && change.loss.is_none()
         && change.jitter.is_none()
         && change.duplication.is_none()
+        && change.mtu.is_none()
     {
         return Err(cx.error(
             raw.at.span(),
-            format!("{prefix}: changes nothing (set rate, delay, rtt, loss, jitter or duplication)"),
+            format!("{prefix}: changes nothing (set rate, delay, rtt, loss, jitter, duplication or mtu)"),
         ));
     }
     Ok(change)
+}
+
+/// A link MTU in bytes: 1280 (IPv6's minimum, braid's starting size) to 65535.
+fn as_mtu(v: &Value) -> Result<usize, String> {
+    match as_u64(v)? {
+        n @ 1280..=65_535 => Ok(n as usize),
+        n => Err(format!("mtu = {n}: must be 1280 (IPv6's minimum) to 65535 bytes")),
+    }
 }
 
 fn expected(what: &str, got: &Value) -> String {

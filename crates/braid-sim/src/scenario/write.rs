@@ -86,6 +86,9 @@ fn link(c: &LinkConfig) -> Table {
             .collect();
         t.insert("outages".into(), Value::Array(windows));
     }
+    if let Some(mtu) = c.mtu {
+        t.insert("mtu".into(), Value::Integer(mtu as i64));
+    }
     if !c.changes.is_empty() {
         t.insert("change".into(), Value::Array(c.changes.iter().map(change).collect()));
     }
@@ -109,6 +112,9 @@ fn change(c: &LinkChange) -> Value {
     }
     if let Some(d) = c.duplication {
         t.insert("duplication".into(), Value::Float(d));
+    }
+    if let Some(mtu) = c.mtu {
+        t.insert("mtu".into(), Value::Integer(mtu as i64));
     }
     Value::Table(t)
 }
