@@ -255,6 +255,10 @@ impl Connection {
             config.params.blocks_in_flight =
                 config.params.blocks_in_flight.max(crate::wire::MAX_BLOCKS_IN_FLIGHT as u16);
         }
+        if let Some(blocks) = config.mode.min_blocks_in_flight().filter(|_| std::env::var("K_NOBIF").is_err())
+        {
+            config.params.blocks_in_flight = config.params.blocks_in_flight.max(blocks);
+        }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         // The server starts with none: it accepts each path with its first packet.
         let count = if side == Side::Client { config.paths.clamp(1, 8) } else { 0 };
@@ -1192,8 +1196,13 @@ impl Connection {
     /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
     /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
     fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
-        {
+        // A path's ACKs go back on that path only (PROTOCOL.md §12.4): piggybacked on whichever
+        // path sends next, a slow path's ACKs would return sometimes at the fast path's delay and
+        // sometimes at its own, and the mixture of round trips makes the later-sent, quickly
+        // acknowledged packets declare the earlier ones lost (packet and time threshold).
+        for p in self.paths.iter_mut().filter(|p| {
+            p.ack_pending && (usize::from(p.id) == path || (std::env::var("K_OLDACK").is_ok() && !p.ack_here))
+        }) {
             let (unacked, here) = (p.unacked_eliciting, p.ack_here);
             let start = buf.len();
             // Written in place, taken back if it does not fit.

@@ -16,6 +16,10 @@ use crate::redundancy::{
 };
 use crate::sched::SchedulerKind;
 
+/// braid's congestion test: a loss with the path's queue delay at least this share of the
+/// largest seen is congestion.
+const QUEUE_FULL: f64 = 0.8;
+
 /// A scheme: how a connection codes, repairs and reacts to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -112,6 +116,16 @@ impl Mode {
         (self.code_family() == CodeFamily::Xor && self != Mode::MptcpDfec).then_some(256)
     }
 
+    /// The fewest blocks the mode keeps open (`TransportParams::blocks_in_flight`), if more than
+    /// the parameter's default. braid: 32. Its blocks span every path, so a block is complete
+    /// only when its symbols on the slowest path are acknowledged, and the block window must
+    /// cover that path's round trip at the connection's whole rate: 16 blocks (1.26 MB) stall
+    /// a 10 + 10 Mbit/s connection whose second path has a 500 ms RTT (docs/BENCHMARKS.md,
+    /// "braid mode: ACK routing, block window").
+    pub fn min_blocks_in_flight(self) -> Option<u16> {
+        (self == Mode::Braid).then_some(32)
+    }
+
     /// The congestion controller a path gets when the configuration names none. braid and the
     /// `tcp` model: CUBIC (it measured best for braid; see cc/bbr.rs for the model-based one).
     /// TCP-IR and TCP-dFEC were built into Linux TCP, whose default is CUBIC; Sato et al. ran
@@ -177,7 +191,20 @@ impl Mode {
     /// Whether losses just detected on a path with this RTT state count as congestion.
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
-            Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
+            Mode::Braid => {
+                let (latest, min) = (rtt.latest(), rtt.min());
+                let queue = latest.saturating_sub(min);
+                // The RTT a quarter above the path's minimum: a queue, whatever its size in
+                // packets.
+                let slow = latest > min.mul_f64(1.25) + Duration::from_millis(2);
+                // A short queue on a long path never shows a quarter's rise: then a loss is
+                // congestion when the queue is near the fullest it has been seen on this path
+                // (the last QUEUE_FULL of max − min), where a drop-tail queue drops.
+                let range = rtt.max().saturating_sub(min);
+                let full = queue > Duration::from_millis(2)
+                    && queue.as_secs_f64() >= QUEUE_FULL * range.as_secs_f64();
+                slow || full
+            }
             Mode::Tcp
             | Mode::Fmtcp
             | Mode::TcpIr
