@@ -255,8 +255,7 @@ impl Connection {
             config.params.blocks_in_flight =
                 config.params.blocks_in_flight.max(crate::wire::MAX_BLOCKS_IN_FLIGHT as u16);
         }
-        if let Some(blocks) = config.mode.min_blocks_in_flight().filter(|_| std::env::var("K_NOBIF").is_err())
-        {
+        if let Some(blocks) = config.mode.min_blocks_in_flight() {
             config.params.blocks_in_flight = config.params.blocks_in_flight.max(blocks);
         }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
@@ -1200,9 +1199,7 @@ impl Connection {
         // path sends next, a slow path's ACKs would return sometimes at the fast path's delay and
         // sometimes at its own, and the mixture of round trips makes the later-sent, quickly
         // acknowledged packets declare the earlier ones lost (packet and time threshold).
-        for p in self.paths.iter_mut().filter(|p| {
-            p.ack_pending && (usize::from(p.id) == path || (std::env::var("K_OLDACK").is_ok() && !p.ack_here))
-        }) {
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (usize::from(p.id) == path)) {
             let (unacked, here) = (p.unacked_eliciting, p.ack_here);
             let start = buf.len();
             // Written in place, taken back if it does not fit.
