@@ -261,7 +261,7 @@ impl Connection {
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         // The server starts with none: it accepts each path with its first packet.
         let count = if side == Side::Client { config.paths.clamp(1, 8) } else { 0 };
-        let paths = (0..count).map(|id| Path::new(id, cc.build(mss), now, true)).collect();
+        let paths = (0..count).map(|id| Path::new(id, config.mode.build_cc(cc, mss), now, true)).collect();
         Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),

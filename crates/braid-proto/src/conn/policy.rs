@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use braid_fec::CodeFamily;
 
-use crate::cc::{CcAlgorithm, RttEstimator};
+use crate::cc::{CcAlgorithm, CongestionController, RttEstimator};
 use crate::redundancy::{
     CtcpScheduler, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController, RepairPlacement,
     Sato, TcpIr,
 };
 use crate::sched::SchedulerKind;
+
+/// braid's initial window, in datagrams.
+const INITIAL_WINDOW_PACKETS: u64 = 32;
 
 /// braid's congestion test: a loss with the path's queue delay at least this share of the
 /// largest seen is congestion.
@@ -114,6 +117,24 @@ impl Mode {
     /// others hold the few blocks of a short transfer; its groups are cut at 64 instead.
     pub fn min_block_len(self) -> Option<u16> {
         (self.code_family() == CodeFamily::Xor && self != Mode::MptcpDfec).then_some(256)
+    }
+
+    /// The initial congestion window of the mode's paths, in bytes, where it is not RFC 9002's
+    /// ten datagrams. braid: 32 datagrams (what Chromium's QUIC starts with), paced over the first
+    /// RTT sample like every later window. Ten datagrams take five round trips of slow start to
+    /// fill a 20 Mbit/s × 100 ms path (docs/BENCHMARKS.md, "braid mode: start-up"); 32 take
+    /// three and put 40 kB, a sixth of that path's 1-BDP queue, on a path never measured.
+    pub fn initial_window(self, mss: u64) -> Option<u64> {
+        (self == Mode::Braid).then_some(INITIAL_WINDOW_PACKETS * mss)
+    }
+
+    /// The congestion controller `cc` for a path of this mode carrying datagrams of `mss` bytes.
+    pub(crate) fn build_cc(self, cc: CcAlgorithm, mss: u64) -> Box<dyn CongestionController> {
+        let mut controller = cc.build(mss);
+        if let Some(bytes) = self.initial_window(mss) {
+            controller.set_initial_window(bytes);
+        }
+        controller
     }
 
     /// The fewest blocks the mode keeps open (`TransportParams::blocks_in_flight`), if more than
