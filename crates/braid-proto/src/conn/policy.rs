@@ -1,9 +1,9 @@
 //! Modes: each scheme's choice of code, redundancy controller and congestion response.
 //!
-//! braid's congestion response: a loss counts as congestion only when the path's RTT shows a queue (latest RTT
-//! above 1.25 × min RTT + 2 ms); random loss on an empty queue is repaired, not backed off
-//! from. This is a simple delay-gated rule in the spirit of TCP Veno; the model-based
-//! controller of issue 3 replaces it.
+//! braid's congestion response: a loss counts as congestion only when the path's RTT shows a
+//! queue — latest RTT above 1.25 × min RTT + 2 ms, or a queue delay (latest − min) above 2 ms
+//! and within the top fifth of the largest seen on the path; random loss on an empty queue is
+//! repaired, not backed off from. A simple delay-gated rule in the spirit of TCP Veno.
 
 use std::time::Duration;
 
@@ -122,8 +122,9 @@ impl Mode {
     /// The initial congestion window of the mode's paths, in bytes, where it is not RFC 9002's
     /// ten datagrams. braid: 32 datagrams (what Chromium's QUIC starts with), paced over the first
     /// RTT sample like every later window. Ten datagrams take five round trips of slow start to
-    /// fill a 20 Mbit/s × 100 ms path (docs/BENCHMARKS.md, "braid mode: start-up"); 32 take
-    /// three and put 40 kB, a sixth of that path's 1-BDP queue, on a path never measured.
+    /// fill a 20 Mbit/s × 100 ms path; 32 take three and put 40 kB, a sixth of that path's 1-BDP
+    /// queue, on a path never measured (docs/BENCHMARKS.md, "braid mode: ACK routing, block
+    /// window, start-up"; DEVIATIONS.md).
     pub fn initial_window(self, mss: u64) -> Option<u64> {
         (self == Mode::Braid).then_some(INITIAL_WINDOW_PACKETS * mss)
     }
@@ -142,7 +143,7 @@ impl Mode {
     /// only when its symbols on the slowest path are acknowledged, and the block window must
     /// cover that path's round trip at the connection's whole rate: 16 blocks (1.26 MB) stall
     /// a 10 + 10 Mbit/s connection whose second path has a 500 ms RTT (docs/BENCHMARKS.md,
-    /// "braid mode: ACK routing, block window").
+    /// "braid mode: ACK routing, block window, start-up").
     pub fn min_blocks_in_flight(self) -> Option<u16> {
         (self == Mode::Braid).then_some(32)
     }
@@ -315,6 +316,52 @@ mod tests {
         };
         let c = Connection::client(config, Instant::ZERO, 1);
         assert_eq!((c.params().code, c.paths[0].cc.name()), (CodeFamily::Xor, "cubic"));
+    }
+
+    /// A 60 ms path behind a 10 ms drop-tail queue never runs a quarter above its minimum: a
+    /// loss is congestion when the queue delay is near the largest seen (and the old rule holds).
+    #[test]
+    fn braid_calls_a_loss_congestion_near_the_fullest_queue_seen() {
+        let ms = Duration::from_millis;
+        let mut rtt = RttEstimator::default();
+        for sample in [60, 70, 61] {
+            rtt.update(ms(sample), Duration::ZERO);
+        }
+        assert_eq!((rtt.min(), rtt.max()), (ms(60), ms(70)));
+        assert!(!Mode::Braid.loss_is_congestion(&rtt), "1 ms of queue is random loss");
+        rtt.update(ms(66), Duration::ZERO);
+        assert!(!Mode::Braid.loss_is_congestion(&rtt), "6 of 10 ms is below the top fifth");
+        rtt.update(ms(69), Duration::ZERO);
+        assert!(Mode::Braid.loss_is_congestion(&rtt), "9 of 10 ms: the queue is full");
+        // A long path with a deep queue: a quarter's rise is congestion, whatever the maximum.
+        let mut rtt = RttEstimator::default();
+        for sample in [100, 300, 128] {
+            rtt.update(ms(sample), Duration::ZERO);
+        }
+        assert!(Mode::Braid.loss_is_congestion(&rtt));
+        rtt.update(ms(103), Duration::ZERO);
+        assert!(!Mode::Braid.loss_is_congestion(&rtt));
+        // After a route change the range is learned again.
+        rtt.restart_min();
+        assert_eq!(rtt.max(), ms(103));
+    }
+
+    #[test]
+    fn braid_starts_paths_with_32_datagrams_and_the_seed_modes_with_rfc_9002s_ten() {
+        let mss = ConnectionConfig::default().max_datagram as u64;
+        for (mode, window) in [
+            (Mode::Braid, 32 * mss),
+            (Mode::Tcp, crate::cc::initial_window(mss)),
+            (Mode::Fmtcp, crate::cc::initial_window(mss)),
+            (Mode::Mptcp, crate::cc::initial_window(mss)),
+        ] {
+            let c = Connection::client(
+                ConnectionConfig { mode, ..ConnectionConfig::default() },
+                Instant::ZERO,
+                2,
+            );
+            assert!(c.paths.iter().all(|p| p.cc.window() == window), "{mode:?}");
+        }
     }
 
     #[test]
