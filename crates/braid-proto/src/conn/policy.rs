@@ -222,8 +222,14 @@ impl Mode {
                 // A short queue on a long path never shows a quarter's rise: then a loss is
                 // congestion when the queue is near the fullest it has been seen on this path
                 // (the last QUEUE_FULL of max − min), where a drop-tail queue drops.
+                // The range must be a queue, not jitter: at least HyStart++'s threshold (RFC 9406
+                // §4.2: min RTT / 8, clamped to 4–16 ms). On the testbed a 2-ms floor let a few
+                // ms of host jitter call 2 % random loss congestion (0.41 × ideal instead of 0.83).
                 let range = rtt.max().saturating_sub(min);
-                let full = queue > Duration::from_millis(2)
+                let significant =
+                    range >= (min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+                let full = significant
+                    && queue > Duration::from_millis(2)
                     && queue.as_secs_f64() >= QUEUE_FULL * range.as_secs_f64();
                 slow || full
             }
@@ -333,6 +339,12 @@ mod tests {
         assert!(!Mode::Braid.loss_is_congestion(&rtt), "6 of 10 ms is below the top fifth");
         rtt.update(ms(69), Duration::ZERO);
         assert!(Mode::Braid.loss_is_congestion(&rtt), "9 of 10 ms: the queue is full");
+        // Jitter is not a queue: a 3-ms range on a 100-ms path never makes a loss congestion.
+        let mut rtt = RttEstimator::default();
+        for sample in [100, 103, 103] {
+            rtt.update(ms(sample), Duration::ZERO);
+        }
+        assert!(!Mode::Braid.loss_is_congestion(&rtt));
         // A long path with a deep queue: a quarter's rise is congestion, whatever the maximum.
         let mut rtt = RttEstimator::default();
         for sample in [100, 300, 128] {
