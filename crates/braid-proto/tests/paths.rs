@@ -4,6 +4,7 @@
 //! queue; a path can be cut in either direction.
 
 use braid_proto::conn::{PathError, PathState};
+use braid_proto::wire::{Frame, FrameIter, PacketHeader, Reader};
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
 
 const ONE_WAY_US: u64 = 10_000;
@@ -27,6 +28,21 @@ struct Pair {
     stream: Option<u64>,
     written: usize,
     read: usize,
+    /// ACK frames seen on the wire, and those in a packet of another path than theirs.
+    acks: usize,
+    acks_elsewhere: usize,
+}
+
+/// The paths named by the ACK frames of a datagram.
+fn ack_paths(datagram: &[u8]) -> Vec<u8> {
+    let mut r = Reader::new(datagram);
+    let Ok(_) = PacketHeader::parse(&mut r) else { return Vec::new() };
+    FrameIter::new(r.rest())
+        .filter_map(|f| match f.ok()? {
+            Frame::Ack(ack) => Some(ack.path),
+            _ => None,
+        })
+        .collect()
 }
 
 fn ms(t: u64) -> Instant {
@@ -48,6 +64,8 @@ impl Pair {
             stream: None,
             written: 0,
             read: 0,
+            acks: 0,
+            acks_elsewhere: 0,
         }
     }
 
@@ -88,6 +106,9 @@ impl Pair {
             }
             for (to_server, c) in [(true, &mut self.client), (false, &mut self.server)] {
                 while let Some(t) = c.poll_transmit(now, &mut buf) {
+                    let acked = ack_paths(&buf[..t.size]);
+                    self.acks += acked.len();
+                    self.acks_elsewhere += acked.iter().filter(|&&p| p != t.path).count();
                     let path = usize::from(t.path);
                     let cut = if to_server { self.cut[path].0 } else { self.cut[path].1 };
                     let free = &mut self.free_at[path][usize::from(!to_server)];
@@ -109,6 +130,17 @@ impl Pair {
             }
         }
     }
+}
+
+/// PROTOCOL.md §12.4: a path's ACKs go back on that path only (bundled on whichever path sent
+/// next, a slow path's ACKs returned at two different delays and declared spurious losses).
+#[test]
+fn each_paths_acks_go_back_on_that_path() {
+    let mut pair = Pair::new(2);
+    pair.run(2000, 1_000_000);
+    assert!(pair.read >= 1_000_000, "transfer incomplete: {} bytes", pair.read);
+    assert!(pair.acks > 200, "{} ACK frames", pair.acks);
+    assert_eq!(pair.acks_elsewhere, 0, "of {} ACK frames", pair.acks);
 }
 
 #[test]

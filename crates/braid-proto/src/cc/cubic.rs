@@ -45,6 +45,10 @@ impl CongestionController for Cubic {
         self.w.window
     }
 
+    fn set_initial_window(&mut self, bytes: u64) {
+        self.w.window = bytes.max(super::minimum_window(self.w.mss));
+    }
+
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
         if self.w.on_ack(ack, rtt) != AckPhase::Avoidance {
             return;

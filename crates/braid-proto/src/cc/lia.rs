@@ -64,6 +64,10 @@ impl CongestionController for Lia {
         self.w.window
     }
 
+    fn set_initial_window(&mut self, bytes: u64) {
+        self.w.window = bytes.max(super::minimum_window(self.w.mss));
+    }
+
     fn coupled(&self) -> bool {
         true
     }

@@ -94,6 +94,10 @@ pub trait CongestionController: Send + fmt::Debug {
 
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
+    /// Sets the initial window, in bytes, before anything was sent (a mode's choice; see
+    /// `Mode::initial_window`). Controllers without a loss window ignore it.
+    fn set_initial_window(&mut self, _bytes: u64) {}
+
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator);
 
     /// Whether the controller couples its paths and so wants [`Self::on_aggregate`] (LIA).

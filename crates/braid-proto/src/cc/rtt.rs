@@ -9,6 +9,8 @@ pub struct RttEstimator {
     smoothed: Option<Duration>,
     variation: Duration,
     min: Duration,
+    /// The largest sample since the first (or since [`Self::restart_min`]).
+    max: Duration,
 }
 
 /// RFC 9002 §6.2.2: before any sample, assume 333 ms.
@@ -16,7 +18,13 @@ pub const INITIAL_RTT: Duration = Duration::from_millis(333);
 
 impl Default for RttEstimator {
     fn default() -> Self {
-        RttEstimator { latest: INITIAL_RTT, smoothed: None, variation: INITIAL_RTT / 2, min: Duration::MAX }
+        RttEstimator {
+            latest: INITIAL_RTT,
+            smoothed: None,
+            variation: INITIAL_RTT / 2,
+            min: Duration::MAX,
+            max: Duration::ZERO,
+        }
     }
 }
 
@@ -25,6 +33,7 @@ impl RttEstimator {
     pub fn update(&mut self, sample: Duration, ack_delay: Duration) {
         self.latest = sample;
         self.min = self.min.min(sample);
+        self.max = self.max.max(sample);
         // RFC 9002 §5.3: subtract the peer's ack delay unless that would go below min_rtt.
         let adjusted = if sample >= self.min + ack_delay { sample - ack_delay } else { sample };
         match self.smoothed {
@@ -65,7 +74,17 @@ impl RttEstimator {
         }
     }
 
-    /// Starts the minimum over from the latest sample. For when the route of this path's ACKs
+    /// The largest sample seen (since the last [`Self::restart_min`]); the initial RTT before
+    /// any. `max − min` is how far this path's queue has been seen to fill.
+    pub fn max(&self) -> Duration {
+        if self.smoothed.is_none() {
+            INITIAL_RTT
+        } else {
+            self.max
+        }
+    }
+
+    /// Starts the minimum (and maximum) over from the latest sample. For when the route of this path's ACKs
     /// may have changed: a receiver may return a path's ACKs on another path, so a path that
     /// fails takes the others' fastest return route with it, and a minimum learned over it
     /// would stay below every sample from then on (a delay-based controller would read it as a
@@ -73,6 +92,7 @@ impl RttEstimator {
     pub fn restart_min(&mut self) {
         if self.has_sample() {
             self.min = self.latest;
+            self.max = self.latest;
         }
     }
 

@@ -82,7 +82,8 @@ impl Connection {
 
     /// A congestion controller for a new or returning path.
     fn new_cc(&self) -> Box<dyn CongestionController> {
-        self.config.cc.unwrap_or(self.config.mode.default_cc()).build(self.config.max_datagram as u64)
+        let cc = self.config.cc.unwrap_or(self.config.mode.default_cc());
+        self.config.mode.build_cc(cc, self.config.max_datagram as u64)
     }
 
     /// A valid packet arrived on `path`, an id this end had not heard on (PROTOCOL.md §12.1):

@@ -308,10 +308,13 @@ impl Connection {
             let max = config.params.symbol_size.saturating_add(grow).min(crate::wire::MAX_SYMBOL as u16);
             config.params.max_symbol_size = config.params.max_symbol_size.max(max);
         }
+        if let Some(blocks) = config.mode.min_blocks_in_flight() {
+            config.params.blocks_in_flight = config.params.blocks_in_flight.max(blocks);
+        }
         let cc = config.cc.unwrap_or(config.mode.default_cc());
         // The server starts with none: it accepts each path with its first packet.
         let count = if side == Side::Client { config.paths.clamp(1, 8) } else { 0 };
-        let paths = (0..count).map(|id| Path::new(id, cc.build(mss), now, true)).collect();
+        let paths = (0..count).map(|id| Path::new(id, config.mode.build_cc(cc, mss), now, true)).collect();
         Connection {
             side,
             idle_timeout: Duration::from_millis(config.params.idle_timeout_ms),
@@ -1481,8 +1484,11 @@ impl Connection {
     /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
     /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
     fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
-        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (!p.ack_here || usize::from(p.id) == path))
-        {
+        // A path's ACKs go back on that path only (PROTOCOL.md §12.4): piggybacked on whichever
+        // path sends next, a slow path's ACKs would return sometimes at the fast path's delay and
+        // sometimes at its own, and the mixture of round trips makes the later-sent, quickly
+        // acknowledged packets declare the earlier ones lost (packet and time threshold).
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (usize::from(p.id) == path)) {
             let (unacked, here) = (p.unacked_eliciting, p.ack_here);
             let start = buf.len();
             // Written in place, taken back if it does not fit.

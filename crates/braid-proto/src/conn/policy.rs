@@ -1,20 +1,27 @@
 //! Modes: each scheme's choice of code, redundancy controller and congestion response.
 //!
-//! braid's congestion response: a loss counts as congestion only when the path's RTT shows a queue (latest RTT
-//! above 1.25 × min RTT + 2 ms); random loss on an empty queue is repaired, not backed off
-//! from. This is a simple delay-gated rule in the spirit of TCP Veno; the model-based
-//! controller of issue 3 replaces it.
+//! braid's congestion response: a loss counts as congestion only when the path's RTT shows a
+//! queue — latest RTT above 1.25 × min RTT + 2 ms, or a queue delay (latest − min) above 2 ms
+//! and within the top fifth of the largest seen on the path; random loss on an empty queue is
+//! repaired, not backed off from. A simple delay-gated rule in the spirit of TCP Veno.
 
 use std::time::Duration;
 
 use braid_fec::CodeFamily;
 
-use crate::cc::{CcAlgorithm, RttEstimator};
+use crate::cc::{CcAlgorithm, CongestionController, RttEstimator};
 use crate::redundancy::{
     CtcpScheduler, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController, RepairPlacement,
     Sato, TcpIr,
 };
 use crate::sched::SchedulerKind;
+
+/// braid's initial window, in datagrams.
+const INITIAL_WINDOW_PACKETS: u64 = 32;
+
+/// braid's congestion test: a loss with the path's queue delay at least this share of the
+/// largest seen is congestion.
+const QUEUE_FULL: f64 = 0.8;
 
 /// A scheme: how a connection codes, repairs and reacts to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +119,35 @@ impl Mode {
         (self.code_family() == CodeFamily::Xor && self != Mode::MptcpDfec).then_some(256)
     }
 
+    /// The initial congestion window of the mode's paths, in bytes, where it is not RFC 9002's
+    /// ten datagrams. braid: 32 datagrams (what Chromium's QUIC starts with), paced over the first
+    /// RTT sample like every later window. Ten datagrams take five round trips of slow start to
+    /// fill a 20 Mbit/s × 100 ms path; 32 take three and put 40 kB, a sixth of that path's 1-BDP
+    /// queue, on a path never measured (docs/BENCHMARKS.md, "braid mode: ACK routing, block
+    /// window, start-up"; DEVIATIONS.md).
+    pub fn initial_window(self, mss: u64) -> Option<u64> {
+        (self == Mode::Braid).then_some(INITIAL_WINDOW_PACKETS * mss)
+    }
+
+    /// The congestion controller `cc` for a path of this mode carrying datagrams of `mss` bytes.
+    pub(crate) fn build_cc(self, cc: CcAlgorithm, mss: u64) -> Box<dyn CongestionController> {
+        let mut controller = cc.build(mss);
+        if let Some(bytes) = self.initial_window(mss) {
+            controller.set_initial_window(bytes);
+        }
+        controller
+    }
+
+    /// The fewest blocks the mode keeps open (`TransportParams::blocks_in_flight`), if more than
+    /// the parameter's default. braid: 32. Its blocks span every path, so a block is complete
+    /// only when its symbols on the slowest path are acknowledged, and the block window must
+    /// cover that path's round trip at the connection's whole rate: 16 blocks (1.26 MB) stall
+    /// a 10 + 10 Mbit/s connection whose second path has a 500 ms RTT (docs/BENCHMARKS.md,
+    /// "braid mode: ACK routing, block window, start-up").
+    pub fn min_blocks_in_flight(self) -> Option<u16> {
+        (self == Mode::Braid).then_some(32)
+    }
+
     /// The congestion controller a path gets when the configuration names none. braid and the
     /// `tcp` model: CUBIC (it measured best for braid; see cc/bbr.rs for the model-based one).
     /// TCP-IR and TCP-dFEC were built into Linux TCP, whose default is CUBIC; Sato et al. ran
@@ -177,7 +213,26 @@ impl Mode {
     /// Whether losses just detected on a path with this RTT state count as congestion.
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
-            Mode::Braid => rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2),
+            Mode::Braid => {
+                let (latest, min) = (rtt.latest(), rtt.min());
+                let queue = latest.saturating_sub(min);
+                // The RTT a quarter above the path's minimum: a queue, whatever its size in
+                // packets.
+                let slow = latest > min.mul_f64(1.25) + Duration::from_millis(2);
+                // A short queue on a long path never shows a quarter's rise: then a loss is
+                // congestion when the queue is near the fullest it has been seen on this path
+                // (the last QUEUE_FULL of max − min), where a drop-tail queue drops.
+                // The range must be a queue, not jitter: at least HyStart++'s threshold (RFC 9406
+                // §4.2: min RTT / 8, clamped to 4–16 ms). On the testbed a 2-ms floor let a few
+                // ms of host jitter call 2 % random loss congestion (0.41 × ideal instead of 0.83).
+                let range = rtt.max().saturating_sub(min);
+                let significant =
+                    range >= (min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+                let full = significant
+                    && queue > Duration::from_millis(2)
+                    && queue.as_secs_f64() >= QUEUE_FULL * range.as_secs_f64();
+                slow || full
+            }
             Mode::Tcp
             | Mode::Fmtcp
             | Mode::TcpIr
@@ -267,6 +322,58 @@ mod tests {
         };
         let c = Connection::client(config, Instant::ZERO, 1);
         assert_eq!((c.params().code, c.paths[0].cc.name()), (CodeFamily::Xor, "cubic"));
+    }
+
+    /// A 60 ms path behind a 10 ms drop-tail queue never runs a quarter above its minimum: a
+    /// loss is congestion when the queue delay is near the largest seen (and the old rule holds).
+    #[test]
+    fn braid_calls_a_loss_congestion_near_the_fullest_queue_seen() {
+        let ms = Duration::from_millis;
+        let mut rtt = RttEstimator::default();
+        for sample in [60, 70, 61] {
+            rtt.update(ms(sample), Duration::ZERO);
+        }
+        assert_eq!((rtt.min(), rtt.max()), (ms(60), ms(70)));
+        assert!(!Mode::Braid.loss_is_congestion(&rtt), "1 ms of queue is random loss");
+        rtt.update(ms(66), Duration::ZERO);
+        assert!(!Mode::Braid.loss_is_congestion(&rtt), "6 of 10 ms is below the top fifth");
+        rtt.update(ms(69), Duration::ZERO);
+        assert!(Mode::Braid.loss_is_congestion(&rtt), "9 of 10 ms: the queue is full");
+        // Jitter is not a queue: a 3-ms range on a 100-ms path never makes a loss congestion.
+        let mut rtt = RttEstimator::default();
+        for sample in [100, 103, 103] {
+            rtt.update(ms(sample), Duration::ZERO);
+        }
+        assert!(!Mode::Braid.loss_is_congestion(&rtt));
+        // A long path with a deep queue: a quarter's rise is congestion, whatever the maximum.
+        let mut rtt = RttEstimator::default();
+        for sample in [100, 300, 128] {
+            rtt.update(ms(sample), Duration::ZERO);
+        }
+        assert!(Mode::Braid.loss_is_congestion(&rtt));
+        rtt.update(ms(103), Duration::ZERO);
+        assert!(!Mode::Braid.loss_is_congestion(&rtt));
+        // After a route change the range is learned again.
+        rtt.restart_min();
+        assert_eq!(rtt.max(), ms(103));
+    }
+
+    #[test]
+    fn braid_starts_paths_with_32_datagrams_and_the_seed_modes_with_rfc_9002s_ten() {
+        let mss = ConnectionConfig::default().max_datagram as u64;
+        for (mode, window) in [
+            (Mode::Braid, 32 * mss),
+            (Mode::Tcp, crate::cc::initial_window(mss)),
+            (Mode::Fmtcp, crate::cc::initial_window(mss)),
+            (Mode::Mptcp, crate::cc::initial_window(mss)),
+        ] {
+            let c = Connection::client(
+                ConnectionConfig { mode, ..ConnectionConfig::default() },
+                Instant::ZERO,
+                2,
+            );
+            assert!(c.paths.iter().all(|p| p.cc.window() == window), "{mode:?}");
+        }
     }
 
     #[test]
