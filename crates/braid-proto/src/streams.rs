@@ -174,6 +174,15 @@ impl Streams {
         self.send.get(&id).map_or(0, |s| s.buf.len())
     }
 
+    /// Whether any stream holds bytes (or a FIN or reset) not yet moved into the pipe, whether
+    /// or not flow control lets them go: `false` means the application is idle, not blocked.
+    pub fn has_buffered(&self) -> bool {
+        self.ready.iter().any(|id| {
+            let s = &self.send[id];
+            !s.buf.is_empty() || (s.fin && !s.fin_sent) || (s.reset.is_some() && !s.reset_sent)
+        })
+    }
+
     /// No more data on `id` after what was written.
     pub fn finish(&mut self, id: u64) -> Result<(), StreamError> {
         let s = self.send.get_mut(&id).ok_or(StreamError::Unknown(id))?;

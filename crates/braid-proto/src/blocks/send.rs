@@ -64,6 +64,11 @@ pub struct SendBlock {
     /// The path the block is mapped to, with per-path placement ([`BlockSender::set_per_path`]):
     /// set when its first source symbol goes out; all its symbols then travel on that path.
     pub path: Option<u8>,
+    /// The application went idle while this block was open or in flight (the end of a burst:
+    /// a video frame, a response): nothing behind it will trigger loss detection soon, so its
+    /// repair margin is sized for latency, and sent ahead of new data (see
+    /// [`BlockSender::on_app_idle`] and `redundancy::adaptive`).
+    pub app_idle: bool,
 }
 
 impl SendBlock {
@@ -309,6 +314,7 @@ impl BlockSender {
                 lost: 0,
                 decoded: false,
                 path: None,
+                app_idle: false,
             });
         }
         let block = self.blocks.back_mut().expect("just ensured");
@@ -328,6 +334,18 @@ impl BlockSender {
                 block.closed = true;
                 block.encoder.flush();
             }
+        }
+    }
+
+    /// The application has nothing more to send for now (its send buffers are empty, not merely
+    /// blocked by flow control): the open block closes at its current length, and every block
+    /// not yet decoded is marked as the tail of a burst ([`SendBlock::app_idle`]). TCP-IR's
+    /// point (tail losses of short flows cost a timeout unless repair follows the data at once)
+    /// applied at every app-idle point rather than only at the end of a flow.
+    pub fn on_app_idle(&mut self) {
+        self.close_block();
+        for b in self.blocks.iter_mut().filter(|b| !b.decoded) {
+            b.app_idle = true;
         }
     }
 

@@ -1231,8 +1231,14 @@ impl Connection {
             }
             s.partial.clear();
             if !more {
-                // Nothing else to send for now: close the block so it can complete.
-                s.sender.close_block();
+                // Nothing else to send for now: close the block so it can complete; if the
+                // application is idle (not blocked by flow control), the blocks in flight are
+                // the tail of a burst and get their repair margin at once (`on_app_idle`).
+                if s.streams.has_buffered() {
+                    s.sender.close_block();
+                } else {
+                    s.sender.on_app_idle();
+                }
                 return;
             }
         }

@@ -24,11 +24,23 @@ pub struct Redundancy {
     /// false. Measured (CTCP Table IV, 5 seeds, 5% loss): false → 0.859 of the ideal, block
     /// delay 241 ms mean; true with δ̂ = 0.3 → 0.825, 124 ms (docs/BENCHMARKS.md).
     pub margin_ahead_of_data: bool,
+    /// δ̂ for the blocks at the tail of a burst, when the application went idle
+    /// ([`SendBlock::app_idle`]: a video frame, a response). Their margin goes out at once,
+    /// ahead of new data: nothing behind them triggers loss detection soon, and a loss repaired
+    /// reactively costs a round trip plus the detection delay, more than a live frame's deadline
+    /// allows. Default 0.01. Idle tails are where an app-limited sender has spare capacity, so
+    /// a bulk transfer (which never idles until its end) pays nothing for it.
+    pub tail_target_failure: f64,
 }
 
 impl Default for Redundancy {
     fn default() -> Self {
-        Redundancy { target_failure: 0.5, min_loss: 0.0, margin_ahead_of_data: false }
+        Redundancy {
+            target_failure: 0.5,
+            min_loss: 0.0,
+            margin_ahead_of_data: false,
+            tail_target_failure: 0.01,
+        }
     }
 }
 
@@ -52,7 +64,8 @@ impl Redundancy {
         // beyond it are replaced one for one. (Re-deriving the margin from what is still missing
         // after each loss would keep adding margin as losses happen, and whatever margin is left
         // when the block decodes arrives as redundant symbols.)
-        let margin = symbols_for(len, p.max(self.min_loss), self.target_failure) - len;
+        let delta = if block.app_idle { self.tail_target_failure } else { self.target_failure };
+        let margin = symbols_for(len, p.max(self.min_loss), delta) - len;
         let wanted = missing + margin.saturating_sub(block.lost);
         wanted.saturating_sub(block.in_flight)
     }
@@ -66,7 +79,7 @@ impl RedundancyController for Redundancy {
     /// Known losses are replaced at once, ahead of new data (and the margin too, if
     /// `margin_ahead_of_data`).
     fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
-        if self.margin_ahead_of_data {
+        if self.margin_ahead_of_data || block.app_idle {
             return self.deficit(block, path.loss);
         }
         if block.decoded || !block.all_sources_sent() {
