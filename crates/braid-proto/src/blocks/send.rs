@@ -277,6 +277,16 @@ impl BlockSender {
         Some(id.checked_sub(self.blocks.front()?.id)? as usize)
     }
 
+    /// Source symbols cut but not yet sent once, over all blocks: the queue between the pipe and
+    /// the wire.
+    pub fn unsent_sources(&self) -> usize {
+        self.blocks.iter().map(|b| b.unsent_sources() as usize).sum()
+    }
+
+    pub fn max_block_len(&self) -> usize {
+        self.config.max_block_len
+    }
+
     /// Whether a new source symbol can be accepted now.
     pub fn has_room(&self) -> bool {
         match self.blocks.back() {

@@ -1206,12 +1206,17 @@ impl Connection {
         }
     }
 
-    /// Moves stream data into source symbols while the block window has room. With per-path
+    /// Moves stream data into source symbols while the block window has room, keeping at most
+    /// one block's length of source symbols cut but unsent: stream data waits in its stream
+    /// until the wire is near, so the streams' round robin (`Streams::write_pipe_frame`)
+    /// interleaves at the wire and a request on one stream does not queue behind everything a
+    /// bulk stream has written (it used to wait behind the whole block window). With per-path
     /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).
     fn fill_pipe(&mut self) {
         let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
         let size = s.sender.symbol_size();
-        while s.sender.has_room() {
+        let ahead = s.sender.max_block_len();
+        while s.sender.has_room() && s.sender.unsent_sources() < ahead {
             while s.partial.len() < size
                 && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
             {
