@@ -177,7 +177,8 @@ fn run(mode: Mode, loss: f64, seed: u64, secs: u64) -> (Vec<f64>, u64) {
     };
     let link = LinkConfig::new(20_000_000, Duration::from_millis(50));
     let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
-    let (mut net, c, s) = Network::pair(seed, Side::Client(client), Side::Server(server), &[path]).expect("network");
+    let (mut net, c, s) =
+        Network::pair(seed, Side::Client(client), Side::Server(server), &[path]).expect("network");
     let end = Instant::ZERO + Duration::from_secs(secs);
     net.run_until(end);
     let (Side::Client(client), Side::Server(server)) = (net.endpoint(c), net.endpoint(s)) else {
@@ -208,7 +209,10 @@ fn requests_do_not_queue_behind_a_bulk_stream() {
     for (loss, seed) in [(0.0, 1), (0.02, 2)] {
         let (latencies, bulk) = run(Mode::Braid, loss, seed, 10);
         let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
-        eprintln!("loss {loss} seed {seed}: {} requests, p50 {p50:.0} ms, p99 {p99:.0} ms, bulk {bulk} B", latencies.len());
+        eprintln!(
+            "loss {loss} seed {seed}: {} requests, p50 {p50:.0} ms, p99 {p99:.0} ms, bulk {bulk} B",
+            latencies.len()
+        );
         assert!(latencies.len() >= 50, "seed {seed}: {} requests judged", latencies.len());
         assert!(
             p50 < 250.0 && p99 < 400.0,

@@ -26,7 +26,8 @@ fn run(mode: Mode, loss: f64, seed: u64, secs: u64) -> (VideoStats, f64) {
     assert_eq!(rx.corrupt_at(), None, "{mode:?} seed {seed}: corrupted byte");
     let stats = VideoStats::compute(tx.captured(), rx.completed(), DEADLINE, end);
     let c = tx.connection().stats;
-    let overhead = c.repair_symbols_sent as f64 / (c.source_symbols_sent + c.repair_symbols_sent).max(1) as f64;
+    let overhead =
+        c.repair_symbols_sent as f64 / (c.source_symbols_sent + c.repair_symbols_sent).max(1) as f64;
     (stats, overhead)
 }
 

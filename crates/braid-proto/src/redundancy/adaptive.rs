@@ -263,6 +263,37 @@ mod tests {
         assert_eq!(r.spare_repairs(b, &view(0.0)), 0);
     }
 
+    /// A block at an app-idle point (the end of a video frame) gets the tail δ̂'s margin, ahead
+    /// of new data; the same block in a bulk transfer gets the expected-loss margin as spare.
+    #[test]
+    fn app_idle_tail_gets_its_margin_at_once() {
+        use crate::blocks::BlockSender;
+        use crate::wire::Writer;
+        use braid_fec::{CodeFamily, CodecConfig};
+        let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
+        let mut tx = BlockSender::new(config, 4);
+        // A 14-symbol frame (17 kB at 1200-byte symbols), all sent.
+        for _ in 0..14 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        tx.close_block();
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        let r = Redundancy::default();
+        let v = view(0.02);
+        let b = tx.blocks().next().unwrap();
+        // δ̂ = 0.5: 14 of 14 arrive with 0.98^14 = 0.75, no margin at all.
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 0));
+        tx.on_app_idle();
+        let b = tx.blocks().next().unwrap();
+        assert!(b.app_idle);
+        // δ̂ = 0.01: 15 symbols succeed with 0.965, 16 with 0.996: two repairs, ahead of data.
+        assert_eq!(symbols_for(14, 0.02, 0.01), 16);
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (2, 0));
+        // No loss estimate, no margin (issue 6: overhead ≤ 1 % at 0 % loss).
+        assert_eq!(r.repairs_wanted(b, &view(0.0)), 0);
+    }
+
     #[test]
     fn matches_fmtcp_margins() {
         // Worked by hand: r = 10, δ̂ = 5%. p = 1%: 10 of 10 arrive with 0.904, 10 of 11 with

@@ -942,31 +942,6 @@ fn run_video(
         stats.p50_ms = stats.p50_ms.max(s.p50_ms);
         stats.p99_ms = stats.p99_ms.max(s.p99_ms);
         stats.max_ms = stats.max_ms.max(s.max_ms);
-        if std::env::var_os("VIDEO_DEBUG").is_some() {
-            eprintln!(
-                "{mode:?}: captured {} completed {} received {} closed {} idle {} paths {:?} state {:?} conn {:?}",
-                tx.captured().len(),
-                rx.completed().len(),
-                rx.received(),
-                tx.connection().is_closed(),
-                tx.connection().is_idle(),
-                tx.connection().path_stats(),
-                tx.connection().path_state(),
-                tx.connection().stats
-            );
-        }
-        if std::env::var_os("VIDEO_DEBUG").is_some() {
-            let late: Vec<String> = tx
-                .captured()
-                .iter()
-                .enumerate()
-                .filter_map(|(i, &at)| {
-                    let l = rx.completed().get(i).map_or(f64::INFINITY, |&d| (d - at).as_secs_f64() * 1e3);
-                    (l > 200.0).then(|| format!("{i}:{l:.0}"))
-                })
-                .collect();
-            eprintln!("late: {}", late.join(" "));
-        }
         let c = tx.connection().stats;
         source += c.source_symbols_sent;
         repair += c.repair_symbols_sent;
