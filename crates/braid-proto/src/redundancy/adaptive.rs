@@ -271,22 +271,29 @@ mod tests {
         use crate::wire::Writer;
         use braid_fec::{CodeFamily, CodecConfig};
         let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
-        let mut tx = BlockSender::new(config, 4);
-        // A 14-symbol frame (17 kB at 1200-byte symbols), all sent.
+        let mut tx = BlockSender::new(config.clone(), 4);
+        // A 14-symbol frame (17 kB at 1200-byte symbols) cut, the application idle, all sent.
         for _ in 0..14 {
             tx.push_source(&[7; 16]).unwrap();
         }
-        tx.close_block();
+        let (r, v) = (Redundancy::default(), view(0.02));
+        let mut bulk = BlockSender::new(config, 4);
+        for _ in 0..14 {
+            bulk.push_source(&[7; 16]).unwrap();
+        }
+        bulk.close_block();
+        tx.on_app_idle();
         let mut out = Vec::new();
         while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
-        let r = Redundancy::default();
-        let v = view(0.02);
-        let b = tx.blocks().next().unwrap();
-        // δ̂ = 0.5: 14 of 14 arrive with 0.98^14 = 0.75, no margin at all.
+        while bulk.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        // Without the mark, δ̂ = 0.5: 14 of 14 arrive with 0.98^14 = 0.75, no margin at all.
+        let b = bulk.blocks().next().unwrap();
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 0));
-        tx.on_app_idle();
+        // A block already all sent when the application idles is not the burst's tail.
+        bulk.on_app_idle();
+        assert!(!bulk.blocks().next().unwrap().app_idle);
         let b = tx.blocks().next().unwrap();
-        assert!(b.app_idle);
+        assert!(b.app_idle && b.closed);
         // δ̂ = 0.01: 15 symbols succeed with 0.965, 16 with 0.996: two repairs, ahead of data.
         assert_eq!(symbols_for(14, 0.02, 0.01), 16);
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (2, 0));
