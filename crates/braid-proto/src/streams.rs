@@ -174,6 +174,15 @@ impl Streams {
         self.send.get(&id).map_or(0, |s| s.buf.len())
     }
 
+    /// Whether any stream holds bytes (or a FIN or reset) not yet moved into the pipe, whether
+    /// or not flow control lets them go: `false` means the application is idle, not blocked.
+    pub fn has_buffered(&self) -> bool {
+        self.ready.iter().any(|id| {
+            let s = &self.send[id];
+            !s.buf.is_empty() || (s.fin && !s.fin_sent) || (s.reset.is_some() && !s.reset_sent)
+        })
+    }
+
     /// No more data on `id` after what was written.
     pub fn finish(&mut self, id: u64) -> Result<(), StreamError> {
         let s = self.send.get_mut(&id).ok_or(StreamError::Unknown(id))?;
@@ -462,6 +471,53 @@ mod tests {
         let (data, streams) = s.poll_window_updates();
         assert_eq!(data, Some(18_000));
         assert_eq!(streams, vec![(id, 12_000)]);
+    }
+
+    /// Idle is not blocked: data held back by flow control still counts as buffered.
+    #[test]
+    fn buffered_data_is_not_idle_even_when_flow_control_blocks_it() {
+        let (mut c, mut s) = pair();
+        let id = c.open().unwrap();
+        assert!(!c.has_buffered());
+        c.write(id, &[1u8; 5_000]).unwrap();
+        assert!(c.has_buffered() && c.has_pipe_data());
+        pump(&mut c, &mut s, 1200).unwrap();
+        // 4 000 went (the stream window), 1 000 wait: blocked, not idle.
+        assert!(c.has_buffered() && !c.has_pipe_data());
+        // (The rest is drained without a receiver, which never raised its window.)
+        let drain = |c: &mut Streams| while c.write_pipe_frame(1200, &mut Writer::new(&mut Vec::new())) {};
+        c.on_max_stream_data(id, 8_000);
+        drain(&mut c);
+        assert!(!c.has_buffered());
+        c.finish(id).unwrap();
+        assert!(c.has_buffered());
+        drain(&mut c);
+        assert!(!c.has_buffered());
+    }
+
+    /// Streams take turns frame by frame: a short write on one stream goes out after at most
+    /// one frame of another stream's backlog, not after all of it.
+    #[test]
+    fn a_short_write_is_served_within_one_turn() {
+        let (mut c, _) = pair();
+        let bulk = c.open().unwrap();
+        let short = c.open().unwrap();
+        c.write(bulk, &[0u8; 3_900]).unwrap();
+        let mut pipe = Vec::new();
+        assert!(c.write_pipe_frame(500, &mut Writer::new(&mut pipe)));
+        c.write(short, b"GET /").unwrap();
+        let mut frames = Vec::new();
+        let mut pipe = Vec::new();
+        while c.write_pipe_frame(500, &mut Writer::new(&mut pipe)) {}
+        PipeParser::default()
+            .feed(&pipe, |f| {
+                if let PipeFrame::Stream { id, .. } = f {
+                    frames.push(id);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(frames.iter().position(|&id| id == short), Some(1), "{frames:?}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::net::Endpoint;
 
 /// The transfer pattern repeats every `PERIOD` bytes (a prime, so it never lines up with
 /// symbol or block sizes).
-const PERIOD: usize = 65_521;
+pub(crate) const PERIOD: usize = 65_521;
 
 fn pattern_table() -> &'static [u8] {
     static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
@@ -29,7 +29,7 @@ pub fn pattern(i: u64) -> u8 {
 }
 
 /// Bytes `offset .. offset + len` of the pattern (`len` ≤ `PERIOD`).
-fn pattern_slice(offset: u64, len: usize) -> &'static [u8] {
+pub(crate) fn pattern_slice(offset: u64, len: usize) -> &'static [u8] {
     let start = (offset % PERIOD as u64) as usize;
     &pattern_table()[start..start + len]
 }

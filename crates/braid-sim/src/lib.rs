@@ -47,6 +47,7 @@ pub mod net;
 pub mod rng;
 pub mod scenario;
 pub mod units;
+pub mod video;
 
 pub use flow::BulkFlow;
 pub use link::{Fate, Link, LinkChange, LinkConfig, LinkConfigError, LinkStats, Outage, QueueLimit};
@@ -56,3 +57,4 @@ pub use net::{
     Endpoint, EndpointId, LinkId, NetConfig, NetError, NetStats, Network, PathConfig, RunReport, StopReason,
 };
 pub use scenario::{FlowContext, PathSpec, Scenario, ScenarioError, ScenarioNetwork};
+pub use video::{VideoFlow, VideoSource, VideoStats};

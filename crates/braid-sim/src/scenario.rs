@@ -11,6 +11,8 @@
 //! duration = "120s"          # run length (the limit of the run)
 //! stagger = "0s"             # flow i starts at i × stagger (handed to the factory)
 //! receive_window = "128KB"   # the connections' flow-control window (handed to the factory)
+//! video = "3.4Mbit/s"        # instead of a bulk transfer: a live video source at this bitrate
+//!                            # (25 fps, see `video`), for `duration`
 //!
 //! [[bottleneck]]             # a link pair shared by every path that names it in `via`
 //! name = "core"
@@ -91,6 +93,9 @@ pub struct Scenario {
     /// `initial_max_data` and `initial_max_stream_data` of both ends), if the scenario sets one.
     /// Opaque to the simulator, like `mode`.
     pub receive_window: Option<u64>,
+    /// An app-limited live video workload at this mean bitrate (bits/s) instead of a bulk
+    /// transfer ([`crate::video`]). Opaque to the simulator, like `mode`.
+    pub video: Option<u64>,
     /// Links shared by every path that names them in `via` (and by every flow): two paths of one
     /// connection through one bottleneck.
     pub bottlenecks: Vec<PathSpec>,

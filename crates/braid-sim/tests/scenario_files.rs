@@ -293,3 +293,32 @@ fn satellite_cellular() {
         (10_000_000, Duration::from_millis(40), 0.0)
     );
 }
+
+#[test]
+fn video_file_is_issue_6s_live_video_scenario() {
+    let runs = load("video.toml");
+    assert_eq!(runs.len(), 3 * 4, "3 seeds × 4 loss rates");
+    for r in &runs {
+        assert_eq!(r.video, Some(3_400_000), "{}", r.title());
+        assert!(r.transfer.is_none() && r.duration.is_some_and(|d| d.as_secs() >= 60), "{}", r.title());
+        assert_eq!(r.paths.len(), 1);
+        assert_eq!(r.paths[0].forward.rate_bps, 20_000_000);
+    }
+    let losses: Vec<String> = runs.iter().map(|r| r.label.clone()).filter(|l| l.contains("seed=1")).collect();
+    assert_eq!(losses.len(), 4, "{losses:?}");
+    // A video scenario runs for a duration, and its bitrate must be positive.
+    let err = Scenario::parse(
+        "video = \"3Mbit/s\"\ntransfer = 1000\n[[path]]\nrate = \"1Mbit/s\"\ndelay = \"1ms\"\n",
+        "v.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("duration"), "{err}");
+    let err = Scenario::parse(
+        "video = 0\nduration = \"1s\"\n[[path]]\nrate = \"1Mbit/s\"\ndelay = \"1ms\"\n",
+        "v.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("video"), "{err}");
+}

@@ -24,11 +24,23 @@ pub struct Redundancy {
     /// false. Measured (CTCP Table IV, 5 seeds, 5% loss): false → 0.859 of the ideal, block
     /// delay 241 ms mean; true with δ̂ = 0.3 → 0.825, 124 ms (docs/BENCHMARKS.md).
     pub margin_ahead_of_data: bool,
+    /// δ̂ for the blocks at the tail of a burst, when the application went idle
+    /// ([`SendBlock::app_idle`]: a video frame, a response). Their margin goes out at once,
+    /// ahead of new data: nothing behind them triggers loss detection soon, and a loss repaired
+    /// reactively costs a round trip plus the detection delay, more than a live frame's deadline
+    /// allows. Default 0.01. Idle tails are where an app-limited sender has spare capacity, so
+    /// a bulk transfer (which never idles until its end) pays nothing for it.
+    pub tail_target_failure: f64,
 }
 
 impl Default for Redundancy {
     fn default() -> Self {
-        Redundancy { target_failure: 0.5, min_loss: 0.0, margin_ahead_of_data: false }
+        Redundancy {
+            target_failure: 0.5,
+            min_loss: 0.0,
+            margin_ahead_of_data: false,
+            tail_target_failure: 0.01,
+        }
     }
 }
 
@@ -52,7 +64,8 @@ impl Redundancy {
         // beyond it are replaced one for one. (Re-deriving the margin from what is still missing
         // after each loss would keep adding margin as losses happen, and whatever margin is left
         // when the block decodes arrives as redundant symbols.)
-        let margin = symbols_for(len, p.max(self.min_loss), self.target_failure) - len;
+        let delta = if block.app_idle { self.tail_target_failure } else { self.target_failure };
+        let margin = symbols_for(len, p.max(self.min_loss), delta) - len;
         let wanted = missing + margin.saturating_sub(block.lost);
         wanted.saturating_sub(block.in_flight)
     }
@@ -66,7 +79,7 @@ impl RedundancyController for Redundancy {
     /// Known losses are replaced at once, ahead of new data (and the margin too, if
     /// `margin_ahead_of_data`).
     fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
-        if self.margin_ahead_of_data {
+        if self.margin_ahead_of_data || block.app_idle {
             return self.deficit(block, path.loss);
         }
         if block.decoded || !block.all_sources_sent() {
@@ -248,6 +261,44 @@ mod tests {
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (6, 0));
         // No loss estimate: no margin.
         assert_eq!(r.spare_repairs(b, &view(0.0)), 0);
+    }
+
+    /// A block at an app-idle point (the end of a video frame) gets the tail δ̂'s margin, ahead
+    /// of new data; the same block in a bulk transfer gets the expected-loss margin as spare.
+    #[test]
+    fn app_idle_tail_gets_its_margin_at_once() {
+        use crate::blocks::BlockSender;
+        use crate::wire::Writer;
+        use braid_fec::{CodeFamily, CodecConfig};
+        let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
+        let mut tx = BlockSender::new(config.clone(), 4);
+        // A 14-symbol frame (17 kB at 1200-byte symbols) cut, the application idle, all sent.
+        for _ in 0..14 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        let (r, v) = (Redundancy::default(), view(0.02));
+        let mut bulk = BlockSender::new(config, 4);
+        for _ in 0..14 {
+            bulk.push_source(&[7; 16]).unwrap();
+        }
+        bulk.close_block();
+        tx.on_app_idle();
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        while bulk.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        // Without the mark, δ̂ = 0.5: 14 of 14 arrive with 0.98^14 = 0.75, no margin at all.
+        let b = bulk.blocks().next().unwrap();
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 0));
+        // A block already all sent when the application idles is not the burst's tail.
+        bulk.on_app_idle();
+        assert!(!bulk.blocks().next().unwrap().app_idle);
+        let b = tx.blocks().next().unwrap();
+        assert!(b.app_idle && b.closed);
+        // δ̂ = 0.01: 15 symbols succeed with 0.965, 16 with 0.996: two repairs, ahead of data.
+        assert_eq!(symbols_for(14, 0.02, 0.01), 16);
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (2, 0));
+        // No loss estimate, no margin (issue 6: overhead ≤ 1 % at 0 % loss).
+        assert_eq!(r.repairs_wanted(b, &view(0.0)), 0);
     }
 
     #[test]

@@ -78,7 +78,7 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp|lia] [--scheduler NAME] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp|lia] [--scheduler NAME] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--tail-delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
     );
     eprintln!(
         "  --scheduler: every mode's multipath scheduler, one of {} (default: the mode's own)",
@@ -86,6 +86,9 @@ fn usage() -> ExitCode {
     );
     eprintln!("  --margin-ahead: braid sends its repair margin ahead of new data (latency first)");
     eprintln!("  --delta D: braid's δ̂, the accepted chance a block's margin falls short (default 0.5)");
+    eprintln!(
+        "  --tail-delta D: braid's δ̂ for the blocks at an app-idle point, sent ahead of new data (default 0.01)"
+    );
     eprintln!("  --modes: any of {}", braid_proto::conn::Mode::ALL.map(|m| m.name()).join(", "));
     eprintln!("  --cc: every path's congestion controller (default: the mode's own)");
     eprintln!("  --placement: where repair goes, per path or across paths (default: the mode's own)");
@@ -105,6 +108,7 @@ fn main() -> ExitCode {
     let mut scheduler = None;
     let mut margin_ahead = false;
     let mut delta = None;
+    let mut tail_delta = None;
     let mut files = Vec::new();
     let mut csv_dir: Option<PathBuf> = None;
     let mut json_file: Option<PathBuf> = None;
@@ -155,6 +159,16 @@ fn main() -> ExitCode {
                 }
             }
             "--margin-ahead" => margin_ahead = true,
+            "--tail-delta" => {
+                let Some(value) = args.next() else { return usage() };
+                match value.parse::<f64>() {
+                    Ok(d) if d > 0.0 && d < 1.0 => tail_delta = Some(d),
+                    _ => {
+                        eprintln!("--tail-delta: `{value}` is not a probability strictly between 0 and 1");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             "--delta" => {
                 let Some(value) = args.next() else { return usage() };
                 match value.parse::<f64>() {
@@ -185,6 +199,7 @@ fn main() -> ExitCode {
         return usage();
     }
     let mut rows = Vec::new();
+    let mut video_rows = Vec::new();
     let started = std::time::Instant::now();
     for file in &files {
         let scenarios = match Scenario::load(file) {
@@ -204,8 +219,19 @@ fn main() -> ExitCode {
                 let redundancy = Redundancy {
                     margin_ahead_of_data: margin_ahead,
                     target_failure: delta.unwrap_or(Redundancy::default().target_failure),
+                    tail_target_failure: tail_delta.unwrap_or(Redundancy::default().tail_target_failure),
                     ..Redundancy::default()
                 };
+                if scenario.video.is_some() {
+                    match run_video(scenario, mode, cc, scheduler, redundancy, placement) {
+                        Ok(row) => video_rows.push(row),
+                        Err(e) => {
+                            eprintln!("{}: {e}", scenario.title());
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                    continue;
+                }
                 match run(scenario, mode, cc, scheduler, redundancy, placement) {
                     Ok(row) => rows.push(row),
                     Err(e) => {
@@ -216,9 +242,15 @@ fn main() -> ExitCode {
             }
         }
     }
-    print(&rows);
+    if !rows.is_empty() {
+        print(&rows);
+    }
+    if !video_rows.is_empty() {
+        print_video(&video_rows);
+    }
     if let Some(dir) = &csv_dir {
-        if let Err(e) = write_csv(dir, &rows) {
+        let written = write_csv(dir, &rows).and_then(|()| write_video_csv(dir, &video_rows));
+        if let Err(e) = written {
             eprintln!("--csv {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
@@ -229,15 +261,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let datagrams: u64 = rows.iter().map(|r| r.datagrams).sum();
+    let datagrams: u64 =
+        rows.iter().map(|r| r.datagrams).sum::<u64>() + video_rows.iter().map(|r| r.datagrams).sum::<u64>();
     let wall = started.elapsed().as_secs_f64();
     println!();
     println!(
         "{} runs, {datagrams} datagrams simulated in {wall:.1} s of wall time ({:.2} M datagrams/s)",
-        rows.len(),
+        rows.len() + video_rows.len(),
         datagrams as f64 / wall / 1e6
     );
-    if rows.iter().all(|r| r.intact) {
+    if rows.iter().all(|r| r.intact) && video_rows.iter().all(|r| r.intact) {
         ExitCode::SUCCESS
     } else {
         eprintln!("some transfers were not delivered intact");
@@ -842,4 +875,224 @@ fn to_json(rows: &[Row]) -> String {
         .collect();
     let doc = Document { interval_ms: INTERVAL.as_secs_f64() * 1e3, runs };
     serde_json::to_string_pretty(&doc).expect("plain numbers and strings serialize")
+}
+
+/// Issue 6's live-video deadline: a frame counts when complete within this time of its capture.
+const VIDEO_DEADLINE: Duration = Duration::from_millis(200);
+
+/// One run of a `video` scenario.
+struct VideoRow {
+    label: String,
+    scenario: String,
+    point: String,
+    seed: u64,
+    mode: Mode,
+    stats: braid_sim::VideoStats,
+    overhead: f64,
+    source_sent: u64,
+    repair_sent: u64,
+    retransmissions: u64,
+    intact: bool,
+    datagrams: u64,
+}
+
+/// A `video` scenario: one live video flow per scenario flow for `duration`, judged by the share
+/// of frames complete within [`VIDEO_DEADLINE`] of their capture.
+fn run_video(
+    scenario: &Scenario,
+    mode: Mode,
+    cc: Option<CcAlgorithm>,
+    scheduler: Option<SchedulerKind>,
+    redundancy: Redundancy,
+    placement: Option<RepairPlacement>,
+) -> Result<VideoRow, String> {
+    use braid_sim::{VideoFlow, VideoSource, VideoStats};
+    let bitrate = scenario.video.ok_or("not a video scenario")?;
+    let built = scenario
+        .build(|cx| {
+            let mut config = ConnectionConfig {
+                mode,
+                cc,
+                redundancy,
+                scheduler,
+                paths: cx.paths as u8,
+                repair_placement: placement,
+                ..ConnectionConfig::default()
+            };
+            if let Some(window) = scenario.receive_window {
+                config.params = config.params.with_receive_window(window);
+            }
+            let source = VideoSource::new(bitrate, cx.seed);
+            (
+                VideoFlow::sender(config.clone(), cx.seed, source, cx.start),
+                VideoFlow::receiver(config, source),
+            )
+        })
+        .map_err(|e| e.to_string())?;
+    let (mut net, flows, limit) = (built.network, built.flows, built.limit);
+    net.run_until(limit);
+    let (mut source, mut repair, mut retransmissions) = (0, 0, 0);
+    let mut intact = true;
+    // Several flows: the share is over all their frames, the percentiles the worst flow's.
+    let mut stats = VideoStats::default();
+    for &(client, server) in &flows {
+        let (tx, rx) = (net.endpoint(client), net.endpoint(server));
+        intact &= rx.corrupt_at().is_none();
+        let s = VideoStats::compute(tx.captured(), rx.completed(), VIDEO_DEADLINE, limit);
+        stats.frames += s.frames;
+        stats.on_time += s.on_time;
+        stats.steady_frames += s.steady_frames;
+        stats.steady_on_time += s.steady_on_time;
+        stats.p50_ms = stats.p50_ms.max(s.p50_ms);
+        stats.p99_ms = stats.p99_ms.max(s.p99_ms);
+        stats.max_ms = stats.max_ms.max(s.max_ms);
+        let c = tx.connection().stats;
+        source += c.source_symbols_sent;
+        repair += c.repair_symbols_sent;
+        retransmissions += c.retransmissions;
+    }
+    Ok(VideoRow {
+        label: scenario.title(),
+        scenario: scenario.name.clone(),
+        point: scenario.label.clone(),
+        seed: scenario.seed,
+        mode,
+        stats,
+        overhead: repair as f64 / (source + repair).max(1) as f64,
+        source_sent: source,
+        repair_sent: repair,
+        retransmissions,
+        intact,
+        datagrams: net.stats().datagrams_sent,
+    })
+}
+
+fn ms(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.0}")
+    } else {
+        "∞".into()
+    }
+}
+
+/// The video table (a row per run), and one row per sweep point with the modes side by side:
+/// frames on time % · p99 frame latency ms, means over seeds (the p99 a mean of the runs' p99).
+fn print_video(rows: &[VideoRow]) {
+    println!(
+        "| scenario | mode | frames | on time (≤ {} ms) | after 1 s | latency p50 / p99 / max ms | repair overhead | retransmissions | intact |",
+        VIDEO_DEADLINE.as_millis()
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|:-:|");
+    for r in rows {
+        let s = r.stats;
+        println!(
+            "| {} | {} | {} | {:.2}% | {:.2}% | {} / {} / {} | {:.1}% | {} | {} |",
+            r.label,
+            mode_label(r.mode),
+            s.frames,
+            100.0 * s.on_time_share(),
+            100.0 * s.steady_on_time_share(),
+            ms(s.p50_ms),
+            ms(s.p99_ms),
+            ms(s.max_ms),
+            100.0 * r.overhead,
+            r.retransmissions,
+            if r.intact { "yes" } else { "**NO**" }
+        );
+    }
+    let mut modes: Vec<Mode> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for r in rows {
+        if !modes.contains(&r.mode) {
+            modes.push(r.mode);
+        }
+        let key = video_point_key(r);
+        if !points.contains(&key) {
+            points.push(key);
+        }
+    }
+    if modes.len() < 2 {
+        return;
+    }
+    println!();
+    println!(
+        "Video, modes side by side: frames on time % (all · after the first 1 s) · p50 / p99 frame latency ms; means over seeds"
+    );
+    println!();
+    let names: Vec<&str> = modes.iter().map(|&m| mode_label(m)).collect();
+    println!("| scenario | {} |", names.join(" | "));
+    println!("|---|{}", "---:|".repeat(modes.len()));
+    for point in &points {
+        let cells: Vec<String> = modes
+            .iter()
+            .map(|&m| {
+                let rs: Vec<&VideoRow> =
+                    rows.iter().filter(|r| r.mode == m && video_point_key(r) == *point).collect();
+                if rs.is_empty() {
+                    return "—".into();
+                }
+                let n = rs.len() as f64;
+                let frames: usize = rs.iter().map(|r| r.stats.frames).sum();
+                let on_time: usize = rs.iter().map(|r| r.stats.on_time).sum();
+                let steady: usize = rs.iter().map(|r| r.stats.steady_frames).sum();
+                let steady_on_time: usize = rs.iter().map(|r| r.stats.steady_on_time).sum();
+                let p50 = rs.iter().map(|r| r.stats.p50_ms).sum::<f64>() / n;
+                let p99 = rs.iter().map(|r| r.stats.p99_ms).sum::<f64>() / n;
+                let broken = if rs.iter().all(|r| r.intact) { "" } else { " **NOT INTACT**" };
+                format!(
+                    "{:.2}% · {:.2}% · {} / {}{broken}",
+                    100.0 * on_time as f64 / frames.max(1) as f64,
+                    100.0 * steady_on_time as f64 / steady.max(1) as f64,
+                    ms(p50),
+                    ms(p99)
+                )
+            })
+            .collect();
+        println!("| {point} | {} |", cells.join(" | "));
+    }
+}
+
+fn video_point_key(r: &VideoRow) -> String {
+    let label = r.label.replace(['[', ']'], " ");
+    let key: Vec<&str> = label.split_whitespace().filter(|w| !w.contains("seed=")).collect();
+    key.join(" ")
+}
+
+/// `video.csv`: a row per video run.
+fn write_video_csv(dir: &Path, rows: &[VideoRow]) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)?;
+    let mut out = String::from(
+        "run,scenario,point,seed,mode,frames,on_time,on_time_share,steady_frames,steady_on_time,latency_p50_ms,latency_p99_ms,\
+         latency_max_ms,repair_overhead,source_sent,repair_sent,retransmissions,datagrams,intact\n",
+    );
+    for (run, r) in rows.iter().enumerate() {
+        let s = r.stats;
+        writeln!(
+            out,
+            "{run},{},{},{},{},{},{},{:.6},{},{},{:.3},{:.3},{:.3},{:.6},{},{},{},{},{}",
+            csv_field(&r.scenario),
+            csv_field(&r.point),
+            r.seed,
+            r.mode.name(),
+            s.frames,
+            s.on_time,
+            s.on_time_share(),
+            s.steady_frames,
+            s.steady_on_time,
+            s.p50_ms,
+            s.p99_ms,
+            s.max_ms,
+            r.overhead,
+            r.source_sent,
+            r.repair_sent,
+            r.retransmissions,
+            r.datagrams,
+            r.intact,
+        )
+        .expect("writing to a String");
+    }
+    std::fs::write(dir.join("video.csv"), out)
 }

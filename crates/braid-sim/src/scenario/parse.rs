@@ -33,6 +33,7 @@ struct RawScenario {
     transfer: Field,
     stagger: Field,
     receive_window: Field,
+    video: Field,
     #[serde(default)]
     bottleneck: Vec<RawBottleneck>,
     #[serde(default)]
@@ -337,6 +338,19 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
             })
         })
         .transpose()?;
+    let video = raw
+        .video
+        .as_ref()
+        .map(|f| {
+            cx.value("video", f, |v| match as_rate(v)? {
+                0 => Err("a video stream needs a bitrate above zero".to_owned()),
+                n => Ok(n),
+            })
+        })
+        .transpose()?;
+    if video.is_some() && duration.is_none() {
+        return Err(cx.error(0..0, "a `video` workload runs for a `duration`: set one"));
+    }
     if raw.path.is_empty() {
         return Err(cx.error(0..0, "no [[path]] given: a scenario needs at least one path"));
     }
@@ -392,6 +406,7 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         transfer,
         stagger,
         receive_window,
+        video,
         bottlenecks,
         paths,
     })

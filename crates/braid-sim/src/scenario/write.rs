@@ -30,6 +30,9 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     if let Some(w) = s.receive_window {
         root.insert("receive_window".into(), Value::Integer(i64::try_from(w).unwrap_or(i64::MAX)));
     }
+    if let Some(v) = s.video {
+        root.insert("video".into(), Value::String(format_rate(v)));
+    }
     if !s.bottlenecks.is_empty() {
         let bottlenecks = s
             .bottlenecks
