@@ -127,7 +127,9 @@ fn two_paths_with_different_mtus() {
         "{}",
         r.what
     );
-    assert!(r.mean_datagram(1) > 1350.0, "{}: LTE mean {:.0}", r.what, r.mean_datagram(1));
+    // The mean counts the sender's ACK-only packets too, which go back on the path they
+    // acknowledge (PROTOCOL.md §12.4); above 1300 only if data packets outgrew 1280.
+    assert!(r.mean_datagram(1) > 1300.0, "{}: LTE mean {:.0}", r.what, r.mean_datagram(1));
     // Probes only: 2048 ×3 on WiFi, 1452 ×3 on LTE.
     assert!(
         r.too_big(0) <= 3 && r.too_big(1) <= 3,
