@@ -12,7 +12,12 @@ fn echo_server(key: Key) -> std::net::SocketAddr {
 
 /// [`echo_server`] bound to `bind`.
 fn echo_server_on(key: Key, bind: &str) -> std::net::SocketAddr {
-    let mut server: Server = Endpoint::server(ServerConfig::new(key), bind.parse().unwrap()).unwrap();
+    echo_server_with(ServerConfig::new(key), bind)
+}
+
+/// [`echo_server`] with its whole configuration given.
+fn echo_server_with(config: ServerConfig, bind: &str) -> std::net::SocketAddr {
+    let mut server: Server = Endpoint::server(config, bind.parse().unwrap()).unwrap();
     let addr = server.local_addr().unwrap();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
@@ -403,22 +408,7 @@ async fn datagrams_grow_past_1280_on_loopback() {
     let key = Key::generate().unwrap();
     let mut server_config = ServerConfig::new(key.clone());
     server_config.transport.max_plpmtu = 9000;
-    let mut server: Server = Endpoint::server(server_config, "127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = server.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Some(conn) = server.accept().await {
-            tokio::spawn(async move {
-                while let Some(mut stream) = conn.accept_stream().await {
-                    tokio::spawn(async move {
-                        let mut data = Vec::new();
-                        stream.read_to_end(&mut data).await.unwrap();
-                        stream.write_all(&data).await.unwrap();
-                        stream.shutdown().await.unwrap();
-                    });
-                }
-            });
-        }
-    });
+    let addr = echo_server_with(server_config, "127.0.0.1:0");
     let mut config = ClientConfig::new(key);
     config.transport.max_plpmtu = 9000;
     let conn =
@@ -445,22 +435,7 @@ async fn discovery_stops_at_an_emulated_mtu() {
     let key = Key::generate().unwrap();
     let mut server_config = ServerConfig::new(key.clone());
     server_config.transport.max_plpmtu = 9000;
-    let mut server: Server = Endpoint::server(server_config, "127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = server.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Some(conn) = server.accept().await {
-            tokio::spawn(async move {
-                while let Some(mut stream) = conn.accept_stream().await {
-                    tokio::spawn(async move {
-                        let mut data = Vec::new();
-                        stream.read_to_end(&mut data).await.unwrap();
-                        stream.write_all(&data).await.unwrap();
-                        stream.shutdown().await.unwrap();
-                    });
-                }
-            });
-        }
-    });
+    let addr = echo_server_with(server_config, "127.0.0.1:0");
     let mut config = ClientConfig::new(key);
     config.transport.max_plpmtu = 9000;
     config.emulate = vec![Some("200mbit,2ms,mtu1400".parse().unwrap())];

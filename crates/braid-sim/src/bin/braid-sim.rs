@@ -278,6 +278,36 @@ fn main() -> ExitCode {
     }
 }
 
+/// Both ends' configuration for one flow of `scenario` over `paths` paths.
+fn connection_config(
+    scenario: &Scenario,
+    paths: usize,
+    mode: Mode,
+    cc: Option<CcAlgorithm>,
+    scheduler: Option<SchedulerKind>,
+    redundancy: Redundancy,
+    placement: Option<RepairPlacement>,
+) -> ConnectionConfig {
+    let mut config = ConnectionConfig {
+        mode,
+        cc,
+        redundancy,
+        scheduler,
+        paths: paths as u8,
+        repair_placement: placement,
+        ..ConnectionConfig::default()
+    };
+    // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).
+    if let Some(window) = scenario.receive_window {
+        config.params = config.params.with_receive_window(window);
+    }
+    // Links with an MTU: the endpoints may probe up to the largest (their "interface").
+    if let Some(mtu) = scenario.max_mtu() {
+        config.max_plpmtu = mtu;
+    }
+    config
+}
+
 fn run(
     scenario: &Scenario,
     mode: Mode,
@@ -289,23 +319,7 @@ fn run(
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
         .build(|cx| {
-            let mut config = ConnectionConfig {
-                mode,
-                cc,
-                redundancy,
-                scheduler,
-                paths: cx.paths as u8,
-                repair_placement: placement,
-                ..ConnectionConfig::default()
-            };
-            // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).
-            if let Some(window) = scenario.receive_window {
-                config.params = config.params.with_receive_window(window);
-            }
-            // Links with an MTU: the endpoints may probe up to the largest (their "interface").
-            if let Some(mtu) = scenario.max_mtu() {
-                config.max_plpmtu = mtu;
-            }
+            let config = connection_config(scenario, cx.paths, mode, cc, scheduler, redundancy, placement);
             (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
         })
         .map_err(|e| e.to_string())?;
@@ -910,18 +924,7 @@ fn run_video(
     let bitrate = scenario.video.ok_or("not a video scenario")?;
     let built = scenario
         .build(|cx| {
-            let mut config = ConnectionConfig {
-                mode,
-                cc,
-                redundancy,
-                scheduler,
-                paths: cx.paths as u8,
-                repair_placement: placement,
-                ..ConnectionConfig::default()
-            };
-            if let Some(window) = scenario.receive_window {
-                config.params = config.params.with_receive_window(window);
-            }
+            let config = connection_config(scenario, cx.paths, mode, cc, scheduler, redundancy, placement);
             let source = VideoSource::new(bitrate, cx.seed);
             (
                 VideoFlow::sender(config.clone(), cx.seed, source, cx.start),
