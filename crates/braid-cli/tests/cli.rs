@@ -145,24 +145,67 @@ fn free_tcp_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
 }
 
-#[test]
-fn send_recv_hash_identical_over_two_lossy_paths() {
-    let dir = TempDir::new("sendrecv");
+/// A test's temp dir with a key `k`, and a `braid server` (with `extra` flags) on loopback.
+struct ServerSetup {
+    dir: TempDir,
+    key: PathBuf,
+    server: Bg,
+    addr: String,
+}
+
+fn server_setup(name: &str, extra: &[&str]) -> ServerSetup {
+    let dir = TempDir::new(name);
     let key = keygen(&dir, "k");
-    let data = pattern(300_000, 7);
+    let mut args = vec!["server", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut server = Bg::spawn(&args, &key);
+    let addr = server.listening().to_string();
+    ServerSetup { dir, key, server, addr }
+}
+
+/// A file transfer's two ends: a test's temp dir with a key `k`, `in.bin` holding `data`
+/// (`len` bytes of `pattern(len, seed)`) and a `braid recv` (with `extra` flags) on loopback
+/// that writes `out`.
+struct RecvSetup {
+    dir: TempDir,
+    key: PathBuf,
+    data: Vec<u8>,
+    out: PathBuf,
+    recv: Bg,
+    addr: String,
+}
+
+fn recv_setup(name: &str, len: usize, seed: u64, extra: &[&str]) -> RecvSetup {
+    let dir = TempDir::new(name);
+    let key = keygen(&dir, "k");
+    let data = pattern(len, seed);
     std::fs::write(dir.path("in.bin"), &data).unwrap();
     let out = dir.path("out.bin");
-    let mut recv = Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()], &key);
+    let mut args = vec!["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let mut recv = Bg::spawn(&args, &key);
     let addr = recv.listening().to_string();
+    RecvSetup { dir, key, data, out, recv, addr }
+}
+
+impl RecvSetup {
+    fn input(&self) -> String {
+        self.dir.path("in.bin").to_str().unwrap().to_string()
+    }
+
+    /// `send` (its output `o`) succeeded, the receiver exited cleanly, and the file arrived intact.
+    fn assert_delivered(&mut self, o: &Output) {
+        assert!(o.status.success(), "send failed: {}\nrecv: {}", stderr(o), self.recv.log());
+        assert!(self.recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", self.recv.log());
+        assert!(std::fs::read(&self.out).unwrap() == self.data, "received file differs");
+    }
+}
+
+#[test]
+fn send_recv_hash_identical_over_two_lossy_paths() {
+    let mut t = recv_setup("sendrecv", 300_000, 7, &[]);
     let o = Command::new(BRAID)
-        .args([
-            "send",
-            dir.path("in.bin").to_str().unwrap(),
-            "--server",
-            &addr,
-            "--key",
-            key.to_str().unwrap(),
-        ])
+        .args(["send", &t.input(), "--server", &t.addr, "--key", t.key.to_str().unwrap()])
         .args([
             "--path",
             "127.0.0.1",
@@ -175,12 +218,10 @@ fn send_recv_hash_identical_over_two_lossy_paths() {
         ])
         .output()
         .unwrap();
-    assert!(o.status.success(), "send failed: {}\nrecv: {}", stderr(&o), recv.log());
+    t.assert_delivered(&o);
     let said = stderr(&o);
     assert!(said.contains("BLAKE2s") && said.contains(" ok"), "{said}");
     assert!(said.contains("paths 0:") && said.contains(" 1:"), "per-path shares: {said}");
-    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
-    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
 }
 
 /// A TCP echo server on a thread (serves `conns` connections).
@@ -202,10 +243,7 @@ fn tcp_echo(conns: usize) -> SocketAddr {
 
 #[test]
 fn tcp_clients_through_forward() {
-    let dir = TempDir::new("forward");
-    let key = keygen(&dir, "k");
-    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
-    let braid_addr = server.listening().to_string();
+    let ServerSetup { dir: _dir, key, server, addr: braid_addr } = server_setup("forward", &[]);
     let echo = tcp_echo(3).to_string();
     let local = free_tcp_port().to_string();
     // Two paths: one by interface name (`lo`), one by address.
@@ -297,10 +335,7 @@ fn curl_through_socks_under_loss() {
         eprintln!("SKIPPED curl_through_socks_under_loss: curl is not installed (.ci/run installs it)");
         return;
     }
-    let dir = TempDir::new("socks");
-    let key = keygen(&dir, "k");
-    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
-    let braid_addr = server.listening().to_string();
+    let ServerSetup { dir: _dir, key, server, addr: braid_addr } = server_setup("socks", &[]);
     let body = pattern(200_000, 99);
     let http = http_server(body.clone());
     let socks = free_tcp_port().to_string();
@@ -358,10 +393,7 @@ fn socks_username_password() {
         eprintln!("SKIPPED socks_username_password: curl is not installed");
         return;
     }
-    let dir = TempDir::new("socksauth");
-    let key = keygen(&dir, "k");
-    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
-    let braid_addr = server.listening().to_string();
+    let ServerSetup { dir: _dir, key, server, addr: braid_addr } = server_setup("socksauth", &[]);
     let body = pattern(10_000, 5);
     let http = http_server(body.clone());
     let socks = free_tcp_port().to_string();
@@ -455,21 +487,15 @@ fn errors_are_one_line_with_a_non_zero_exit() {
 fn peer_timeout_is_reported() {
     // The receiver vanishes mid-transfer: `send` notices within its idle timeout and fails
     // with one line rather than hang.
-    let dir = TempDir::new("peertimeout");
-    let key = keygen(&dir, "k");
-    let data = pattern(20_000_000, 3);
-    std::fs::write(dir.path("big"), &data).unwrap();
-    let mut recv =
-        Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", dir.path("out").to_str().unwrap()], &key);
-    let addr = recv.listening().to_string();
+    let t = recv_setup("peertimeout", 20_000_000, 3, &[]);
     let mut send = Command::new(BRAID)
-        .args(["send", dir.path("big").to_str().unwrap(), "--server", &addr, "--key", key.to_str().unwrap()])
+        .args(["send", &t.input(), "--server", &t.addr, "--key", t.key.to_str().unwrap()])
         .args(["--emulate", "10mbit,5ms,0%", "--idle-timeout", "2"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    drop(recv);
+    drop(t.recv);
     let started = Instant::now();
     let out = loop {
         if let Some(_status) = send.try_wait().unwrap() {
@@ -486,10 +512,7 @@ fn peer_timeout_is_reported() {
 
 #[test]
 fn bench_json_and_stats_json() {
-    let dir = TempDir::new("bench");
-    let key = keygen(&dir, "k");
-    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
-    let addr = server.listening().to_string();
+    let ServerSetup { dir, key, server: _server, addr } = server_setup("bench", &[]);
     let stats = dir.path("stats.jsonl");
     for reverse in [false, true] {
         let mut args =
@@ -522,11 +545,8 @@ fn bench_json_and_stats_json() {
 
 #[test]
 fn a_server_without_dir_refuses_files_in_one_line() {
-    let dir = TempDir::new("nodir");
-    let key = keygen(&dir, "k");
+    let ServerSetup { dir, key, server: _server, addr } = server_setup("nodir", &[]);
     std::fs::write(dir.path("f"), pattern(10_000, 1)).unwrap();
-    let mut server = Bg::spawn(&["server", "--listen", "127.0.0.1:0"], &key);
-    let addr = server.listening().to_string();
     let o =
         run(&["send", dir.path("f").to_str().unwrap(), "--server", &addr, "--key", key.to_str().unwrap()]);
     assert_one_line_error(&o, &["takes no files", "braid recv"]);
@@ -695,19 +715,16 @@ fn key_pairs_let_in_the_authorized_only() {
 /// line that says which are allowed.
 #[test]
 fn code_and_scheduler_flags() {
-    let dir = TempDir::new("scheme");
-    let key = keygen(&dir, "k");
+    let mut t = recv_setup("scheme", 200_000, 9, &["-v"]);
+    let key = t.key.clone();
     let k = key.to_str().unwrap();
-    let data = pattern(200_000, 9);
-    std::fs::write(dir.path("in.bin"), &data).unwrap();
-    let out = dir.path("out.bin");
-    let mut recv = Bg::spawn(&["recv", "-v", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()], &key);
-    let addr = recv.listening().to_string();
+    let f = t.input();
+    let f = f.as_str();
     let o = run(&[
         "send",
-        dir.path("in.bin").to_str().unwrap(),
+        f,
         "--server",
-        &addr,
+        &t.addr,
         "--key",
         k,
         "--code",
@@ -721,11 +738,7 @@ fn code_and_scheduler_flags() {
         "--emulate",
         "40mbit,5ms,2%",
     ]);
-    assert!(o.status.success(), "send: {}\nrecv: {}", stderr(&o), recv.log());
-    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
-    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
-    let f = dir.path("in.bin");
-    let f = f.to_str().unwrap();
+    t.assert_delivered(&o);
     assert_one_line_error(
         &run(&["send", f, "--key", k, "--mode", "dfec", "--code", "rlnc"]),
         &["--code rlnc", "--mode dfec", "allowed: xor"],
@@ -749,14 +762,9 @@ fn code_and_scheduler_flags() {
 /// key is an error naming the key and the file.
 #[test]
 fn config_file_fills_flags_and_flags_win() {
-    let dir = TempDir::new("config");
-    let key = keygen(&dir, "k");
-    let data = pattern(50_000, 4);
-    std::fs::write(dir.path("in.bin"), &data).unwrap();
-    let out = dir.path("out.bin");
-    let mut recv = Bg::spawn(&["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap()], &key);
-    let addr = recv.listening().to_string();
-    let conf = dir.path("braid.toml");
+    let mut t = recv_setup("config", 50_000, 4, &[]);
+    let (key, addr) = (t.key.clone(), t.addr.clone());
+    let conf = t.dir.path("braid.toml");
     std::fs::write(
         &conf,
         format!(
@@ -766,19 +774,17 @@ fn config_file_fills_flags_and_flags_win() {
     )
     .unwrap();
     let c = conf.to_str().unwrap();
-    let f = dir.path("in.bin");
-    let f = f.to_str().unwrap();
+    let f = t.input();
+    let f = f.as_str();
     // The file's (bad) mode is used when no flag says otherwise...
     assert_one_line_error(&run(&["--config", c, "send", f]), &["--mode", "unknown mode `quic`"]);
     // ...and the flag wins; the server address and key come from the file.
     let o = run(&["--config", c, "send", f, "--mode", "braid"]);
-    assert!(o.status.success(), "send: {}\nrecv: {}", stderr(&o), recv.log());
-    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
-    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
+    t.assert_delivered(&o);
     std::fs::write(&conf, "mode = \"braid\"\n[client]\nsevrer = \"1.2.3.4:5\"\n").unwrap();
     assert_one_line_error(&run(&["--config", c, "send", f]), &["sevrer", c, "line 3"]);
     assert_one_line_error(
-        &run(&["--config", dir.path("none.toml").to_str().unwrap(), "send", f]),
+        &run(&["--config", t.dir.path("none.toml").to_str().unwrap(), "send", f]),
         &["cannot read"],
     );
     // Subcommand tables: `[server]` for `braid server`, `[forward]` for `braid forward`.
@@ -791,7 +797,7 @@ fn config_file_fills_flags_and_flags_win() {
     );
     // The example in the repository is a valid file for every subcommand.
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../braid.toml");
-    let o = run(&["--config", example, "send", f, "--key", dir.path("nokey").to_str().unwrap()]);
+    let o = run(&["--config", example, "send", f, "--key", t.dir.path("nokey").to_str().unwrap()]);
     assert_one_line_error(&o, &["nokey", "not found"]);
 }
 
@@ -799,32 +805,14 @@ fn config_file_fills_flags_and_flags_win() {
 /// emulated server link takes at least 0.8 s (it takes a few ms unimpaired) and arrives intact.
 #[test]
 fn server_side_emulation() {
-    let dir = TempDir::new("serveremu");
-    let key = keygen(&dir, "k");
-    let data = pattern(2_000_000, 8);
-    std::fs::write(dir.path("in.bin"), &data).unwrap();
-    let out = dir.path("out.bin");
-    let mut recv = Bg::spawn(
-        &["recv", "--listen", "127.0.0.1:0", "-o", out.to_str().unwrap(), "--emulate", "20mbit,10ms,2%"],
-        &key,
-    );
-    let addr = recv.listening().to_string();
+    let mut t = recv_setup("serveremu", 2_000_000, 8, &["--emulate", "20mbit,10ms,2%"]);
     let start = Instant::now();
-    let o = run(&[
-        "send",
-        dir.path("in.bin").to_str().unwrap(),
-        "--server",
-        &addr,
-        "--key",
-        key.to_str().unwrap(),
-    ]);
+    let o = run(&["send", &t.input(), "--server", &t.addr, "--key", t.key.to_str().unwrap()]);
     let took = start.elapsed();
-    assert!(o.status.success(), "send: {}\nrecv: {}", stderr(&o), recv.log());
-    assert!(recv.wait_exit(Duration::from_secs(10)).success(), "recv: {}", recv.log());
-    assert!(std::fs::read(&out).unwrap() == data, "received file differs");
+    t.assert_delivered(&o);
     assert!(took >= Duration::from_millis(800), "2 MB through 20 Mbit/s in {took:?}");
     assert_one_line_error(
-        &run(&["server", "--key", key.to_str().unwrap(), "--emulate", "fast"]),
+        &run(&["server", "--key", t.key.to_str().unwrap(), "--emulate", "fast"]),
         &["--emulate"],
     );
 }

@@ -7,7 +7,6 @@ use braid_proto::conn::Mode;
 use braid_proto::streams::StreamEvent;
 use braid_proto::{BlockRecord, Connection, ConnectionConfig, Event, Instant};
 
-use crate::net::Endpoint;
 
 /// The transfer pattern repeats every `PERIOD` bytes (a prime, so it never lines up with
 /// symbol or block sizes).
@@ -174,11 +173,7 @@ impl BulkFlow {
                     let Event::Stream(StreamEvent::Readable(id)) = event else { continue };
                     let Some(streams) = self.conn.streams() else { return };
                     while let Ok((n, fin)) = streams.read(id, read_buf) {
-                        if corrupt_at.is_none() && read_buf[..n] != *pattern_slice(*received, n) {
-                            let k = (0..n).find(|&k| read_buf[k] != pattern(*received + k as u64));
-                            *corrupt_at = k.map(|k| *received + k as u64);
-                        }
-                        *received += n as u64;
+                        check_pattern(&read_buf[..n], received, corrupt_at);
                         if fin && done_at.is_none() {
                             *done_at = Some(now);
                         }
@@ -195,39 +190,94 @@ impl BulkFlow {
     }
 }
 
-impl Endpoint for BulkFlow {
-    fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        self.conn.handle_datagram(now, path as u8, datagram);
-        self.drive(now);
+impl ConnFlow for BulkFlow {
+    fn conn(&self) -> &Connection {
+        &self.conn
     }
+    fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+    fn start(&self) -> Instant {
+        self.start
+    }
+    fn drive(&mut self, now: Instant) {
+        BulkFlow::drive(self, now)
+    }
+}
 
-    fn handle_timeout(&mut self, now: Instant) {
-        if now >= self.start {
-            self.conn.handle_timeout(now);
-            self.drive(now);
+/// A braid connection with an application on top that drives it (writes or reads its streams)
+/// after every input. The connection starts at `start()`: before then it neither sends nor
+/// takes timeouts. `conn_flow_endpoint!` implements the simulator's `Endpoint` once for every
+/// such flow (bulk, video).
+pub(crate) trait ConnFlow {
+    fn conn(&self) -> &Connection;
+    fn conn_mut(&mut self) -> &mut Connection;
+    fn start(&self) -> Instant;
+    /// Lets the application act on the connection (write, read, drain events) at `now`.
+    fn drive(&mut self, now: Instant);
+    /// The application's own next timer (a frame capture, ...), if it has one.
+    fn app_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+
+/// `impl Endpoint` for a `ConnFlow` type.
+macro_rules! conn_flow_endpoint {
+    ($flow:ty) => {
+        impl $crate::net::Endpoint for $flow {
+            fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
+                $crate::flow::ConnFlow::conn_mut(self).handle_datagram(now, path as u8, datagram);
+                $crate::flow::ConnFlow::drive(self, now);
+            }
+
+            fn handle_timeout(&mut self, now: Instant) {
+                if now >= $crate::flow::ConnFlow::start(self) {
+                    $crate::flow::ConnFlow::conn_mut(self).handle_timeout(now);
+                    $crate::flow::ConnFlow::drive(self, now);
+                }
+            }
+
+            fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
+                let mut buf = Vec::new();
+                let path = self.poll_transmit_into(now, &mut buf)?;
+                Some((path, buf))
+            }
+
+            fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
+                if now < $crate::flow::ConnFlow::start(self) {
+                    return None;
+                }
+                $crate::flow::ConnFlow::drive(self, now);
+                // The connection writes straight into the network's recycled buffer: no copy.
+                let t = $crate::flow::ConnFlow::conn_mut(self).poll_transmit(now, buf)?;
+                buf.truncate(t.size);
+                Some(usize::from(t.path))
+            }
+
+            fn poll_timeout(&self) -> Option<Instant> {
+                let start = $crate::flow::ConnFlow::start(self);
+                let conn = $crate::flow::ConnFlow::conn(self).poll_timeout().map(|t| t.max(start));
+                match (conn, $crate::flow::ConnFlow::app_timeout(self)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
         }
-    }
+    };
+}
+pub(crate) use conn_flow_endpoint;
 
-    fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
-        let mut buf = Vec::new();
-        let path = self.poll_transmit_into(now, &mut buf)?;
-        Some((path, buf))
-    }
+conn_flow_endpoint!(BulkFlow);
 
-    fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
-        if now < self.start {
-            return None;
-        }
-        self.drive(now);
-        // The connection writes straight into the network's recycled buffer: no copy.
-        let t = self.conn.poll_transmit(now, buf)?;
-        buf.truncate(t.size);
-        Some(usize::from(t.path))
+/// Checks `buf`, read at stream offset `*received`, against the transfer pattern, records the
+/// first wrong byte's offset in `corrupt_at` (if none is recorded yet), and advances `received`.
+pub(crate) fn check_pattern(buf: &[u8], received: &mut u64, corrupt_at: &mut Option<u64>) {
+    let n = buf.len();
+    if corrupt_at.is_none() && *buf != *pattern_slice(*received, n) {
+        let k = (0..n).find(|&k| buf[k] != pattern(*received + k as u64));
+        *corrupt_at = k.map(|k| *received + k as u64);
     }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.conn.poll_timeout().map(|t| t.max(self.start))
-    }
+    *received += n as u64;
 }
 
 #[cfg(test)]

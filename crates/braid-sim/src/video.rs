@@ -12,8 +12,7 @@ use std::time::Duration;
 use braid_proto::streams::StreamEvent;
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
 
-use crate::flow::{pattern, pattern_slice, PERIOD};
-use crate::net::Endpoint;
+use crate::flow::{check_pattern, conn_flow_endpoint, pattern_slice, ConnFlow, PERIOD};
 use crate::rng::{derive_seed, Rng};
 
 /// The frame sizes of a live video stream, deterministic from a seed.
@@ -255,11 +254,7 @@ impl VideoFlow {
                         if n == 0 {
                             break;
                         }
-                        if corrupt_at.is_none() && buf[..n] != *pattern_slice(*received, n) {
-                            let k = (0..n).find(|&k| buf[k] != pattern(*received + k as u64));
-                            *corrupt_at = k.map(|k| *received + k as u64);
-                        }
-                        *received += n as u64;
+                        check_pattern(&buf[..n], received, corrupt_at);
                         while *received >= *next_end {
                             completed.push(now);
                             *next_end += source.frame_size(completed.len() as u64);
@@ -278,43 +273,25 @@ impl VideoFlow {
     }
 }
 
-impl Endpoint for VideoFlow {
-    fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        self.conn.handle_datagram(now, path as u8, datagram);
-        self.drive(now);
+impl ConnFlow for VideoFlow {
+    fn conn(&self) -> &Connection {
+        &self.conn
     }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        if now >= self.start {
-            self.conn.handle_timeout(now);
-            self.drive(now);
-        }
+    fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
-        let mut buf = Vec::new();
-        let path = self.poll_transmit_into(now, &mut buf)?;
-        Some((path, buf))
+    fn start(&self) -> Instant {
+        self.start
     }
-
-    fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
-        if now < self.start {
-            return None;
-        }
-        self.drive(now);
-        let t = self.conn.poll_transmit(now, buf)?;
-        buf.truncate(t.size);
-        Some(usize::from(t.path))
+    fn drive(&mut self, now: Instant) {
+        VideoFlow::drive(self, now)
     }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        let conn = self.conn.poll_timeout().map(|t| t.max(self.start));
-        match (conn, self.next_capture()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+    fn app_timeout(&self) -> Option<Instant> {
+        self.next_capture()
     }
 }
+
+conn_flow_endpoint!(VideoFlow);
 
 #[cfg(test)]
 mod tests {
