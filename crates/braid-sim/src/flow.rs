@@ -4,7 +4,7 @@
 //! reads, without keeping a copy: a run that completes has delivered the whole transfer intact.
 
 use braid_proto::conn::Mode;
-use braid_proto::streams::StreamEvent;
+use braid_proto::streams::{StreamEvent, Streams};
 use braid_proto::{BlockRecord, Connection, ConnectionConfig, Event, Instant};
 
 
@@ -140,6 +140,11 @@ impl BulkFlow {
         }
     }
 
+    /// A bulk transfer has no timer of its own.
+    fn app_timeout(&self) -> Option<Instant> {
+        None
+    }
+
     /// The application's side: write what flow control and the send-ahead bound allow; read
     /// and check everything readable.
     fn drive(&mut self, now: Instant) {
@@ -149,14 +154,7 @@ impl BulkFlow {
                 if !self.conn.is_established() || written == total {
                     return;
                 }
-                let Some(streams) = self.conn.streams() else { return };
-                let id = match stream {
-                    Some(id) => *id,
-                    None => match streams.open() {
-                        Ok(id) => *stream.insert(id),
-                        Err(_) => return,
-                    },
-                };
+                let Some((streams, id)) = send_stream(&mut self.conn, stream) else { return };
                 while *written < *total && streams.send_buffered(id) < SEND_AHEAD {
                     let n = (*total - *written).min(PERIOD as u64);
                     if streams.write(id, pattern_slice(*written, n as usize)).is_err() {
@@ -190,50 +188,23 @@ impl BulkFlow {
     }
 }
 
-impl ConnFlow for BulkFlow {
-    fn conn(&self) -> &Connection {
-        &self.conn
-    }
-    fn conn_mut(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-    fn start(&self) -> Instant {
-        self.start
-    }
-    fn drive(&mut self, now: Instant) {
-        BulkFlow::drive(self, now)
-    }
-}
-
-/// A braid connection with an application on top that drives it (writes or reads its streams)
-/// after every input. The connection starts at `start()`: before then it neither sends nor
-/// takes timeouts. `conn_flow_endpoint!` implements the simulator's `Endpoint` once for every
-/// such flow (bulk, video).
-pub(crate) trait ConnFlow {
-    fn conn(&self) -> &Connection;
-    fn conn_mut(&mut self) -> &mut Connection;
-    fn start(&self) -> Instant;
-    /// Lets the application act on the connection (write, read, drain events) at `now`.
-    fn drive(&mut self, now: Instant);
-    /// The application's own next timer (a frame capture, ...), if it has one.
-    fn app_timeout(&self) -> Option<Instant> {
-        None
-    }
-}
-
-/// `impl Endpoint` for a `ConnFlow` type.
+/// `impl Endpoint` for a flow type: a braid connection (field `conn`) with an application on
+/// top that drives it (writes or reads its streams; inherent `fn drive(&mut self, now)`) after
+/// every input, and may have a timer of its own (inherent `fn app_timeout(&self)`, a frame
+/// capture, ...). The connection starts at field `start`: before then it neither sends nor
+/// takes timeouts. Written once here for every such flow (bulk, video).
 macro_rules! conn_flow_endpoint {
     ($flow:ty) => {
         impl $crate::net::Endpoint for $flow {
             fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-                $crate::flow::ConnFlow::conn_mut(self).handle_datagram(now, path as u8, datagram);
-                $crate::flow::ConnFlow::drive(self, now);
+                self.conn.handle_datagram(now, path as u8, datagram);
+                self.drive(now);
             }
 
             fn handle_timeout(&mut self, now: Instant) {
-                if now >= $crate::flow::ConnFlow::start(self) {
-                    $crate::flow::ConnFlow::conn_mut(self).handle_timeout(now);
-                    $crate::flow::ConnFlow::drive(self, now);
+                if now >= self.start {
+                    self.conn.handle_timeout(now);
+                    self.drive(now);
                 }
             }
 
@@ -244,20 +215,19 @@ macro_rules! conn_flow_endpoint {
             }
 
             fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
-                if now < $crate::flow::ConnFlow::start(self) {
+                if now < self.start {
                     return None;
                 }
-                $crate::flow::ConnFlow::drive(self, now);
+                self.drive(now);
                 // The connection writes straight into the network's recycled buffer: no copy.
-                let t = $crate::flow::ConnFlow::conn_mut(self).poll_transmit(now, buf)?;
+                let t = self.conn.poll_transmit(now, buf)?;
                 buf.truncate(t.size);
                 Some(usize::from(t.path))
             }
 
             fn poll_timeout(&self) -> Option<Instant> {
-                let start = $crate::flow::ConnFlow::start(self);
-                let conn = $crate::flow::ConnFlow::conn(self).poll_timeout().map(|t| t.max(start));
-                match (conn, $crate::flow::ConnFlow::app_timeout(self)) {
+                let conn = self.conn.poll_timeout().map(|t| t.max(self.start));
+                match (conn, self.app_timeout()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
@@ -268,6 +238,17 @@ macro_rules! conn_flow_endpoint {
 pub(crate) use conn_flow_endpoint;
 
 conn_flow_endpoint!(BulkFlow);
+
+/// The sender's stream (opened on first use, its id kept in `stream`), or `None` while the
+/// connection has no streams or cannot open one yet.
+pub(crate) fn send_stream<'a>(conn: &'a mut Connection, stream: &mut Option<u64>) -> Option<(&'a mut Streams, u64)> {
+    let streams = conn.streams()?;
+    let id = match stream {
+        Some(id) => *id,
+        None => *stream.insert(streams.open().ok()?),
+    };
+    Some((streams, id))
+}
 
 /// Checks `buf`, read at stream offset `*received`, against the transfer pattern, records the
 /// first wrong byte's offset in `corrupt_at` (if none is recorded yet), and advances `received`.

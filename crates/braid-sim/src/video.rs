@@ -12,7 +12,7 @@ use std::time::Duration;
 use braid_proto::streams::StreamEvent;
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
 
-use crate::flow::{check_pattern, conn_flow_endpoint, pattern_slice, ConnFlow, PERIOD};
+use crate::flow::{check_pattern, conn_flow_endpoint, pattern_slice, send_stream, PERIOD};
 use crate::rng::{derive_seed, Rng};
 
 /// The frame sizes of a live video stream, deterministic from a seed.
@@ -221,14 +221,7 @@ impl VideoFlow {
                 if !self.conn.is_established() {
                     return;
                 }
-                let Some(streams) = self.conn.streams() else { return };
-                let id = match stream {
-                    Some(id) => *id,
-                    None => match streams.open() {
-                        Ok(id) => *stream.insert(id),
-                        Err(_) => return,
-                    },
-                };
+                let Some((streams, id)) = send_stream(&mut self.conn, stream) else { return };
                 let mut at = *next_capture.get_or_insert(now);
                 while at <= now {
                     let frame = captured.len() as u64;
@@ -265,29 +258,12 @@ impl VideoFlow {
         }
     }
 
-    fn next_capture(&self) -> Option<Instant> {
+    /// The next frame capture (the sender's own timer).
+    fn app_timeout(&self) -> Option<Instant> {
         match self.role {
             Role::Sender { next_capture, .. } => next_capture,
             Role::Receiver { .. } => None,
         }
-    }
-}
-
-impl ConnFlow for VideoFlow {
-    fn conn(&self) -> &Connection {
-        &self.conn
-    }
-    fn conn_mut(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-    fn start(&self) -> Instant {
-        self.start
-    }
-    fn drive(&mut self, now: Instant) {
-        VideoFlow::drive(self, now)
-    }
-    fn app_timeout(&self) -> Option<Instant> {
-        self.next_capture()
     }
 }
 

@@ -8,7 +8,12 @@ use braid_fec::CodeFamily;
 use braid_proto::conn::Mode;
 use braid_proto::wire::TransportParams;
 use braid_proto::{ConnectionConfig, Instant};
-use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig};
+use braid_sim::{LinkConfig, LossModel, PathConfig};
+
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
 
 const BYTES: u64 = 400_000;
 
@@ -19,24 +24,9 @@ fn run(
     seed: u64,
     limit_s: u64,
 ) -> (Option<Instant>, u64) {
-    let mode = config.mode;
-    let client = BulkFlow::sender(config.clone(), seed, BYTES, Instant::ZERO);
-    let server = BulkFlow::receiver(config);
-    let (mut net, tx, rx) =
-        Network::pair(seed, client, server, &[PathConfig { forward, reverse }]).expect("valid network");
-    net.run_until_condition(Instant::ZERO + Duration::from_secs(limit_s), |n| {
-        n.endpoint(rx).done_at().is_some()
-    });
-    let r = net.endpoint(rx);
-    assert_eq!(r.corrupt_at(), None, "{mode:?} seed {seed}: corrupted byte");
-    if r.done_at().is_some() {
-        // Every block the sender started was delivered, once, in order (the block log behind
-        // FMTCP's block delay metric).
-        if let Err(e) = BulkFlow::check_block_order(net.endpoint(tx), r) {
-            panic!("{mode:?} seed {seed}: {e}");
-        }
-    }
-    (r.done_at(), r.received())
+    let what = format!("{:?} seed {seed}", config.mode);
+    Transfer::new(what, config, &[PathConfig { forward, reverse }], seed, BYTES)
+        .run(Instant::ZERO + Duration::from_secs(limit_s))
 }
 
 fn link() -> LinkConfig {

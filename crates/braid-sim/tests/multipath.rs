@@ -12,6 +12,11 @@ use braid_proto::conn::Mode;
 use braid_proto::{ConnectionConfig, Instant};
 use braid_sim::{BulkFlow, Endpoint, LinkConfig, LossModel, Network, Outage, PathConfig};
 
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
+
 const MODES: [Mode; 3] = [Mode::Braid, Mode::Ctcp, Mode::Fmtcp];
 
 fn ms(n: u64) -> Duration {
@@ -38,25 +43,12 @@ struct Outcome {
 
 /// Runs a `bytes` transfer over `paths`, checks integrity and order, and returns the outcome.
 fn transfer(mode: Mode, paths: &[PathConfig], seed: u64, bytes: u64, limit: Duration) -> Outcome {
-    let (client, server) = BulkFlow::pair(mode, paths.len(), seed, bytes, Instant::ZERO);
-    let (mut net, tx, rx) = Network::pair(seed, client, server, paths).expect("valid network");
-    net.run_until_condition(Instant::ZERO + limit, |n| n.endpoint(rx).done_at().is_some());
     let what = format!("{mode:?}, {} paths, seed {seed}", paths.len());
-    let r = net.endpoint(rx);
-    assert_eq!(r.corrupt_at(), None, "{what}: corrupted byte");
-    check_block_order(net.endpoint(tx), r, &what);
-    let acked = net.endpoint(tx).connection().path_stats().iter().map(|p| p.packets_acked).collect();
-    Outcome { done: r.done_at(), received: r.received(), acked }
-}
-
-/// Every block the sender started was delivered once, in order.
-fn check_block_order(tx: &BulkFlow, rx: &BulkFlow, what: &str) {
-    if rx.done_at().is_none() {
-        return;
-    }
-    if let Err(e) = BulkFlow::check_block_order(tx, rx) {
-        panic!("{what}: {e}");
-    }
+    let config = ConnectionConfig { mode, paths: paths.len() as u8, ..ConnectionConfig::default() };
+    let mut t = Transfer::new(what, config, paths, seed, bytes);
+    let (done, received) = t.run(Instant::ZERO + limit);
+    let acked = t.sender().connection().path_stats().iter().map(|p| p.packets_acked).collect();
+    Outcome { done, received, acked }
 }
 
 fn complete(mode: Mode, paths: &[PathConfig], seed: u64, bytes: u64, limit: Duration, name: &str) -> Outcome {

@@ -11,6 +11,11 @@ use braid_proto::wire::TransportParams;
 use braid_proto::{ConnectionConfig, Instant};
 use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig};
 
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
+
 /// Runs a transfer of `bytes` over `paths`; returns the receiver's completion time and bytes
 /// received, after checking that nothing was corrupted and every block arrived once, in order.
 fn run(
@@ -22,21 +27,9 @@ fn run(
 ) -> (Option<Instant>, u64, Network<BulkFlow>) {
     let label = format!("{:?} {:?} on {} paths, seed {seed}", config.mode, config.placement(), paths.len());
     let config = ConnectionConfig { paths: paths.len() as u8, ..config };
-    let client = BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO);
-    let server = BulkFlow::receiver(config);
-    let (mut net, tx, rx) = Network::pair(seed, client, server, paths).expect("valid network");
-    net.run_until_condition(Instant::ZERO + Duration::from_secs(limit_s), |n| {
-        n.endpoint(rx).done_at().is_some()
-    });
-    let r = net.endpoint(rx);
-    assert_eq!(r.corrupt_at(), None, "{label}: corrupted byte");
-    if r.done_at().is_some() {
-        if let Err(e) = BulkFlow::check_block_order(net.endpoint(tx), r) {
-            panic!("{label}: {e}");
-        }
-    }
-    let (done, received) = (r.done_at(), r.received());
-    (done, received, net)
+    let mut t = Transfer::new(label, config, paths, seed, bytes);
+    let (done, received) = t.run(Instant::ZERO + Duration::from_secs(limit_s));
+    (done, received, t.net)
 }
 
 /// Path i of n: 10 Mbit/s, one-way delay 10, 40, 25, 80 ms, loss 1, 5, 0, 2 % both ways; paths 1

@@ -7,7 +7,12 @@ use std::time::Duration;
 
 use braid_proto::conn::{Mode, PathState};
 use braid_proto::{ConnectionConfig, Instant};
-use braid_sim::{BulkFlow, EndpointId, LinkConfig, LinkId, Network, PathConfig};
+use braid_sim::{LinkConfig, PathConfig};
+
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
 
 fn at(ms: u64) -> Instant {
     Instant::from_micros(ms * 1000)
@@ -23,49 +28,14 @@ fn lte() -> LinkConfig {
     LinkConfig::new(10_000_000, Duration::from_millis(40))
 }
 
-struct Run {
-    net: Network<BulkFlow>,
-    tx: EndpointId,
-    rx: EndpointId,
-    /// (forward, reverse) links of each path.
-    links: Vec<(LinkId, LinkId)>,
-}
-
-fn setup(mode: Mode, client_paths: u8, paths: &[PathConfig], seed: u64, bytes: u64) -> Run {
+/// A transfer of `bytes` labelled `what`, the client opening `client_paths` of `paths`.
+fn setup(what: &str, mode: Mode, client_paths: u8, paths: &[PathConfig], seed: u64, bytes: u64) -> Transfer {
     let config = ConnectionConfig { mode, paths: client_paths, ..ConnectionConfig::default() };
-    let client = BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO);
-    let server = BulkFlow::receiver(config);
-    let mut net = Network::new(seed);
-    let tx = net.add_endpoint(client);
-    let rx = net.add_endpoint(server);
-    let links = net.connect(tx, rx, paths).expect("valid network");
-    Run { net, tx, rx, links }
+    Transfer::new(what.to_string(), config, paths, seed, bytes)
 }
 
-impl Run {
-    fn run_until(&mut self, t: Instant) {
-        let rx = self.rx;
-        self.net.run_until_condition(t, |n| n.endpoint(rx).done_at().is_some());
-    }
-
-    /// Runs to completion (or `limit`) and checks the transfer arrived whole and intact.
-    fn finish(&mut self, what: &str, bytes: u64, limit: Instant) -> Instant {
-        self.run_until(limit);
-        let r = self.net.endpoint(self.rx);
-        assert_eq!(r.corrupt_at(), None, "{what}: corrupted byte");
-        let done =
-            r.done_at().unwrap_or_else(|| panic!("{what}: {} of {bytes} bytes by {limit:?}", r.received()));
-        assert_eq!(r.received(), bytes, "{what}");
-        done
-    }
-
-    fn received(&self) -> u64 {
-        self.net.endpoint(self.rx).received()
-    }
-
-    fn client_path(&self, path: usize) -> braid_proto::conn::PathStats {
-        self.net.endpoint(self.tx).connection().path_stats()[path]
-    }
+fn client_path(run: &Transfer, path: usize) -> braid_proto::conn::PathStats {
+    run.sender().connection().path_stats()[path]
 }
 
 /// WiFi goes dark for good at 1 s; LTE carries on. In every mode the transfer completes
@@ -80,14 +50,14 @@ fn a_path_dies_mid_transfer() {
         let what = format!("{mode:?} seed {seed}");
         let dead = wifi().with_outage(at(1000), at(3_600_000));
         let paths = [PathConfig::symmetric(dead), PathConfig::symmetric(lte())];
-        let mut run = setup(mode, 2, &paths, seed, BYTES);
+        let mut run = setup(&what, mode, 2, &paths, seed, BYTES);
         run.run_until(at(2000));
-        let before = run.received();
+        let before = run.receiver().received();
         run.run_until(at(3000));
-        let second = run.received() - before;
-        let done = run.finish(&what, BYTES, at(60_000));
+        let second = run.receiver().received() - before;
+        let done = run.finish(at(60_000));
         assert!(done > at(3000), "{what}: finished at {done:?}, before the measured second ended");
-        let wifi = run.client_path(0);
+        let wifi = client_path(&run, 0);
         assert_eq!(wifi.state, PathState::Failed, "{what}");
         assert_eq!(wifi.failures, 1, "{what}");
         if mode == Mode::Braid {
@@ -107,12 +77,12 @@ fn a_path_that_comes_back_is_used_again() {
         let what = format!("{mode:?} seed {seed}");
         let flaky = wifi().with_outage(at(1000), at(3000));
         let paths = [PathConfig::symmetric(flaky), PathConfig::symmetric(lte())];
-        let mut run = setup(mode, 2, &paths, seed, BYTES);
+        let mut run = setup(&what, mode, 2, &paths, seed, BYTES);
         run.run_until(at(3000));
-        let down = run.client_path(0);
+        let down = client_path(&run, 0);
         assert_eq!(down.state, PathState::Failed, "{what}: not failed during the outage");
-        let done = run.finish(&what, BYTES, at(60_000));
-        let wifi = run.client_path(0);
+        let done = run.finish(at(60_000));
+        let wifi = client_path(&run, 0);
         assert_eq!((wifi.state, wifi.recoveries), (PathState::Active, 1), "{what}");
         let after = wifi.bytes_sent - down.bytes_sent;
         assert!(after > 1_000_000, "{what}: {after} bytes on WiFi after it returned (done at {done:?})");
@@ -133,8 +103,8 @@ fn all_paths_flapping() {
                 a = a.with_outage(at(300 + k * 1000), at(700 + k * 1000));
                 b = b.with_outage(at(500 + k * 700), at(800 + k * 700));
             }
-            let mut run = setup(mode, 2, &[PathConfig::symmetric(a), PathConfig::symmetric(b)], seed, BYTES);
-            run.finish(&what, BYTES, at(120_000));
+            let mut run = setup(&what, mode, 2, &[PathConfig::symmetric(a), PathConfig::symmetric(b)], seed, BYTES);
+            run.finish(at(120_000));
         }
     }
 }
@@ -148,14 +118,14 @@ fn a_path_added_mid_transfer_is_used() {
         let seed = 5;
         let what = format!("{mode:?} seed {seed}");
         let mut run =
-            setup(mode, 1, &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())], seed, BYTES);
+            setup(&what, mode, 1, &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())], seed, BYTES);
         run.run_until(at(1000));
         assert_eq!(run.net.endpoint(run.rx).connection().path_stats().len(), 1, "{what}");
         let now = run.net.now();
         let id = run.net.endpoint_mut(run.tx).connection_mut().add_path(now).expect("room for a path");
         assert_eq!(id, 1, "{what}");
-        run.finish(&what, BYTES, at(60_000));
-        let added = run.client_path(1);
+        run.finish(at(60_000));
+        let added = client_path(&run, 1);
         assert!(added.bytes_sent > BYTES / 4, "{what}: {} bytes on the new path", added.bytes_sent);
         let server = run.net.endpoint(run.rx).connection().path_stats();
         assert_eq!(server.len(), 2, "{what}");
@@ -172,21 +142,21 @@ fn a_removed_path_gets_nothing_after_removal() {
         let seed = 9;
         let what = format!("{mode:?} seed {seed}");
         let mut run =
-            setup(mode, 2, &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())], seed, BYTES);
+            setup(&what, mode, 2, &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())], seed, BYTES);
         run.run_until(at(1000));
         let now = run.net.now();
         let conn = run.net.endpoint_mut(run.tx).connection_mut();
         conn.remove_path(now, 0).expect("LTE remains");
         assert!(conn.remove_path(now, 1).is_err(), "{what}: the last path must not be removable");
-        let sent_at_removal = run.client_path(0).packets_sent;
+        let sent_at_removal = client_path(&run, 0).packets_sent;
         // The PATH_ABANDON travels over LTE (40 ms one way).
         run.run_until(at(1200));
         let server = run.net.endpoint(run.rx).connection().path_stats()[0];
         assert_eq!(server.state, PathState::Removed, "{what}: the server did not learn of the removal");
         let reverse_at = run.net.link(run.links[0].1).stats().sent;
-        run.finish(&what, BYTES, at(60_000));
-        assert_eq!(run.client_path(0).packets_sent, sent_at_removal, "{what}: client sent on a removed path");
-        assert_eq!(run.client_path(0).state, PathState::Removed, "{what}");
+        run.finish(at(60_000));
+        assert_eq!(client_path(&run, 0).packets_sent, sent_at_removal, "{what}: client sent on a removed path");
+        assert_eq!(client_path(&run, 0).state, PathState::Removed, "{what}");
         assert_eq!(
             run.net.link(run.links[0].1).stats().sent,
             reverse_at,
@@ -209,7 +179,7 @@ fn the_server_never_sends_on_an_unheard_path() {
     let seed = 11;
     let dark = lte().with_outage(at(0), at(3_600_000));
     let paths = [PathConfig::symmetric(wifi()), PathConfig::symmetric(dark), PathConfig::symmetric(lte())];
-    let mut run = setup(Mode::Braid, 1, &paths, seed, BYTES);
+    let mut run = setup(&format!("seed {seed}"), Mode::Braid, 1, &paths, seed, BYTES);
     run.run_until(at(500));
     assert_eq!(run.net.endpoint(run.rx).connection().path_stats().len(), 1);
     for (_, reverse) in &run.links[1..] {
@@ -219,7 +189,7 @@ fn the_server_never_sends_on_an_unheard_path() {
     let conn = run.net.endpoint_mut(run.tx).connection_mut();
     assert_eq!(conn.add_path(now), Ok(1));
     assert_eq!(conn.add_path(now), Ok(2));
-    run.finish(&format!("seed {seed}"), BYTES, at(60_000));
+    run.finish(at(60_000));
     let server = run.net.endpoint(run.rx).connection().path_stats();
     assert_eq!(server.len(), 3, "seed {seed}: path 2 was heard, path 1 gets a placeholder");
     assert_eq!(server[1].packets_sent, 0, "seed {seed}: the server sent on path 1, never heard on");

@@ -9,7 +9,12 @@ use std::time::Duration;
 use braid_proto::conn::{Mode, PmtuPhase};
 use braid_proto::{ConnectionConfig, Instant};
 use braid_sim::link::LinkChange;
-use braid_sim::{BulkFlow, EndpointId, LinkConfig, LinkId, Network, PathConfig};
+use braid_sim::{LinkConfig, PathConfig};
+
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
 
 fn at(ms: u64) -> Instant {
     Instant::from_micros(ms * 1000)
@@ -19,38 +24,28 @@ fn link(mbit: u64, rtt_ms: u64, mtu: Option<usize>) -> LinkConfig {
     LinkConfig { mtu, ..LinkConfig::new(mbit * 1_000_000, Duration::from_millis(rtt_ms / 2)) }
 }
 
-struct Run {
-    net: Network<BulkFlow>,
-    tx: EndpointId,
-    rx: EndpointId,
-    links: Vec<(LinkId, LinkId)>,
-    what: String,
-}
-
-/// A braid transfer of `bytes` over `paths`, both ends allowed to probe up to `max_plpmtu`.
-fn run(what: &str, paths: &[PathConfig], max_plpmtu: usize, seed: u64, bytes: u64) -> Run {
+/// A braid transfer of `bytes` over `paths`, both ends allowed to probe up to `max_plpmtu`, run
+/// to completion (checked whole and intact).
+fn run(what: &str, paths: &[PathConfig], max_plpmtu: usize, seed: u64, bytes: u64) -> Transfer {
     let config = ConnectionConfig {
         mode: Mode::Braid,
         paths: paths.len() as u8,
         max_plpmtu,
         ..ConnectionConfig::default()
     };
-    let client = BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO);
-    let server = BulkFlow::receiver(config);
-    let mut net = Network::new(seed);
-    let tx = net.add_endpoint(client);
-    let rx = net.add_endpoint(server);
-    let links = net.connect(tx, rx, paths).expect("valid network");
-    let what = format!("{what} seed {seed}");
-    let mut r = Run { net, tx, rx, links, what };
-    r.net.run_until_condition(at(60_000), |n| n.endpoint(rx).done_at().is_some());
-    let got = r.net.endpoint(r.rx);
-    assert_eq!(got.corrupt_at(), None, "{}: corrupted byte", r.what);
-    assert_eq!(got.received(), bytes, "{}: transfer incomplete", r.what);
+    let mut r = Transfer::new(format!("{what} seed {seed}"), config, paths, seed, bytes);
+    r.finish(at(60_000));
     r
 }
 
-impl Run {
+/// What the PMTU tests read off a finished run.
+trait PmtuView {
+    fn mtus(&self) -> Vec<(PmtuPhase, usize)>;
+    fn mean_datagram(&self, path: usize) -> f64;
+    fn too_big(&self, path: usize) -> u64;
+}
+
+impl PmtuView for Transfer {
     fn mtus(&self) -> Vec<(PmtuPhase, usize)> {
         self.net.endpoint(self.tx).connection().path_mtus()
     }

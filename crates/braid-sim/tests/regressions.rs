@@ -8,7 +8,12 @@ use braid_proto::conn::Mode;
 use braid_proto::redundancy::Redundancy;
 use braid_proto::wire::TransportParams;
 use braid_proto::{ConnectionConfig, Instant};
-use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig, QueueLimit};
+use braid_sim::{BulkFlow, LinkConfig, LossModel, PathConfig, QueueLimit};
+
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
 
 /// RaptorQ blocks, FMTCP's δ̂ = 5 % and CUBIC (an earlier FMTCP attempt) over CTCP Table IV's
 /// path at 5 % loss. A RaptorQ solve failed with k distinct symbols; the receiver reported k
@@ -29,13 +34,8 @@ fn a_failed_raptorq_solve_does_not_stall_the_block() {
         .with_loss(LossModel::bernoulli(0.05));
     let reverse = LinkConfig::new(20_000_000, Duration::from_millis(50)).with_queue(QueueLimit::Bdp(1.0));
     let bytes = 400_000;
-    let client = BulkFlow::sender(config.clone(), 1, bytes, Instant::ZERO);
-    let server = BulkFlow::receiver(config);
-    let (mut net, _, rx) = Network::pair(1, client, server, &[PathConfig { forward, reverse }]).unwrap();
-    net.run_until_condition(Instant::ZERO + Duration::from_secs(30), |n| n.endpoint(rx).done_at().is_some());
-    let r = net.endpoint(rx);
-    assert_eq!(r.corrupt_at(), None);
-    assert!(r.done_at().is_some(), "seed 1: {} of {bytes} bytes after 30 s", r.received());
+    let mut t = Transfer::new("seed 1".to_string(), config, &[PathConfig { forward, reverse }], 1, bytes);
+    t.finish(Instant::ZERO + Duration::from_secs(30));
 }
 
 /// Two paths, 100 ms and 300 ms, a 256 KiB receive window (the `fmtcp-receive-buffer` sweep's

@@ -8,7 +8,12 @@ use std::time::Duration;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
 use braid_proto::{BlockRecord, ConnectionConfig, Instant};
-use braid_sim::{BulkFlow, LinkConfig, LossModel, Network, PathConfig};
+use braid_sim::{LinkConfig, LossModel, PathConfig};
+
+mod common {
+    pub mod transfer;
+}
+use common::transfer::Transfer;
 
 const BYTES: u64 = 300_000;
 
@@ -38,21 +43,12 @@ fn run(mode: Mode, scheduler: SchedulerKind, paths: &[PathConfig], seed: u64) ->
         paths: paths.len() as u8,
         ..ConnectionConfig::default()
     };
-    let client = BulkFlow::sender(config.clone(), seed, BYTES, Instant::ZERO);
-    let server = BulkFlow::receiver(config);
-    let (mut net, tx, rx) = Network::pair(seed, client, server, paths).expect("valid network");
-    net.run_until_condition(Instant::ZERO + Duration::from_secs(120), |n| n.endpoint(rx).done_at().is_some());
-    let r = net.endpoint(rx);
-    assert_eq!(r.corrupt_at(), None, "{what}: corrupted byte");
-    assert!(r.done_at().is_some(), "{what}: {} of {BYTES} bytes after 120 s", r.received());
-    assert_eq!(r.received(), BYTES, "{what}");
-    // Every block the sender started was delivered, once, in order.
-    if let Err(e) = BulkFlow::check_block_order(net.endpoint(tx), r) {
-        panic!("{what}: {e}");
-    }
-    let conn = net.endpoint(tx).connection();
+    let mut t = Transfer::new(what, config, paths, seed, BYTES);
+    // Whole, intact, and every block the sender started delivered once, in order.
+    let done = t.finish(Instant::ZERO + Duration::from_secs(120));
+    let conn = t.sender().connection();
     Outcome {
-        done: r.done_at(),
+        done: Some(done),
         packets_per_path: conn.path_stats().iter().map(|s| s.packets_sent).collect(),
         copies: conn.stats.copies_sent,
     }
@@ -140,15 +136,10 @@ fn braid_scheduler_measures_a_lossy_second_path_before_trusting_it() {
             ..ConnectionConfig::default()
         };
         let bytes = 3_000_000;
-        let client = BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO);
-        let server = BulkFlow::receiver(config);
-        let (mut net, tx, rx) =
-            Network::pair(seed, client, server, &[good.clone(), bad.clone()]).expect("valid network");
-        net.run_until_condition(Instant::ZERO + Duration::from_secs(60), |n| {
-            n.endpoint(rx).done_at().is_some()
-        });
+        let mut t = Transfer::new(format!("seed {seed}"), config, &[good.clone(), bad.clone()], seed, bytes);
+        t.finish(Instant::ZERO + Duration::from_secs(60));
+        let (net, tx, rx) = (&t.net, t.tx, t.rx);
         let r = net.endpoint(rx);
-        assert!(r.done_at().is_some() && r.corrupt_at().is_none(), "seed {seed}: {} bytes", r.received());
         let sent: Vec<u64> =
             net.endpoint(tx).connection().path_stats().iter().map(|s| s.packets_sent).collect();
         assert!(sent[1] * 5 >= sent[0] + sent[1], "seed {seed}: packets per path {sent:?}");
