@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use braid_runtime::{ClientConfig, Connection, Endpoint, Error, Key, Server, ServerConfig};
+use braid_runtime::{ClientConfig, Connection, Endpoint, Error, Key, Server, ServerConfig, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// An echo server: every stream's bytes come back, then the stream ends.
@@ -255,6 +255,27 @@ async fn nat(server: std::net::SocketAddr) -> Nat {
     Nat { addr, rebind: tx, to_server, from_server }
 }
 
+/// A client connected with `key` to `server` through a [`nat`] it can be rebound behind.
+async fn connect_through_nat(key: Key, server: std::net::SocketAddr) -> (Nat, Connection) {
+    let nat = nat(server).await;
+    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    (nat, conn)
+}
+
+/// A download from `server` (a [`download_server`]) through a [`nat`]: the request byte is
+/// written on the returned stream.
+async fn request_download(key: Key, server: std::net::SocketAddr) -> (Nat, Connection, Stream) {
+    let (nat, conn) = connect_through_nat(key, server).await;
+    let mut stream = conn.open_stream().unwrap();
+    stream.write_all(&[1]).await.unwrap();
+    (nat, conn, stream)
+}
+
+/// The rest of `stream` appended to `data`, within 10 s (`what` names what must happen).
+async fn read_rest(stream: &mut Stream, data: &mut Vec<u8>, what: &str) {
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(data)).await.expect(what).unwrap();
+}
+
 /// A server whose streams each answer one byte with `len` bytes (a download).
 fn download_server(key: Key, len: usize) -> std::net::SocketAddr {
     download_server_after(key, len, Duration::ZERO)
@@ -290,11 +311,7 @@ fn download_server_after(key: Key, len: usize, delay: Duration) -> std::net::Soc
 async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
     use std::sync::atomic::Ordering::Relaxed;
     let key = Key::generate().unwrap();
-    let server = download_server(key.clone(), 50_000_000);
-    let nat = nat(server).await;
-    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
-    let mut stream = conn.open_stream().unwrap();
-    stream.write_all(&[1]).await.unwrap();
+    let (nat, _conn, mut stream) = request_download(key.clone(), download_server(key, 50_000_000)).await;
     let mut buf = vec![0u8; 1 << 16];
     let mut got = 0;
     while got < 2_000_000 {
@@ -324,17 +341,11 @@ async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
 async fn a_silent_client_is_found_again_after_rebinding() {
     let key = Key::generate().unwrap();
     let server = download_server_after(key.clone(), 1_000_000, Duration::from_millis(800));
-    let nat = nat(server).await;
-    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
-    let mut stream = conn.open_stream().unwrap();
-    stream.write_all(&[1]).await.unwrap();
+    let (nat, _conn, mut stream) = request_download(key, server).await;
     tokio::time::sleep(Duration::from_millis(300)).await; // the request is delivered and acknowledged
     nat.rebind.send(false).unwrap();
     let mut data = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
-        .await
-        .expect("the answer arrives after the re-announcement")
-        .unwrap();
+    read_rest(&mut stream, &mut data, "the answer arrives after the re-announcement").await;
     assert!(data == pattern(1_000_000, 5), "{} bytes, or corrupted", data.len());
 }
 
@@ -342,11 +353,7 @@ async fn a_silent_client_is_found_again_after_rebinding() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_goes_on_after_rebinding() {
     let key = Key::generate().unwrap();
-    let server = download_server(key.clone(), 8_000_000);
-    let nat = nat(server).await;
-    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
-    let mut stream = conn.open_stream().unwrap();
-    stream.write_all(&[1]).await.unwrap();
+    let (nat, _conn, mut stream) = request_download(key.clone(), download_server(key, 8_000_000)).await;
     let mut data = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     while data.len() < 1_000_000 {
@@ -356,19 +363,14 @@ async fn a_download_goes_on_after_rebinding() {
     nat.rebind.send(false).unwrap();
     // The client only receives: once the server's data goes to the old port, the client has
     // nothing to send but its path re-announcement (every 2 s), which shows the new port.
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut data))
-        .await
-        .expect("download finishes after rebinding")
-        .unwrap();
+    read_rest(&mut stream, &mut data, "download finishes after rebinding").await;
     assert!(data == pattern(8_000_000, 5), "{} bytes, or corrupted", data.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_survives_nat_rebinding() {
     let key = Key::generate().unwrap();
-    let server = echo_server(key.clone());
-    let nat = nat(server).await;
-    let conn = Endpoint::connect(ClientConfig::new(key), nat.addr).await.unwrap();
+    let (nat, conn) = connect_through_nat(key.clone(), echo_server(key)).await;
     let data = pattern(200_000, 11);
     assert_eq!(echo(&conn, &data).await, data);
     nat.rebind.send(false).unwrap();
@@ -401,18 +403,24 @@ async fn a_wildcard_server_answers_from_the_address_it_was_reached_at() {
     assert!(back == data, "{} bytes sent, {} back", data.len(), back.len());
 }
 
-/// Path MTU discovery over loopback (PROTOCOL.md §14, RFC 8899): with a 9000-byte ceiling on
-/// both ends the connection's datagrams grow past 1280, and the data arrives intact.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn datagrams_grow_past_1280_on_loopback() {
+/// A client connected to an echo server on loopback, both ends allowed to probe the path MTU up
+/// to 9000 bytes; `adjust` changes the client's configuration further.
+async fn connect_probing_to_9000(adjust: impl FnOnce(&mut ClientConfig)) -> Connection {
     let key = Key::generate().unwrap();
     let mut server_config = ServerConfig::new(key.clone());
     server_config.transport.max_plpmtu = 9000;
     let addr = echo_server_with(server_config, "127.0.0.1:0");
     let mut config = ClientConfig::new(key);
     config.transport.max_plpmtu = 9000;
-    let conn =
-        tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, addr)).await.unwrap().unwrap();
+    adjust(&mut config);
+    tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, addr)).await.unwrap().unwrap()
+}
+
+/// Path MTU discovery over loopback (PROTOCOL.md §14, RFC 8899): with a 9000-byte ceiling on
+/// both ends the connection's datagrams grow past 1280, and the data arrives intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datagrams_grow_past_1280_on_loopback() {
+    let conn = connect_probing_to_9000(|_| {}).await;
     // A first exchange confirms the path; discovery runs meanwhile.
     for (len, seed) in [(200_000, 11), (4_000_000, 12)] {
         let data = pattern(len, seed);
@@ -432,15 +440,10 @@ async fn datagrams_grow_past_1280_on_loopback() {
 /// ladder's rung, counted with the AEAD tag) and the data arrives intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_stops_at_an_emulated_mtu() {
-    let key = Key::generate().unwrap();
-    let mut server_config = ServerConfig::new(key.clone());
-    server_config.transport.max_plpmtu = 9000;
-    let addr = echo_server_with(server_config, "127.0.0.1:0");
-    let mut config = ClientConfig::new(key);
-    config.transport.max_plpmtu = 9000;
-    config.emulate = vec![Some("200mbit,2ms,mtu1400".parse().unwrap())];
-    let conn =
-        tokio::time::timeout(Duration::from_secs(5), Endpoint::connect(config, addr)).await.unwrap().unwrap();
+    let conn = connect_probing_to_9000(|config| {
+        config.emulate = vec![Some("200mbit,2ms,mtu1400".parse().unwrap())];
+    })
+    .await;
     let data = pattern(1_000_000, 21);
     let back = tokio::time::timeout(Duration::from_secs(20), echo(&conn, &data)).await.expect("echo in time");
     assert!(back == data, "{} bytes back of {}", back.len(), data.len());

@@ -83,10 +83,7 @@ fn read_all(mut stream: TcpStream, total: u64, progress: &Progress) {
                 }
             }
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+                if sys::transient(&e) => {}
             Err(_) => break,
         }
     }
@@ -146,10 +143,7 @@ fn write_claimed(stream: &mut TcpStream, buf: &[u8], progress: &Progress) -> io:
             match stream.write(&buf[off..n]) {
                 Ok(w) => off += w,
                 Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                    ) => {}
+                    if sys::transient(&e) => {}
                 // The run ended while this write was under way (the sink closed first).
                 Err(_) if progress.stopped() => break 'claim,
                 Err(e) => return Err(e),
@@ -165,10 +159,7 @@ fn write_claimed(stream: &mut TcpStream, buf: &[u8], progress: &Progress) -> io:
             Ok(0) => break,
             Ok(_) => {}
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+                if sys::transient(&e) => {}
             Err(_) => break,
         }
     }

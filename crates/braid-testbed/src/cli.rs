@@ -511,7 +511,6 @@ mod setup_check {
     fn row(contender: &str, paths: Vec<u64>) -> Row {
         Row {
             scenario: "s".into(),
-            label: String::new(),
             seed: 1,
             contender: contender.into(),
             transfer_bytes: 100,
@@ -519,23 +518,13 @@ mod setup_check {
             completion_s: Some(1.0),
             elapsed_s: 1.0,
             goodput_mbps: 1.0,
-            steady_mbps: None,
             ideal_mbps: 1.0,
             ratio: 1.0,
             path_fwd_tx_bytes: paths.clone(),
             path_fwd_rx_bytes: paths,
-            tun_drops: 0,
             ss_check: "ok".into(),
-            ss_file: String::new(),
-            load: String::new(),
-            error: None,
-            forwarders: Vec::new(),
-            mix: String::new(),
-            flow: 0,
-            jain: None,
             workload: "bulk".into(),
-            web: None,
-            video: None,
+            ..Row::default()
         }
     }
 

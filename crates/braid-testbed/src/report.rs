@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::forwarder::ForwardStats;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Row {
     pub scenario: String,
     pub label: String,

@@ -293,6 +293,24 @@ fn ss_file(opts: &RunOptions, scenario: &Scenario, what: &str) -> std::path::Pat
     ))
 }
 
+/// What every run does first: note the load average, set the contender's congestion control
+/// as the default, read the interface counters and start the forwarders (time zero now).
+/// Returns (load average, counters before, forwarders).
+#[allow(clippy::type_complexity)]
+pub fn begin_measuring(
+    tb: &Testbed,
+    scenario: &Scenario,
+    contender: &Contender,
+) -> io::Result<(String, (Vec<IfCounters>, Vec<IfCounters>), Forwarders)> {
+    let load = sys::load_average();
+    if let Some(cc) = contender.cc() {
+        tb.set_default_cc(cc);
+    }
+    let before = counters(tb, scenario.paths.len())?;
+    let fwd = Forwarders::start(tb, scenario);
+    Ok((load, before, fwd))
+}
+
 pub fn run_one(
     tb: &Testbed,
     scenario: &Scenario,
@@ -300,12 +318,7 @@ pub fn run_one(
     opts: &RunOptions,
 ) -> io::Result<Row> {
     let paths = scenario.paths.len();
-    let load = sys::load_average();
-    if let Some(cc) = contender.cc() {
-        tb.set_default_cc(cc);
-    }
-    let before = counters(tb, paths)?;
-    let fwd = Forwarders::start(tb, scenario);
+    let (load, before, fwd) = begin_measuring(tb, scenario, contender)?;
     let mut flow = Flow::prepare(tb, paths, contender, opts.transfer)?;
     if matches!(contender, Contender::External(_)) {
         std::thread::sleep(Duration::from_millis(500));
@@ -378,12 +391,8 @@ pub fn run_one(
         load,
         error,
         forwarders: fwd_stats,
-        mix: String::new(),
-        flow: 0,
-        jain: None,
         workload: "bulk".into(),
-        web: None,
-        video: None,
+        ..Row::default()
     })
 }
 
@@ -486,8 +495,7 @@ pub fn run_mix(
                 flow: i,
                 jain,
                 workload: "bulk".into(),
-                web: None,
-                video: None,
+                ..Row::default()
             }
         })
         .collect();

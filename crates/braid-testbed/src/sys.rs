@@ -32,6 +32,12 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// An error a socket read or write with a timeout (or a non-blocking one) returns when it
+/// should simply be tried again: nothing ready yet, the timeout ran out, a signal came.
+pub fn transient(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())

@@ -299,10 +299,7 @@ fn receive(
                     .map_err(io::Error::other)?;
             }
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+                if sys::transient(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -330,10 +327,7 @@ fn send(
             Ok(1) if go[0] == GO => break,
             Ok(_) => return Err(io::Error::other("the receiver closed before the stream started")),
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
+                if sys::transient(&e) =>
             {
                 if shared.stop.load(Ordering::Relaxed) || sys::interrupted() || Instant::now() >= deadline {
                     return Err(io::Error::new(ErrorKind::TimedOut, "no go from the receiver"));
@@ -374,10 +368,7 @@ fn write_all(stream: &mut TcpStream, mut buf: &[u8], stop: &AtomicBool) -> io::R
         match stream.write(buf) {
             Ok(n) => buf = &buf[n..],
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+                if sys::transient(&e) => {}
             Err(e) => return Err(e),
         }
     }

@@ -28,7 +28,7 @@ use crate::contender::{expand, Contender};
 use crate::forwarder::ForwardStats;
 use crate::netns::{IfCounters, Testbed};
 use crate::report::Row;
-use crate::run::{counter_delta, counters, spawn_helper, Forwarders, Helpers, RunOptions};
+use crate::run::{begin_measuring, counter_delta, counters, spawn_helper, Forwarders, Helpers, RunOptions};
 use crate::sys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,12 +130,7 @@ impl Session {
         entry: SocketAddrV4,
     ) -> io::Result<Session> {
         let paths = scenario.paths.len();
-        let load = sys::load_average();
-        if let Some(cc) = contender.cc() {
-            tb.set_default_cc(cc);
-        }
-        let before = counters(tb, paths)?;
-        let fwd = Forwarders::start(tb, scenario);
+        let (load, before, fwd) = begin_measuring(tb, scenario, contender)?;
         let mut helpers = Helpers(Vec::new());
         if let Contender::External(ext) = contender {
             let (s, e) = (sink.to_string(), entry.to_string());
@@ -220,12 +215,8 @@ pub fn base_row(
         load,
         error,
         forwarders: net.forwarders.clone(),
-        mix: String::new(),
-        flow: 0,
-        jain: None,
         workload: workload.name().into(),
-        web: None,
-        video: None,
+        ..Row::default()
     }
 }
 
@@ -443,10 +434,7 @@ fn copy(mut from: TcpStream, mut to: TcpStream, stop: &AtomicBool) {
                 }
             }
             Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+                if sys::transient(&e) => {}
             Err(_) => break,
         }
     }

@@ -222,22 +222,15 @@ fn main() -> ExitCode {
                     tail_target_failure: tail_delta.unwrap_or(Redundancy::default().tail_target_failure),
                     ..Redundancy::default()
                 };
-                if scenario.video.is_some() {
-                    match run_video(scenario, mode, cc, scheduler, redundancy, placement) {
-                        Ok(row) => video_rows.push(row),
-                        Err(e) => {
-                            eprintln!("{}: {e}", scenario.title());
-                            return ExitCode::FAILURE;
-                        }
-                    }
-                    continue;
-                }
-                match run(scenario, mode, cc, scheduler, redundancy, placement) {
-                    Ok(row) => rows.push(row),
-                    Err(e) => {
-                        eprintln!("{}: {e}", scenario.title());
-                        return ExitCode::FAILURE;
-                    }
+                let setup = RunSetup { mode, cc, scheduler, redundancy, placement };
+                let ran = if scenario.video.is_some() {
+                    run_video(scenario, &setup).map(|row| video_rows.push(row))
+                } else {
+                    run(scenario, &setup).map(|row| rows.push(row))
+                };
+                if let Err(e) = ran {
+                    eprintln!("{}: {e}", scenario.title());
+                    return ExitCode::FAILURE;
                 }
             }
         }
@@ -278,23 +271,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Both ends' configuration for one flow of `scenario` over `paths` paths.
-fn connection_config(
-    scenario: &Scenario,
-    paths: usize,
+/// What the command line chose for every run (bulk or video) of one mode.
+struct RunSetup {
     mode: Mode,
     cc: Option<CcAlgorithm>,
     scheduler: Option<SchedulerKind>,
     redundancy: Redundancy,
     placement: Option<RepairPlacement>,
-) -> ConnectionConfig {
+}
+
+/// Both ends' configuration for one flow of `scenario` over `paths` paths.
+fn connection_config(scenario: &Scenario, paths: usize, setup: &RunSetup) -> ConnectionConfig {
     let mut config = ConnectionConfig {
-        mode,
-        cc,
-        redundancy,
-        scheduler,
+        mode: setup.mode,
+        cc: setup.cc,
+        redundancy: setup.redundancy,
+        scheduler: setup.scheduler,
         paths: paths as u8,
-        repair_placement: placement,
+        repair_placement: setup.placement,
         ..ConnectionConfig::default()
     };
     // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).
@@ -308,18 +302,12 @@ fn connection_config(
     config
 }
 
-fn run(
-    scenario: &Scenario,
-    mode: Mode,
-    cc: Option<CcAlgorithm>,
-    scheduler: Option<SchedulerKind>,
-    redundancy: Redundancy,
-    placement: Option<RepairPlacement>,
-) -> Result<Row, String> {
+fn run(scenario: &Scenario, setup: &RunSetup) -> Result<Row, String> {
+    let mode = setup.mode;
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
     let built = scenario
         .build(|cx| {
-            let config = connection_config(scenario, cx.paths, mode, cc, scheduler, redundancy, placement);
+            let config = connection_config(scenario, cx.paths, setup);
             (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
         })
         .map_err(|e| e.to_string())?;
@@ -530,10 +518,40 @@ fn path_shares(r: &Row) -> String {
 }
 
 /// The label of a run without its `seed=` part (runs that differ only by seed form one point).
-fn point_key(r: &Row) -> String {
-    let label = r.label.replace(['[', ']'], " ");
+fn point_key(label: &str) -> String {
+    let label = label.replace(['[', ']'], " ");
     let key: Vec<&str> = label.split_whitespace().filter(|w| !w.contains("seed=")).collect();
     key.join(" ")
+}
+
+/// The modes (in order of first appearance) and the sweep points (`point_key`s) of `rows`,
+/// given each row's mode and label.
+fn modes_and_points<R>(rows: &[R], mode_and_label: impl Fn(&R) -> (Mode, &str)) -> (Vec<Mode>, Vec<String>) {
+    let mut modes: Vec<Mode> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for r in rows {
+        let (mode, label) = mode_and_label(r);
+        if !modes.contains(&mode) {
+            modes.push(mode);
+        }
+        let key = point_key(label);
+        if !points.contains(&key) {
+            points.push(key);
+        }
+    }
+    (modes, points)
+}
+
+/// The head of a modes-side-by-side table: `title`, then the header row (scenario, the `extra`
+/// columns, a column per mode) and its alignment row.
+fn side_by_side_head(title: &str, extra: &[&str], modes: &[Mode]) {
+    println!();
+    println!("{title}");
+    println!();
+    let names: Vec<&str> = modes.iter().map(|&m| mode_label(m)).collect();
+    let extra_names: String = extra.iter().map(|c| format!("{c} | ")).collect();
+    println!("| scenario | {extra_names}{} |", names.join(" | "));
+    println!("|---|{}{}", "---:|".repeat(extra.len()), "---:|".repeat(modes.len()));
 }
 
 fn print(rows: &[Row]) {
@@ -582,7 +600,7 @@ fn print(rows: &[Row]) {
     // Averages over seeds: group by the label without its `seed=` part.
     let mut groups: BTreeMap<(String, &'static str), Vec<&Row>> = BTreeMap::new();
     for r in rows {
-        groups.entry((point_key(r), mode_label(r.mode))).or_default().push(r);
+        groups.entry((point_key(&r.label), mode_label(r.mode))).or_default().push(r);
     }
     if groups.len() < rows.len() {
         println!();
@@ -627,28 +645,17 @@ fn print(rows: &[Row]) {
 /// One row per sweep point (seeds averaged), one column per mode: goodput, its ratio to the
 /// ideal and the p99 block delay. Printed when more than one mode ran.
 fn print_side_by_side(rows: &[Row]) {
-    let mut modes: Vec<Mode> = Vec::new();
-    let mut points: Vec<String> = Vec::new();
-    for r in rows {
-        if !modes.contains(&r.mode) {
-            modes.push(r.mode);
-        }
-        let key = point_key(r);
-        if !points.contains(&key) {
-            points.push(key);
-        }
-    }
+    let (modes, points) = modes_and_points(rows, |r| (r.mode, &r.label));
     if modes.len() < 2 {
         return;
     }
-    println!();
-    println!("Modes side by side: goodput Mbit/s (× ideal) · p99 block delay ms; means over seeds");
-    println!();
-    let names: Vec<&str> = modes.iter().map(|&m| mode_label(m)).collect();
-    println!("| scenario | ideal Mbit/s | {} |", names.join(" | "));
-    println!("|---|---:|{}", "---:|".repeat(modes.len()));
+    side_by_side_head(
+        "Modes side by side: goodput Mbit/s (× ideal) · p99 block delay ms; means over seeds",
+        &["ideal Mbit/s"],
+        &modes,
+    );
     for point in &points {
-        let of_point: Vec<&Row> = rows.iter().filter(|r| point_key(r) == *point).collect();
+        let of_point: Vec<&Row> = rows.iter().filter(|r| point_key(&r.label) == *point).collect();
         let ideal = of_point.iter().map(|r| r.ideal_mbps).sum::<f64>() / of_point.len() as f64;
         let cells: Vec<String> = modes
             .iter()
@@ -912,19 +919,13 @@ struct VideoRow {
 
 /// A `video` scenario: one live video flow per scenario flow for `duration`, judged by the share
 /// of frames complete within [`VIDEO_DEADLINE`] of their capture.
-fn run_video(
-    scenario: &Scenario,
-    mode: Mode,
-    cc: Option<CcAlgorithm>,
-    scheduler: Option<SchedulerKind>,
-    redundancy: Redundancy,
-    placement: Option<RepairPlacement>,
-) -> Result<VideoRow, String> {
+fn run_video(scenario: &Scenario, setup: &RunSetup) -> Result<VideoRow, String> {
+    let mode = setup.mode;
     use braid_sim::{VideoFlow, VideoSource, VideoStats};
     let bitrate = scenario.video.ok_or("not a video scenario")?;
     let built = scenario
         .build(|cx| {
-            let config = connection_config(scenario, cx.paths, mode, cc, scheduler, redundancy, placement);
+            let config = connection_config(scenario, cx.paths, setup);
             let source = VideoSource::new(bitrate, cx.seed);
             (
                 VideoFlow::sender(config.clone(), cx.seed, source, cx.start),
@@ -1003,34 +1004,21 @@ fn print_video(rows: &[VideoRow]) {
             if r.intact { "yes" } else { "**NO**" }
         );
     }
-    let mut modes: Vec<Mode> = Vec::new();
-    let mut points: Vec<String> = Vec::new();
-    for r in rows {
-        if !modes.contains(&r.mode) {
-            modes.push(r.mode);
-        }
-        let key = video_point_key(r);
-        if !points.contains(&key) {
-            points.push(key);
-        }
-    }
+    let (modes, points) = modes_and_points(rows, |r| (r.mode, &r.label));
     if modes.len() < 2 {
         return;
     }
-    println!();
-    println!(
-        "Video, modes side by side: frames on time % (all · after the first 1 s) · p50 / p99 frame latency ms; means over seeds"
+    side_by_side_head(
+        "Video, modes side by side: frames on time % (all · after the first 1 s) · p50 / p99 frame latency ms; means over seeds",
+        &[],
+        &modes,
     );
-    println!();
-    let names: Vec<&str> = modes.iter().map(|&m| mode_label(m)).collect();
-    println!("| scenario | {} |", names.join(" | "));
-    println!("|---|{}", "---:|".repeat(modes.len()));
     for point in &points {
         let cells: Vec<String> = modes
             .iter()
             .map(|&m| {
                 let rs: Vec<&VideoRow> =
-                    rows.iter().filter(|r| r.mode == m && video_point_key(r) == *point).collect();
+                    rows.iter().filter(|r| r.mode == m && point_key(&r.label) == *point).collect();
                 if rs.is_empty() {
                     return "—".into();
                 }
@@ -1053,12 +1041,6 @@ fn print_video(rows: &[VideoRow]) {
             .collect();
         println!("| {point} | {} |", cells.join(" | "));
     }
-}
-
-fn video_point_key(r: &VideoRow) -> String {
-    let label = r.label.replace(['[', ']'], " ");
-    let key: Vec<&str> = label.split_whitespace().filter(|w| !w.contains("seed=")).collect();
-    key.join(" ")
 }
 
 /// `video.csv`: a row per video run.
