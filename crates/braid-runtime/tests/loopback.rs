@@ -17,18 +17,29 @@ fn echo_server_on(key: Key, bind: &str) -> std::net::SocketAddr {
 
 /// [`echo_server`] with its whole configuration given.
 fn echo_server_with(config: ServerConfig, bind: &str) -> std::net::SocketAddr {
+    serve_streams(config, bind, |mut stream| async move {
+        let mut data = Vec::new();
+        stream.read_to_end(&mut data).await.unwrap();
+        stream.write_all(&data).await.unwrap();
+        stream.shutdown().await.unwrap();
+    })
+}
+
+/// A server bound to `bind` that runs `serve` on a task of its own for every stream of every
+/// connection.
+fn serve_streams<F, Fut>(config: ServerConfig, bind: &str, serve: F) -> std::net::SocketAddr
+where
+    F: Fn(Stream) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let mut server: Server = Endpoint::server(config, bind.parse().unwrap()).unwrap();
     let addr = server.local_addr().unwrap();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
+            let serve = serve.clone();
             tokio::spawn(async move {
-                while let Some(mut stream) = conn.accept_stream().await {
-                    tokio::spawn(async move {
-                        let mut data = Vec::new();
-                        stream.read_to_end(&mut data).await.unwrap();
-                        stream.write_all(&data).await.unwrap();
-                        stream.shutdown().await.unwrap();
-                    });
+                while let Some(stream) = conn.accept_stream().await {
+                    tokio::spawn(serve(stream));
                 }
             });
         }
@@ -283,24 +294,12 @@ fn download_server(key: Key, len: usize) -> std::net::SocketAddr {
 
 /// [`download_server`], the answer starting `delay` after the request.
 fn download_server_after(key: Key, len: usize, delay: Duration) -> std::net::SocketAddr {
-    let mut server: Server =
-        Endpoint::server(ServerConfig::new(key), "127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = server.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Some(conn) = server.accept().await {
-            tokio::spawn(async move {
-                while let Some(mut stream) = conn.accept_stream().await {
-                    tokio::spawn(async move {
-                        let _ = stream.read_u8().await;
-                        tokio::time::sleep(delay).await;
-                        let _ = stream.write_all(&pattern(len, 5)).await;
-                        let _ = stream.shutdown().await;
-                    });
-                }
-            });
-        }
-    });
-    addr
+    serve_streams(ServerConfig::new(key), "127.0.0.1:0", move |mut stream| async move {
+        let _ = stream.read_u8().await;
+        tokio::time::sleep(delay).await;
+        let _ = stream.write_all(&pattern(len, 5)).await;
+        let _ = stream.shutdown().await;
+    })
 }
 
 /// RFC 9000 §8.2/§9.3: packets of a known connection from a new address make the server

@@ -7,7 +7,6 @@ use braid_proto::conn::Mode;
 use braid_proto::streams::{StreamEvent, Streams};
 use braid_proto::{BlockRecord, Connection, ConnectionConfig, Event, Instant};
 
-
 /// The transfer pattern repeats every `PERIOD` bytes (a prime, so it never lines up with
 /// symbol or block sizes).
 pub(crate) const PERIOD: usize = 65_521;
@@ -241,7 +240,10 @@ conn_flow_endpoint!(BulkFlow);
 
 /// The sender's stream (opened on first use, its id kept in `stream`), or `None` while the
 /// connection has no streams or cannot open one yet.
-pub(crate) fn send_stream<'a>(conn: &'a mut Connection, stream: &mut Option<u64>) -> Option<(&'a mut Streams, u64)> {
+pub(crate) fn send_stream<'a>(
+    conn: &'a mut Connection,
+    stream: &mut Option<u64>,
+) -> Option<(&'a mut Streams, u64)> {
     let streams = conn.streams()?;
     let id = match stream {
         Some(id) => *id,

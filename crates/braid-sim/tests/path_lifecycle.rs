@@ -103,7 +103,8 @@ fn all_paths_flapping() {
                 a = a.with_outage(at(300 + k * 1000), at(700 + k * 1000));
                 b = b.with_outage(at(500 + k * 700), at(800 + k * 700));
             }
-            let mut run = setup(&what, mode, 2, &[PathConfig::symmetric(a), PathConfig::symmetric(b)], seed, BYTES);
+            let mut run =
+                setup(&what, mode, 2, &[PathConfig::symmetric(a), PathConfig::symmetric(b)], seed, BYTES);
             run.finish(at(120_000));
         }
     }
@@ -117,8 +118,14 @@ fn a_path_added_mid_transfer_is_used() {
     for mode in [Mode::Braid, Mode::Tcp, Mode::Fmtcp] {
         let seed = 5;
         let what = format!("{mode:?} seed {seed}");
-        let mut run =
-            setup(&what, mode, 1, &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())], seed, BYTES);
+        let mut run = setup(
+            &what,
+            mode,
+            1,
+            &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())],
+            seed,
+            BYTES,
+        );
         run.run_until(at(1000));
         assert_eq!(run.net.endpoint(run.rx).connection().path_stats().len(), 1, "{what}");
         let now = run.net.now();
@@ -141,8 +148,14 @@ fn a_removed_path_gets_nothing_after_removal() {
     for mode in [Mode::Braid, Mode::Tcp, Mode::Dfec] {
         let seed = 9;
         let what = format!("{mode:?} seed {seed}");
-        let mut run =
-            setup(&what, mode, 2, &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())], seed, BYTES);
+        let mut run = setup(
+            &what,
+            mode,
+            2,
+            &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())],
+            seed,
+            BYTES,
+        );
         run.run_until(at(1000));
         let now = run.net.now();
         let conn = run.net.endpoint_mut(run.tx).connection_mut();
@@ -155,7 +168,11 @@ fn a_removed_path_gets_nothing_after_removal() {
         assert_eq!(server.state, PathState::Removed, "{what}: the server did not learn of the removal");
         let reverse_at = run.net.link(run.links[0].1).stats().sent;
         run.finish(at(60_000));
-        assert_eq!(client_path(&run, 0).packets_sent, sent_at_removal, "{what}: client sent on a removed path");
+        assert_eq!(
+            client_path(&run, 0).packets_sent,
+            sent_at_removal,
+            "{what}: client sent on a removed path"
+        );
         assert_eq!(client_path(&run, 0).state, PathState::Removed, "{what}");
         assert_eq!(
             run.net.link(run.links[0].1).stats().sent,

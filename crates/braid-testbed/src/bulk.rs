@@ -82,8 +82,7 @@ fn read_all(mut stream: TcpStream, total: u64, progress: &Progress) {
                     *progress.done.lock().unwrap() = Some(Instant::now());
                 }
             }
-            Err(e)
-                if sys::transient(&e) => {}
+            Err(e) if sys::transient(&e) => {}
             Err(_) => break,
         }
     }
@@ -142,8 +141,7 @@ fn write_claimed(stream: &mut TcpStream, buf: &[u8], progress: &Progress) -> io:
             }
             match stream.write(&buf[off..n]) {
                 Ok(w) => off += w,
-                Err(e)
-                    if sys::transient(&e) => {}
+                Err(e) if sys::transient(&e) => {}
                 // The run ended while this write was under way (the sink closed first).
                 Err(_) if progress.stopped() => break 'claim,
                 Err(e) => return Err(e),
@@ -158,8 +156,7 @@ fn write_claimed(stream: &mut TcpStream, buf: &[u8], progress: &Progress) -> io:
         match stream.read(&mut b) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e)
-                if sys::transient(&e) => {}
+            Err(e) if sys::transient(&e) => {}
             Err(_) => break,
         }
     }

@@ -254,7 +254,10 @@ impl Helpers {
     }
 }
 
-pub(crate) fn counters(tb: &Testbed, paths: usize) -> io::Result<(Vec<IfCounters>, Vec<IfCounters>)> {
+/// Each path's interface counters: (client side, server side).
+pub(crate) type PathCounters = (Vec<IfCounters>, Vec<IfCounters>);
+
+pub(crate) fn counters(tb: &Testbed, paths: usize) -> io::Result<PathCounters> {
     Ok((
         (0..paths).map(|i| tb.client_counters(i)).collect::<io::Result<_>>()?,
         (0..paths).map(|i| tb.server_counters(i)).collect::<io::Result<_>>()?,
@@ -263,10 +266,7 @@ pub(crate) fn counters(tb: &Testbed, paths: usize) -> io::Result<(Vec<IfCounters
 
 /// What the interface counters say about a run: (bytes into each path at the client, bytes out
 /// of each path at the server, TUN drops).
-pub(crate) fn counter_delta(
-    before: &(Vec<IfCounters>, Vec<IfCounters>),
-    after: &(Vec<IfCounters>, Vec<IfCounters>),
-) -> (Vec<u64>, Vec<u64>, u64) {
+pub(crate) fn counter_delta(before: &PathCounters, after: &PathCounters) -> (Vec<u64>, Vec<u64>, u64) {
     let ((bc, bs), (ac, as_)) = (before, after);
     let mut drops = 0;
     for i in 0..bc.len() {
@@ -296,12 +296,11 @@ fn ss_file(opts: &RunOptions, scenario: &Scenario, what: &str) -> std::path::Pat
 /// What every run does first: note the load average, set the contender's congestion control
 /// as the default, read the interface counters and start the forwarders (time zero now).
 /// Returns (load average, counters before, forwarders).
-#[allow(clippy::type_complexity)]
-pub fn begin_measuring(
+pub(crate) fn begin_measuring(
     tb: &Testbed,
     scenario: &Scenario,
     contender: &Contender,
-) -> io::Result<(String, (Vec<IfCounters>, Vec<IfCounters>), Forwarders)> {
+) -> io::Result<(String, PathCounters, Forwarders)> {
     let load = sys::load_average();
     if let Some(cc) = contender.cc() {
         tb.set_default_cc(cc);

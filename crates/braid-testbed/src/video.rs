@@ -298,8 +298,7 @@ fn receive(
                     })
                     .map_err(io::Error::other)?;
             }
-            Err(e)
-                if sys::transient(&e) => {}
+            Err(e) if sys::transient(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -326,9 +325,7 @@ fn send(
         match stream.read(&mut go) {
             Ok(1) if go[0] == GO => break,
             Ok(_) => return Err(io::Error::other("the receiver closed before the stream started")),
-            Err(e)
-                if sys::transient(&e) =>
-            {
+            Err(e) if sys::transient(&e) => {
                 if shared.stop.load(Ordering::Relaxed) || sys::interrupted() || Instant::now() >= deadline {
                     return Err(io::Error::new(ErrorKind::TimedOut, "no go from the receiver"));
                 }
@@ -367,8 +364,7 @@ fn write_all(stream: &mut TcpStream, mut buf: &[u8], stop: &AtomicBool) -> io::R
         }
         match stream.write(buf) {
             Ok(n) => buf = &buf[n..],
-            Err(e)
-                if sys::transient(&e) => {}
+            Err(e) if sys::transient(&e) => {}
             Err(e) => return Err(e),
         }
     }

@@ -26,9 +26,11 @@ use braid_sim::Scenario;
 
 use crate::contender::{expand, Contender};
 use crate::forwarder::ForwardStats;
-use crate::netns::{IfCounters, Testbed};
+use crate::netns::Testbed;
 use crate::report::Row;
-use crate::run::{begin_measuring, counter_delta, counters, spawn_helper, Forwarders, Helpers, RunOptions};
+use crate::run::{
+    begin_measuring, counter_delta, counters, spawn_helper, Forwarders, Helpers, PathCounters, RunOptions,
+};
 use crate::sys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +107,7 @@ pub fn next_port() -> u16 {
 /// counters before, and the external contender's helper commands.
 pub struct Session {
     fwd: Forwarders,
-    before: (Vec<IfCounters>, Vec<IfCounters>),
+    before: PathCounters,
     helpers: Helpers,
     pub load: String,
 }
@@ -272,34 +274,32 @@ pub fn csv_fields(r: &Row) -> String {
     let o = |v: Option<f64>, d: usize| {
         v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default()
     };
-    let web = match &r.web {
-        Some(w) => format!(
-            "{},{},{},{},{},{},{},{}",
-            w.page,
-            w.objects,
-            w.page_bytes,
-            w.loads,
-            w.times_s.len(),
+    // A workload's cells, or as many empty ones for a row without it.
+    let cells = |values: Option<[String; 8]>| values.map_or_else(|| ",".repeat(7), |v| v.join(","));
+    let web = cells(r.web.as_ref().map(|w| {
+        [
+            w.page.to_string(),
+            w.objects.to_string(),
+            w.page_bytes.to_string(),
+            w.loads.to_string(),
+            w.times_s.len().to_string(),
             o(w.median_s, 3),
             o(w.p90_s, 3),
-            w.times_s.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(";")
-        ),
-        None => ",,,,,,,".into(),
-    };
-    let video = match &r.video {
-        Some(v) => format!(
-            "{},{},{},{:.5},{:.5},{},{},{}",
-            v.frames,
-            v.received,
-            v.on_time,
-            v.on_time_share,
-            v.on_time_share_after_2s,
+            w.times_s.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(";"),
+        ]
+    }));
+    let video = cells(r.video.as_ref().map(|v| {
+        [
+            v.frames.to_string(),
+            v.received.to_string(),
+            v.on_time.to_string(),
+            format!("{:.5}", v.on_time_share),
+            format!("{:.5}", v.on_time_share_after_2s),
             o(v.p50_ms, 1),
             o(v.p99_ms, 1),
-            o(v.max_ms, 1)
-        ),
-        None => ",,,,,,,".into(),
-    };
+            o(v.max_ms, 1),
+        ]
+    }));
     format!("{},{web},{video}", r.workload)
 }
 
@@ -433,8 +433,7 @@ fn copy(mut from: TcpStream, mut to: TcpStream, stop: &AtomicBool) {
                     break;
                 }
             }
-            Err(e)
-                if sys::transient(&e) => {}
+            Err(e) if sys::transient(&e) => {}
             Err(_) => break,
         }
     }

@@ -23,7 +23,13 @@ pub struct Transfer {
 impl Transfer {
     /// A transfer of `bytes` over `paths`, both ends with `config` (its `paths` is what the
     /// client opens), not yet run.
-    pub fn new(what: String, config: ConnectionConfig, paths: &[PathConfig], seed: u64, bytes: u64) -> Transfer {
+    pub fn new(
+        what: String,
+        config: ConnectionConfig,
+        paths: &[PathConfig],
+        seed: u64,
+        bytes: u64,
+    ) -> Transfer {
         let client = BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO);
         let server = BulkFlow::receiver(config);
         let mut net = Network::new(seed);
