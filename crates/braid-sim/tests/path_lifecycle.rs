@@ -118,14 +118,8 @@ fn a_path_added_mid_transfer_is_used() {
     for mode in [Mode::Braid, Mode::Tcp, Mode::Fmtcp] {
         let seed = 5;
         let what = format!("{mode:?} seed {seed}");
-        let mut run = setup(
-            &what,
-            mode,
-            1,
-            &[PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())],
-            seed,
-            BYTES,
-        );
+        let paths = [PathConfig::symmetric(lte()), PathConfig::symmetric(wifi())];
+        let mut run = setup(&what, mode, 1, &paths, seed, BYTES);
         run.run_until(at(1000));
         assert_eq!(run.net.endpoint(run.rx).connection().path_stats().len(), 1, "{what}");
         let now = run.net.now();
@@ -148,14 +142,8 @@ fn a_removed_path_gets_nothing_after_removal() {
     for mode in [Mode::Braid, Mode::Tcp, Mode::Dfec] {
         let seed = 9;
         let what = format!("{mode:?} seed {seed}");
-        let mut run = setup(
-            &what,
-            mode,
-            2,
-            &[PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())],
-            seed,
-            BYTES,
-        );
+        let paths = [PathConfig::symmetric(wifi()), PathConfig::symmetric(lte())];
+        let mut run = setup(&what, mode, 2, &paths, seed, BYTES);
         run.run_until(at(1000));
         let now = run.net.now();
         let conn = run.net.endpoint_mut(run.tx).connection_mut();
