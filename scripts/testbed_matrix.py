@@ -46,11 +46,11 @@ MATRIX = [
     # The file's own (surge at 8 s, 30 MB, 40 s).
     {"file": "fmtcp-loss-surge.toml", "transfer": None, "limit": "30s"},
     # dFEC Table III: the file's (12 MB, 12 s).
-    # Twelve points: the kernel's four multipath contenders, braid's default and the two seed
-    # schemes built for several paths (MPTCP-dFEC, FMTCP) — the other seed modes are measured on
+    # Twelve points: kernel MPTCP (cubic, bbr) and bbr on the best single path, braid's default
+    # and the paper's own scheme (MPTCP-dFEC) — the other seed modes and 2-TCP are measured on
     # FMTCP Table II's two-path points above.
     {"file": "dfec-table3.toml", "transfer": None, "limit": None,
-     "kernel": ["mptcp-cubic", "mptcp-bbr", "2tcp-bbr", "bbr@best"], "modes": ["braid", "mptcp-dfec", "fmtcp"]},
+     "kernel": ["mptcp-cubic", "mptcp-bbr", "bbr@best"], "modes": ["braid", "mptcp-dfec"]},
     # Satellite + cellular, the cellular path failing at 4 s: the file's (6 MB, 30 s), 20 s.
     {"file": "satellite-cellular.toml", "transfer": None, "limit": "20s"},
     # Workloads (the scenario file's `# workload:` line selects them): HTTP/2 page loads, 3 loads

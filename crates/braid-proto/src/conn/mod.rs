@@ -1501,6 +1501,23 @@ impl Connection {
         }
     }
 
+    /// Bytes of source symbols to cut ahead for the paths slower than the fastest: for each, what
+    /// the fastest path sends in the slower one's round trip (its window × the RTT ratio). The
+    /// arrival-time scheduler gives a slow path the sources the fast one would deliver later than
+    /// it, and those exist only if that many are cut: with two blocks alone a 300–500 ms second
+    /// path carried 0–2 % of FMTCP Table II's bytes. One path: 0.
+    fn slow_paths_lookahead(&self) -> u64 {
+        let Some(c) = self.control_path() else { return 0 };
+        let fast = &self.paths[c];
+        let fast_rtt = fast.rtt.smoothed().as_micros().max(1);
+        let fast_window = u128::from(fast.cc.window());
+        let ahead: u128 = (0..self.paths.len())
+            .filter(|&i| i != c && self.paths[i].can_send())
+            .map(|i| fast_window * self.paths[i].rtt.smoothed().as_micros().max(fast_rtt) / fast_rtt)
+            .sum();
+        u64::try_from(ahead).unwrap_or(u64::MAX)
+    }
+
     /// Moves stream data into source symbols while the block window has room, keeping at most
     /// two blocks' length of source symbols cut but unsent: stream data waits in its stream
     /// until the wire is near, so the streams' round robin (`Streams::write_pipe_frame`)
@@ -1508,6 +1525,7 @@ impl Connection {
     /// bulk stream has written (it used to wait behind the whole block window). With per-path
     /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).
     fn fill_pipe(&mut self) {
+        let slower = self.slow_paths_lookahead();
         let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
         if s.partial.is_empty() && s.sender.resize_pending() {
             // PROTOCOL.md §14.3: the symbol size changed; the next block takes the new one.
@@ -1516,8 +1534,8 @@ impl Connection {
         let size = s.sender.symbol_size();
         // Two blocks: with one, braid's scheduler ran short of sources for its second path and
         // filled it with repair (FMTCP Table II, 50 % loss on path 2: 0.68 of the ideal instead
-        // of 0.92).
-        let ahead = 2 * s.sender.max_block_len();
+        // of 0.92). On top of them, what the slower paths need ([`Self::slow_paths_lookahead`]).
+        let ahead = 2 * s.sender.max_block_len() + (slower / size.max(1) as u64) as usize;
         while s.sender.has_room() && s.sender.unsent_sources() < ahead {
             if !s.recut.is_empty() {
                 let n = size.saturating_sub(s.partial.len()).min(s.recut.len());
