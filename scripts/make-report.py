@@ -427,15 +427,18 @@ class Report:
             self.verdict("Two paths: braid never below the best single path (kernel bbr on it)",
                          [(f"{n}: {x:.2f} vs {y:.2f}", x >= y) for n, x, y in c])
         # Video and web.
+        def lossy(r):  # issue 6 sets the video and web targets at 2 % loss, not at 0 %
+            return any(fnum(v) for k, v in parse_label(r["label"]).items() if k.endswith("loss"))
+
         vid = [r for r in self.tb if workload(r) == "video"]
-        col = next((k for r in vid for k in r if "on_time" in k and fnum(r.get(k)) is not None), None)
+        col = "on_time_share" if any(fnum(r.get("on_time_share")) is not None for r in vid) else None
         if not vid or col is None:
             self.target("Live video at 2 % loss, 100 ms RTT: ≥ 99.5 % of frames on time where kernel TCP misses more",
-                        "not measured", "no video rows with an on-time column")
+                        "not measured", "no video rows with an on-time share")
         else:
             items = []
             for r in vid:
-                if r["contender"] != BRAID:
+                if r["contender"] != BRAID or not lossy(r):
                     continue
                 v = fnum(r[col])
                 v = v / 100 if v > 1 else v
@@ -446,24 +449,30 @@ class Report:
                 items.append((f"{r['scenario']} {pretty_label(r['label'])}: {v * 100:.2f} %"
                               + (f" (kernel best {max(kern) * 100:.2f} %)" if kern else " (no kernel row)"),
                               v >= 0.995 and worse))
-            self.verdict("Live video: ≥ 99.5 % of frames on time where kernel TCP misses more", items)
+            self.verdict("Live video at 2 % loss: ≥ 99.5 % of frames on time where kernel TCP misses more", items)
         web = [r for r in self.tb if workload(r) == "web"]
-        col = next((k for r in web for k in r if ("page" in k or "completion" in k) and fnum(r.get(k)) is not None), None)
-        if not web or col is None:
+        col = "page_median_s"
+        if not web or not any(fnum(r.get(col)) is not None for r in web):
             self.target("Web page completion ≥ 30 % faster than kernel cubic at 2 % loss", "not measured",
-                        "no web rows with a completion column")
+                        "no web rows with a page median")
         else:
             items = []
             for r in web:
-                if r["contender"] != BRAID:
+                if r["contender"] != BRAID or not lossy(r):
                     continue
                 cu = [k for k in web if k["scenario"] == r["scenario"] and k["label"] == r["label"]
-                      and k["contender"] == "cubic" and fnum(k.get(col))]
-                if cu:
-                    x, y = fnum(r[col]), fnum(cu[-1][col])
-                    items.append((f"{r['scenario']} {pretty_label(r['label'])}: {x:.2f} vs cubic {y:.2f}",
+                      and k["contender"] == "cubic" and k.get("page") == r.get("page")]
+                if not cu:
+                    continue
+                x, y = fnum(r.get(col)), fnum(cu[-1].get(col))
+                page = f"{r.get('page_objects') or r.get('page')} objects"
+                if y is None:  # cubic completed no load of this page within the cap: braid wins if it did
+                    items.append((f"{pretty_label(r['label'])}, {page}: {x} s vs cubic: no load completed",
+                                  x is not None))
+                else:
+                    items.append((f"{pretty_label(r['label'])}, {page}: {x:.2f} s vs cubic {y:.2f} s",
                                   x is not None and x <= 0.7 * y))
-            self.verdict("Web: page completion ≥ 30 % faster than kernel cubic", items)
+            self.verdict("Web at 2 % loss: median page completion ≥ 30 % faster than kernel cubic", items)
         # Repair overhead at 0 % loss: the simulator's counters (the testbed sees bytes, not symbols).
         items = []
         for (sc, p, model), s in self.sim.items():

@@ -142,14 +142,25 @@ class MakeReport(unittest.TestCase):
             d = os.path.join(fx.raw, "testbed", "video")
             os.makedirs(d)
             with open(os.path.join(d, "v.csv"), "w") as f:
-                f.write("scenario,label,seed,contender,workload,frames_on_time,frame_p99_ms\n"
-                        "video-2pct,,1,ext:braid,video,0.997,150\n"
-                        "video-2pct,,1,bbr,video,0.95,400\n")
+                # The 0 % point is context only: the target is set at 2 % loss.
+                f.write("scenario,label,seed,contender,workload,on_time_share,frame_p99_ms\n"
+                        "video,path.wifi.loss=0.02,1,ext:braid,video,0.997,150\n"
+                        "video,path.wifi.loss=0.02,1,bbr,video,0.95,400\n"
+                        "video,path.wifi.loss=0,1,ext:braid,video,0.98,150\n"
+                        "video,path.wifi.loss=0,1,bbr,video,0.99,400\n")
             rep, text = fx.run()
             v = {name: verdict for name, verdict, _ in rep.targets}
             self.assertEqual(v[next(k for k in v if k.startswith("Live video"))], "met")
             self.assertIn("## Workload: video", text)
-            self.assertIn("| video-2pct | — | ext:braid | 0.997 | 150.000 |", text)
+            self.assertIn("| ext:braid | 0.997 | 150.000 |", text)
+            # At 2 % loss, 99.0 % on time misses the target.
+            with open(os.path.join(d, "v.csv"), "w") as f:
+                f.write("scenario,label,seed,contender,workload,on_time_share,frame_p99_ms\n"
+                        "video,path.wifi.loss=0.02,1,ext:braid,video,0.990,150\n"
+                        "video,path.wifi.loss=0.02,1,bbr,video,0.95,400\n")
+            rep, _ = fx.run()
+            v = {name: verdict for name, verdict, _ in rep.targets}
+            self.assertEqual(v[next(k for k in v if k.startswith("Live video"))], "not met (1 of 1)")
 
     def test_no_rows_at_all(self):
         with tempfile.TemporaryDirectory() as tmp:
