@@ -316,6 +316,12 @@ class Report:
                 self.w(f"| {r['scenario']} | {pretty_label(r['label'])} | {r['contender']} | "
                        + " | ".join(fmt(fnum(r.get(c)), 3) for c in cols) + " |")
             self.w()
+            if wl == "video":
+                self.plot_bars(wl, rows, "on_time_share", 100.0, "frames on time (%)", "video-on-time.png",
+                               "live video: share of frames complete within 200 ms of capture")
+            elif wl == "web":
+                self.plot_bars(wl, rows, "page_median_s", 1.0, "median page time (s)", "web-page-time.png",
+                               "HTTP/2 page loads: median completion per page (missing bar: no load completed)")
 
     def sim_comparison(self):
         self.w("## The simulator's models beside the kernel")
@@ -590,6 +596,24 @@ class Report:
             axes[j // cols][j % cols].axis("off")
         axes[0][0].legend(fontsize=7)
         self.save(fig, f"{sc}-path-share.png", f"{sc}: share of the bytes sent on each path")
+
+    def plot_bars(self, wl, rows, col, scale, ylabel, name, caption):
+        """A panel per scenario point, a bar per contender (and page, for web) of `col` × `scale`."""
+        if plt is None or not any(fnum(r.get(col)) is not None for r in rows):
+            return
+        points = list(OrderedDict.fromkeys(r["label"] for r in rows))
+        fig, axes = plt.subplots(1, len(points), figsize=(4.6 * len(points), 3.4), squeeze=False)
+        for ax, p in zip(axes[0], points):
+            rs = [r for r in rows if r["label"] == p]
+            names = [r["contender"] + (f"\n{r.get('page_objects')} obj" if r.get("page_objects") else "") for r in rs]
+            values = [(fnum(r.get(col)) or 0) * scale for r in rs]
+            colors = ["tab:green" if r["contender"].startswith("ext:") else "tab:blue" for r in rs]
+            ax.bar(range(len(rs)), values, color=colors)
+            ax.set_xticks(range(len(rs)))
+            ax.set_xticklabels(names, fontsize=6, rotation=60)
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{wl}, {pretty_label(p)} (green: braid)", fontsize=9)
+        self.save(fig, name, caption)
 
     def plot_fairness(self, groups):
         """A panel per scenario point: each mix's flows as bars (window goodput, fair share dashed)."""
