@@ -9,10 +9,10 @@
 //! future `braid` binary) move N bytes from the client to the server; the testbed's own bulk
 //! sender and sink measure goodput and completion (connect → last byte at the receiver).
 //!
-//! Besides bulk transfers, `--workload web` (HTTP/2 page loads with nghttpd and curl) and
+//! Besides bulk transfers, `--workload web` (HTTP/2 page loads with nghttpd and h2load) and
 //! `--workload video` (a 25 fps live stream, frames on time) run over the same contenders.
 //!
-//! Subcommands: `run`, `check`, `cleanup` (see `--help`).
+//! Subcommands: `run`, `check`, `list`, `cleanup`, `relay` (see `--help`).
 
 #[cfg(target_os = "linux")]
 mod bulk;
