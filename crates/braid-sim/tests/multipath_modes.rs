@@ -167,13 +167,7 @@ fn goodput(mode: Mode, paths: &[PathConfig], window: u64, seed: u64, bytes: u64)
 /// 20 % of the data; a 64 KB receive buffer, about three of the good path's BDPs.)
 #[test]
 fn mptcp_model_shows_head_of_line_blocking_and_braid_does_not() {
-    let good = PathConfig::symmetric(
-        LinkConfig::new(10_000_000, Duration::from_millis(10)).with_loss(LossModel::bernoulli(0.001)),
-    );
-    let bad = PathConfig {
-        forward: LinkConfig::new(10_000_000, Duration::from_millis(10)).with_loss(LossModel::bernoulli(0.2)),
-        reverse: LinkConfig::new(10_000_000, Duration::from_millis(10)),
-    };
+    let [good, bad] = common::transfer::good_and_lossy_paths();
     let window = 64 * 1024;
     let bytes = 3_000_000;
     for seed in 1..4 {

@@ -110,7 +110,7 @@ fn arrival_time_schedulers_keep_a_very_slow_path_from_holding_blocks_back() {
     }
 }
 
-/// The hol case (`/work/briefs/hol.toml`): two 10 Mbit/s 20 ms paths, the second losing 20 % of
+/// The head-of-line case: two 10 Mbit/s 20 ms paths, the second losing 20 % of
 /// the data, a 64 KiB receive window. In seeds 1 and 4 braid's scheduler once put its first
 /// symbol on the second path before that path had an RTT sample; the symbol was lost, only a
 /// probe timeout from the 333 ms initial RTT (≈ 1 s) could declare it, the window filled behind
@@ -118,13 +118,7 @@ fn arrival_time_schedulers_keep_a_very_slow_path_from_holding_blocks_back() {
 /// measured by PINGs first and carries its share, and no block waits anywhere near a second.
 #[test]
 fn braid_scheduler_measures_a_lossy_second_path_before_trusting_it() {
-    let good = PathConfig::symmetric(
-        LinkConfig::new(10_000_000, Duration::from_millis(10)).with_loss(LossModel::bernoulli(0.001)),
-    );
-    let bad = PathConfig {
-        forward: LinkConfig::new(10_000_000, Duration::from_millis(10)).with_loss(LossModel::bernoulli(0.2)),
-        reverse: LinkConfig::new(10_000_000, Duration::from_millis(10)),
-    };
+    let [good, bad] = common::transfer::good_and_lossy_paths();
     let window = 64 * 1024;
     for seed in [1, 4] {
         let params = braid_proto::wire::TransportParams::default().with_receive_window(window);

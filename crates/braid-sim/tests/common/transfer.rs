@@ -82,3 +82,14 @@ impl Transfer {
         done
     }
 }
+
+/// Two 10 Mbit/s paths of 20 ms RTT: a good one (0.1 % loss both ways) and one that loses 20 %
+/// of the data (the head-of-line case of FMTCP §III).
+pub fn good_and_lossy_paths() -> [PathConfig; 2] {
+    use braid_sim::{LinkConfig, LossModel};
+    use std::time::Duration;
+    let link = || LinkConfig::new(10_000_000, Duration::from_millis(10));
+    let good = PathConfig::symmetric(link().with_loss(LossModel::bernoulli(0.001)));
+    let bad = PathConfig { forward: link().with_loss(LossModel::bernoulli(0.2)), reverse: link() };
+    [good, bad]
+}
