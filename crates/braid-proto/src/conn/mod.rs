@@ -1536,7 +1536,9 @@ impl Connection {
         // filled it with repair (FMTCP Table II, 50 % loss on path 2: 0.68 of the ideal instead
         // of 0.92). On top of them, what the slower paths need ([`Self::slow_paths_lookahead`]).
         let ahead = 2 * s.sender.max_block_len() + (slower / size.max(1) as u64) as usize;
-        while s.sender.has_room() && s.sender.unsent_sources() < ahead {
+        // Counted once (a sum over the blocks), then one more per source pushed below.
+        let mut unsent = s.sender.unsent_sources();
+        while s.sender.has_room() && unsent < ahead {
             if !s.recut.is_empty() {
                 let n = size.saturating_sub(s.partial.len()).min(s.recut.len());
                 s.partial.extend(s.recut.drain(..n));
@@ -1558,6 +1560,7 @@ impl Connection {
                 // Cannot happen (room was checked, the size is exact); keep the data for later.
                 return;
             }
+            unsent += 1;
             s.partial.clear();
             if !more {
                 // Nothing else to send for now: close the block so it can complete; if the
