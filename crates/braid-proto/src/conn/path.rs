@@ -282,6 +282,15 @@ impl Path {
         self.cc.window().saturating_sub(self.in_flight)
     }
 
+    /// Bytes per second the pacer lets out: the controller's own rate, else a window spread
+    /// over the smoothed RTT (RFC 9002 §7.7, gain 1.25).
+    pub fn pacing_rate(&self) -> u64 {
+        self.cc.pacing_rate(&self.rtt).unwrap_or_else(|| {
+            let srtt = self.rtt.smoothed().as_secs_f64().max(1e-3);
+            (1.25 * self.cc.window() as f64 / srtt) as u64
+        })
+    }
+
     pub fn on_sent(&mut self, now: Instant, number: u64, mut packet: SentPacket) {
         self.loss_timeout_cache.set(None);
         packet.delivered = self.delivered;
@@ -292,11 +301,7 @@ impl Path {
         }
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += packet.size;
-        // Pacing: spread a window over the smoothed RTT (RFC 9002 §7.7, gain 1.25).
-        let rate = self.cc.pacing_rate(&self.rtt).unwrap_or_else(|| {
-            let srtt = self.rtt.smoothed().as_secs_f64().max(1e-3);
-            (1.25 * self.cc.window() as f64 / srtt) as u64
-        });
+        let rate = self.pacing_rate();
         let gap = Duration::from_secs_f64(packet.size as f64 / rate.max(1) as f64);
         self.next_send = self.next_send.max(now - Duration::from_millis(1)) + gap;
         // Packets that elicit no ACK (ACK-only) are never acknowledged on their own; keeping
