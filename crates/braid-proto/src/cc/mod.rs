@@ -11,6 +11,7 @@ mod ctcp;
 mod cubic;
 mod hystart;
 mod lia;
+mod model;
 mod newreno;
 mod rtt;
 mod window;
@@ -23,6 +24,7 @@ pub use bbr::Bbr;
 pub use ctcp::{CtcpEstimate, CtcpTokens};
 pub use cubic::Cubic;
 pub use lia::Lia;
+pub use model::ModelCc;
 pub use newreno::NewReno;
 pub use rtt::RttEstimator;
 
@@ -94,6 +96,10 @@ pub trait CongestionController: Send + fmt::Debug {
 
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
+    /// The application left the window unused (nothing to send): rate samples of what is in
+    /// flight now understate the path (BBR's app-limited marking). The default ignores it.
+    fn on_app_limited(&mut self) {}
+
     /// Sets the initial window, in bytes, before anything was sent (a mode's choice; see
     /// `Mode::initial_window`). Controllers without a loss window ignore it.
     fn set_initial_window(&mut self, _bytes: u64) {}
@@ -148,11 +154,19 @@ pub enum CcAlgorithm {
     Ctcp,
     /// RFC 6356's coupled increase across the connection's paths, see `lia.rs`.
     Lia,
+    /// braid's own: model-based, coding-aware, small standing queue, see `model.rs`.
+    Braid,
 }
 
 impl CcAlgorithm {
-    pub const ALL: [CcAlgorithm; 5] =
-        [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr, CcAlgorithm::Ctcp, CcAlgorithm::Lia];
+    pub const ALL: [CcAlgorithm; 6] = [
+        CcAlgorithm::Braid,
+        CcAlgorithm::NewReno,
+        CcAlgorithm::Cubic,
+        CcAlgorithm::Bbr,
+        CcAlgorithm::Ctcp,
+        CcAlgorithm::Lia,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -161,6 +175,7 @@ impl CcAlgorithm {
             CcAlgorithm::Bbr => "bbr",
             CcAlgorithm::Ctcp => "ctcp",
             CcAlgorithm::Lia => "lia",
+            CcAlgorithm::Braid => "braid",
         }
     }
 
@@ -172,6 +187,7 @@ impl CcAlgorithm {
             CcAlgorithm::Bbr => Box::new(Bbr::new(mss)),
             CcAlgorithm::Ctcp => Box::new(CtcpTokens::new(mss)),
             CcAlgorithm::Lia => Box::new(Lia::new(mss)),
+            CcAlgorithm::Braid => Box::new(ModelCc::new(mss)),
         }
     }
 }

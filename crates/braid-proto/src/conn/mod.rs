@@ -1190,6 +1190,7 @@ impl Connection {
             }
         }
         self.fill_pipe();
+        self.mark_app_limited();
         self.apply_parity_covers(now);
         if let Some(t) = self.send_copy(now, buf) {
             return Some(t);
@@ -1442,6 +1443,7 @@ impl Connection {
             abandons,
             delivered: 0,
             delivered_time: now,
+            first_sent: now,
         };
         p.on_sent(now, number, packet);
         Transmit { path: path as u8, size: buf.len() }
@@ -1522,6 +1524,18 @@ impl Connection {
             .map(|i| fast_window * self.paths[i].rtt.smoothed().as_micros().max(fast_rtt) / fast_rtt)
             .sum();
         u64::try_from(ahead).unwrap_or(u64::MAX)
+    }
+
+    /// Tells every path's controller when the application leaves the windows unused: no stream
+    /// data waits, and no symbol is cut but unsent (rate samples taken now understate the path).
+    fn mark_app_limited(&mut self) {
+        let Some(s) = self.session.as_ref() else { return };
+        if s.streams.has_pipe_data() || s.sender.unsent_sources() > 0 || !s.partial.is_empty() {
+            return;
+        }
+        for p in self.paths.iter_mut().filter(|p| p.window_room() > 0) {
+            p.cc.on_app_limited();
+        }
     }
 
     /// Bytes of source symbols cut ahead of the wire for the paths' next sends: what the paths

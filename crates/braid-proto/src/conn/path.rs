@@ -54,6 +54,9 @@ pub(crate) struct SentPacket {
     /// delivery-rate samples).
     pub delivered: u64,
     pub delivered_time: Instant,
+    /// When the newest packet acknowledged before this one was sent had been sent: the start
+    /// of this packet's send interval (BBR's `first_sent_time`).
+    pub first_sent: Instant,
 }
 
 /// The outcome of processing an ACK frame, for the connection to act on.
@@ -112,6 +115,8 @@ pub(crate) struct Path {
     /// Bytes acknowledged on the path (for delivery-rate samples).
     delivered: u64,
     delivered_time: Instant,
+    /// Send time of the newest acknowledged packet (see [`SentPacket::first_sent`]).
+    first_sent_time: Instant,
     pub stats: PathStats,
     /// `loss_timeout`'s last answer (asked several times per event; its Duration arithmetic
     /// showed in profiles). What it depends on — `sent`, `rtt`, `largest_acked`, `pto_count` —
@@ -171,6 +176,7 @@ impl Path {
             packet_threshold: PACKET_THRESHOLD,
             delivered: 0,
             delivered_time: now,
+            first_sent_time: now,
             stats: PathStats::default(),
             loss_timeout_cache: Cell::new(None),
             heard,
@@ -259,6 +265,7 @@ impl Path {
         self.pto_count = 0;
         self.next_send = now;
         self.delivered_time = now;
+        self.first_sent_time = now;
         self.probe_due = None;
         self.probe_pending = false;
         self.stats.state = PathState::Active;
@@ -295,6 +302,7 @@ impl Path {
         self.loss_timeout_cache.set(None);
         packet.delivered = self.delivered;
         packet.delivered_time = self.delivered_time;
+        packet.first_sent = self.first_sent_time;
         if packet.ack_eliciting {
             self.in_flight += packet.size;
             self.cc.on_sent(now, packet.size, self.in_flight);
@@ -380,7 +388,7 @@ impl Path {
         let Some(largest) = ack.ranges.first().map(|r| r.end) else { return outcome };
         let mut newly_acked_bytes = 0;
         let mut largest_sent = None;
-        let mut rate_base: Option<(u64, Instant)> = None;
+        let mut rate_base: Option<(u64, Instant, Instant, Instant)> = None;
         for range in &ack.ranges {
             // Ranges come highest first: once one ends below everything in flight, so do the
             // rest (most of an ACK re-reports old ranges).
@@ -405,7 +413,8 @@ impl Path {
                     self.rtt.update(now - packet.time, delay);
                 }
                 if largest_sent.is_none_or(|t| packet.time > t) {
-                    rate_base = Some((packet.delivered, packet.delivered_time));
+                    rate_base =
+                        Some((packet.delivered, packet.delivered_time, packet.first_sent, packet.time));
                 }
                 largest_sent = largest_sent.max(Some(packet.time));
                 self.loss.sample(false);
@@ -419,8 +428,11 @@ impl Path {
         self.delivered += newly_acked_bytes;
         self.delivered_time = now;
         // Delivery rate over the newest acknowledged packet's lifetime (BBR's rate sample).
-        let delivery_rate = rate_base.and_then(|(delivered, at)| {
-            let interval = (now - at).as_secs_f64();
+        // The interval is the longer of the ACKs' and the sends' (BBR's rate sample): ACKs that
+        // arrive compressed would otherwise read faster than the bottleneck.
+        let delivery_rate = rate_base.and_then(|(delivered, at, first_sent, sent)| {
+            self.first_sent_time = sent;
+            let interval = (now - at).max(sent - first_sent).as_secs_f64();
             // Bytes lost at random crossed the bottleneck too (a coded transport replaces them
             // with repair, not by slowing down): scale the acknowledged rate by 1 / (1 − p) with
             // the path's random-loss estimate (see cc/bbr.rs).
@@ -571,6 +583,7 @@ mod tests {
             abandons: 0,
             delivered: 0,
             delivered_time: Instant::ZERO,
+            first_sent: Instant::ZERO,
         }
     }
 

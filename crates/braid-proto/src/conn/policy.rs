@@ -148,8 +148,8 @@ impl Mode {
         (self == Mode::Braid).then_some(32)
     }
 
-    /// The congestion controller a path gets when the configuration names none. braid and the
-    /// `tcp` model: CUBIC (it measured best for braid; see cc/bbr.rs for the model-based one).
+    /// The congestion controller a path gets when the configuration names none. braid: its own
+    /// model-based, coding-aware controller (cc/model.rs). The `tcp` model: CUBIC.
     /// TCP-IR and TCP-dFEC were built into Linux TCP, whose default is CUBIC; Sato et al. ran
     /// NewReno in ns-3 (§4). CTCP: its tokens (Algorithm 2). FMTCP: NewReno — it was built on
     /// IETF-MPTCP in ns-2, whose subflows run NewReno, and says the choice does not matter on
@@ -158,9 +158,8 @@ impl Mode {
     /// §I); `--cc lia` gives RFC 6356's coupled increase.
     pub fn default_cc(self) -> CcAlgorithm {
         match self {
-            Mode::Braid | Mode::Tcp | Mode::TcpIr | Mode::Dfec | Mode::Mptcp | Mode::MptcpDfec => {
-                CcAlgorithm::Cubic
-            }
+            Mode::Braid => CcAlgorithm::Braid,
+            Mode::Tcp | Mode::TcpIr | Mode::Dfec | Mode::Mptcp | Mode::MptcpDfec => CcAlgorithm::Cubic,
             Mode::Sato => CcAlgorithm::NewReno,
             Mode::Ctcp => CcAlgorithm::Ctcp,
             Mode::Fmtcp => CcAlgorithm::NewReno,
@@ -293,7 +292,7 @@ mod tests {
         assert_eq!(Mode::MptcpDfec.default_placement(), RepairPlacement::PerPath);
         assert_eq!(Mode::Fmtcp.default_placement(), RepairPlacement::AcrossPaths);
         let expected = [
-            (Mode::Braid, CodeFamily::Rlnc, "cubic"),
+            (Mode::Braid, CodeFamily::Rlnc, "braid"),
             (Mode::Tcp, CodeFamily::Rlnc, "cubic"),
             (Mode::Ctcp, CodeFamily::Rlnc, "ctcp"),
             (Mode::Fmtcp, CodeFamily::RaptorQ, "newreno"),

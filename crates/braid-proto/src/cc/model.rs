@@ -1,0 +1,569 @@
+//! braid's own congestion controller (`--cc braid`, the braid mode's default): model-based,
+//! with a small standing queue, and blind to the random loss the code repairs.
+//!
+//! The model is BBR's (Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM Queue
+//! 2016), in the shape of BBRv3 (draft-ietf-ccwg-bbr, §4): the bottleneck bandwidth is the
+//! windowed maximum of delivery-rate samples, the propagation RTT the windowed minimum of RTT
+//! samples, the pacer sends at gain × bandwidth and in flight is capped at gain × BDP. The
+//! states are BBRv3's — Startup (pacing gain 2.77, cwnd gain 2), Drain (0.35), ProbeBW's DOWN
+//! (0.9) / CRUISE / REFILL / UP (1.25) cycle and ProbeRTT (half a BDP) — and so is the loss
+//! bound: a congestion loss sets `inflight_hi` to β = 0.7 of what was in flight, and UP regrows it.
+//!
+//! Where braid departs (DEVIATIONS.md, "braid's congestion controller"):
+//! - **Coding-aware loss.** Only losses the connection judges congestion reach
+//!   [`CongestionController::on_congestion`] (the braid mode calls a loss congestion when the
+//!   RTT shows a queue, `Mode::loss_is_congestion`); random loss, which the code repairs within
+//!   its budget, moves neither the rate nor the window. Delivery-rate samples arrive scaled by
+//!   1 / (1 − p) with the path's random-loss estimate (`Path::on_ack`), so a 5 %-loss link is
+//!   measured at its rate, not at 95 % of it. This is PCC Vivace's point (Dong et al., NSDI 2018):
+//!   loss that does not grow with the sending rate is not a reason to send slower.
+//! - **A small standing queue.** Outside UP the window is 1.25 × BDP (BBRv3 keeps 2 × BDP), so an
+//!   over-estimated bandwidth — a max filter over ACK-compressed samples — cannot build more than
+//!   a quarter of an RTT of queue; this is Copa's aim (Arun and Balakrishnan, NSDI 2018) of a
+//!   standing queue that stays small. Like Copa's competitive mode, the cap relaxes to 2 × BDP
+//!   while the RTT has stayed well above its minimum for several rounds with the cap binding: a
+//!   queue this flow is not making belongs to a competitor that fills buffers (CUBIC, BBRv1), and
+//!   yielding to it would starve braid.
+//! - **Startup ends on delay too**: when a round's smallest RTT rises by HyStart++'s threshold
+//!   (RFC 9406 §4.2: min RTT / 8, clamped to 4–16 ms) — before the queue overflows, so Startup
+//!   does not drop a burst into the blocks in flight.
+//!
+//! Inputs are clamped so nonsense cannot break it: RTT samples are held to 1 µs – 60 s, rate
+//! samples above 100 Gbit/s or not finite are ignored, and the window stays between four
+//! datagrams and 1 GiB.
+
+use std::time::Duration;
+
+use super::{initial_window, Ack, Congestion, CongestionController, RttEstimator};
+use crate::Instant;
+
+/// 4 ln 2: Startup's pacing gain (BBRv3, draft-ietf-ccwg-bbr §4.6.1).
+const STARTUP_PACING_GAIN: f64 = 2.77;
+const STARTUP_CWND_GAIN: f64 = 2.0;
+/// BBRv3's Drain gain: drains Startup's queue in about one round.
+const DRAIN_PACING_GAIN: f64 = 0.35;
+const DOWN_PACING_GAIN: f64 = 0.9;
+const UP_PACING_GAIN: f64 = 1.25;
+const UP_CWND_GAIN: f64 = 2.25;
+/// Window outside UP: a quarter BDP of headroom (see the module comment).
+const CRUISE_CWND_GAIN: f64 = 1.25;
+/// Window while competing with a buffer-filling flow (BBR's usual ProbeBW gain).
+const COMPETING_CWND_GAIN: f64 = 2.0;
+/// BBRv3's multiplicative decrease of `inflight_hi` on congestion loss.
+const BETA: f64 = 0.7;
+/// Rounds at gain 1 between bandwidth probes (plus 0–2, varied by cycle).
+const CRUISE_ROUNDS: u64 = 6;
+/// Rounds of the bandwidth max filter.
+const BW_WINDOW_ROUNDS: u64 = 10;
+/// A min-RTT sample older than this is refreshed by ProbeRTT (BBRv1's 10 s; BBRv3 probes every
+/// 5 s but keeps 10 s of history, which the single filter here approximates).
+const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+/// Drains in a row that leave the queue standing before the cap relaxes.
+const COMPETING_DRAINS: u32 = 2;
+/// Sanity bounds on samples.
+const MAX_RATE: f64 = 12.5e9;
+const MIN_RTT_SAMPLE: Duration = Duration::from_micros(1);
+const MAX_RTT_SAMPLE: Duration = Duration::from_secs(60);
+const MAX_WINDOW: u64 = 1 << 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Startup,
+    Drain,
+    Down,
+    Cruise,
+    Refill,
+    Up,
+    ProbeRtt,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelCc {
+    mss: u64,
+    initial_window: u64,
+    state: State,
+    /// (round, bytes/s) delivery-rate samples of the last rounds, for the max filter.
+    samples: Vec<(u64, f64)>,
+    bandwidth: f64,
+    min_rtt: Option<(Duration, Instant)>,
+    /// Round-trip counting: a round ends when a packet sent after it began is acknowledged.
+    round: u64,
+    round_start: Instant,
+    /// The smallest RTT sample of the current round and of the previous one.
+    round_min_rtt: Option<Duration>,
+    last_round_min_rtt: Option<Duration>,
+    round_samples: u32,
+    /// Startup's full-pipe test: bandwidth at the last 25 % growth and rounds since.
+    full_bandwidth: f64,
+    full_bandwidth_rounds: u32,
+    /// When the current state (or ProbeBW phase) began, and in which round.
+    state_start: Instant,
+    state_round: u64,
+    /// ProbeBW cycles so far, to vary CRUISE's length deterministically.
+    cycles: u64,
+    /// When Drain ended (packets sent before it carry Startup's overshoot).
+    startup_end: Option<Instant>,
+    /// The newest RTT sample (clamped).
+    latest_rtt: Duration,
+    /// Upper bound on in flight learned from congestion loss (BBRv3's `inflight_hi`).
+    inflight_hi: Option<f64>,
+    /// The round of the last reaction to congestion (at most one per round).
+    last_congestion_round: Option<u64>,
+    /// Rounds in a row with the RTT well above its minimum while cruising, and drains in a row
+    /// that did not empty the queue.
+    high_rtt_rounds: u32,
+    failed_drains: u32,
+    competing: bool,
+    /// Bytes acknowledged so far, and the count up to which samples are app-limited.
+    delivered: u64,
+    app_limited_until: u64,
+    sample_app_limited: bool,
+    in_flight: u64,
+    /// ProbeRTT: when the window first reached its floor.
+    probe_rtt_done: Option<Instant>,
+}
+
+impl ModelCc {
+    pub fn new(mss: u64) -> ModelCc {
+        let mss = mss.max(1);
+        ModelCc {
+            mss,
+            initial_window: initial_window(mss),
+            state: State::Startup,
+            samples: Vec::new(),
+            bandwidth: 0.0,
+            min_rtt: None,
+            round: 0,
+            round_start: Instant::ZERO,
+            round_min_rtt: None,
+            last_round_min_rtt: None,
+            round_samples: 0,
+            full_bandwidth: 0.0,
+            full_bandwidth_rounds: 0,
+            state_start: Instant::ZERO,
+            state_round: 0,
+            cycles: 0,
+            latest_rtt: Duration::ZERO,
+            startup_end: None,
+            inflight_hi: None,
+            last_congestion_round: None,
+            high_rtt_rounds: 0,
+            failed_drains: 0,
+            competing: false,
+            delivered: 0,
+            app_limited_until: 0,
+            sample_app_limited: false,
+            in_flight: 0,
+            probe_rtt_done: None,
+        }
+    }
+
+    fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt.map(|(rtt, _)| rtt)
+    }
+
+    /// Bandwidth × min RTT, in bytes.
+    fn bdp(&self) -> Option<f64> {
+        let rtt = self.min_rtt()?;
+        (self.bandwidth > 0.0).then_some(self.bandwidth * rtt.as_secs_f64())
+    }
+
+    fn pacing_gain(&self) -> f64 {
+        match self.state {
+            State::Startup => STARTUP_PACING_GAIN,
+            State::Drain => DRAIN_PACING_GAIN,
+            State::Down => DOWN_PACING_GAIN,
+            State::Up => UP_PACING_GAIN,
+            State::Cruise | State::Refill | State::ProbeRtt => 1.0,
+        }
+    }
+
+    fn cwnd_gain(&self) -> f64 {
+        match self.state {
+            State::Startup | State::Drain => STARTUP_CWND_GAIN,
+            State::Up => UP_CWND_GAIN,
+            _ if self.competing => COMPETING_CWND_GAIN,
+            _ => CRUISE_CWND_GAIN,
+        }
+    }
+
+    fn enter(&mut self, state: State, now: Instant) {
+        self.state = state;
+        self.state_start = now;
+        self.state_round = self.round;
+    }
+
+    /// The round's RTT threshold: HyStart++'s (RFC 9406 §4.2), min RTT / 8 in 4–16 ms.
+    fn delay_threshold(min: Duration) -> Duration {
+        (min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16))
+    }
+
+    fn on_rtt_sample(&mut self, now: Instant, sample: Duration) {
+        let sample = sample.clamp(MIN_RTT_SAMPLE, MAX_RTT_SAMPLE);
+        self.latest_rtt = sample;
+        match self.min_rtt {
+            Some((min, at)) if sample > min && now - at < MIN_RTT_WINDOW => {}
+            _ => self.min_rtt = Some((sample, now)),
+        }
+        self.round_min_rtt = Some(self.round_min_rtt.map_or(sample, |m| m.min(sample)));
+        self.round_samples += 1;
+        // HyStart++'s delay test runs on every ACK once a round has 8 samples (RFC 9406 §4.2):
+        // waiting for the round's end let Startup's doubling overflow a 1-BDP queue.
+        if self.state == State::Startup && self.round_samples >= 8 {
+            let min = self.min_rtt().unwrap_or(sample);
+            if self.round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min)) {
+                self.enter(State::Drain, now);
+            }
+        }
+    }
+
+    fn on_rate_sample(&mut self, rate: f64) {
+        if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
+            return;
+        }
+        // A sample taken while the application left the window unused says little about the
+        // path: it may only raise the estimate (BBR's app-limited rule).
+        if self.sample_app_limited && rate < self.bandwidth {
+            return;
+        }
+        self.samples.push((self.round, rate));
+        let oldest = self.round.saturating_sub(BW_WINDOW_ROUNDS);
+        self.samples.retain(|&(r, _)| r > oldest);
+        self.bandwidth = self.samples.iter().map(|&(_, b)| b).fold(0.0, f64::max);
+    }
+
+    /// Once per round: the full-pipe and delay tests of Startup, and the competing-flow test.
+    fn on_round_end(&mut self, now: Instant) {
+        let Some(min) = self.min_rtt() else { return };
+        let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
+        match self.state {
+            // A round the application left unfilled says nothing about the pipe being full.
+            State::Startup if self.bandwidth > 0.0 && !self.sample_app_limited => {
+                if self.bandwidth >= 1.25 * self.full_bandwidth {
+                    self.full_bandwidth = self.bandwidth;
+                    self.full_bandwidth_rounds = 0;
+                } else {
+                    self.full_bandwidth_rounds += 1;
+                }
+                if self.full_bandwidth_rounds >= 3 || high {
+                    self.enter(State::Drain, now);
+                }
+            }
+            State::Cruise | State::Refill if !high => {
+                self.high_rtt_rounds = 0;
+                self.failed_drains = 0;
+                self.competing = false;
+            }
+            State::Cruise | State::Refill if !self.competing => {
+                // A queue while cruising: first suppose it is this flow's own (a bandwidth
+                // estimate a little high) and drain it, as Copa checks that its queue empties.
+                self.high_rtt_rounds += 1;
+                if self.high_rtt_rounds >= 2 {
+                    self.high_rtt_rounds = 0;
+                    self.enter(State::Down, now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Leaving DOWN: if the queue outlived a drain twice in a row, it is a competitor's
+    /// (Copa's competitive mode; see the module comment).
+    fn on_drained(&mut self) {
+        let Some(min) = self.min_rtt() else { return };
+        let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
+        if high {
+            self.failed_drains += 1;
+            self.competing |= self.failed_drains >= COMPETING_DRAINS;
+        } else {
+            self.failed_drains = 0;
+            self.competing = false;
+        }
+    }
+
+    /// ProbeBW's phases (BBRv3 §4.6.4), on every ACK.
+    fn probe_bw(&mut self, now: Instant) {
+        let Some(bdp) = self.bdp() else { return };
+        let min = self.min_rtt().unwrap_or(Duration::from_millis(100));
+        let in_flight = self.in_flight as f64;
+        let elapsed = now - self.state_start;
+        match self.state {
+            State::Drain if in_flight <= bdp => {
+                self.startup_end = Some(now);
+                self.enter(State::Down, now);
+            }
+            State::Down if in_flight <= bdp || elapsed >= 2 * min => {
+                self.on_drained();
+                self.enter(State::Cruise, now);
+            }
+            State::Cruise => {
+                // BBRv1's cycle (six rounds at gain 1), varied by cycle: BBRv3 waits 2–3 s, which
+                // left a bandwidth under-estimated at Startup's exit for seconds.
+                let rounds = CRUISE_ROUNDS + self.cycles % 3;
+                if self.round >= self.state_round + rounds {
+                    self.enter(State::Refill, now);
+                }
+            }
+            State::Refill if self.round > self.state_round => self.enter(State::Up, now),
+            State::Up => {
+                let grown = in_flight >= UP_PACING_GAIN * bdp;
+                let queue = self.round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
+                if elapsed >= min && (grown || queue) {
+                    self.cycles += 1;
+                    self.enter(State::Down, now);
+                }
+                // UP regrows the loss bound by a quarter a round while it binds (BBRv3 grows it
+                // exponentially).
+                if self.round > self.state_round {
+                    if let Some(hi) = self.inflight_hi.as_mut().filter(|hi| in_flight >= 0.9 * **hi) {
+                        *hi *= 1.25;
+                    }
+                    self.state_round = self.round;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// ProbeRTT (BBRv1 §4.3.4.3, BBRv3 §4.6.5): when the min-RTT estimate has not been
+    /// refreshed for [`MIN_RTT_WINDOW`], hold half a BDP in flight for 200 ms and a round.
+    fn probe_rtt(&mut self, now: Instant) {
+        let stale = self.min_rtt.is_some_and(|(_, at)| now - at >= MIN_RTT_WINDOW);
+        if self.state != State::ProbeRtt {
+            if stale && !matches!(self.state, State::Startup | State::Drain) {
+                self.enter(State::ProbeRtt, now);
+                self.probe_rtt_done = None;
+                // Any sample from now on is the fresh minimum.
+                self.min_rtt = self.min_rtt.map(|(rtt, _)| (rtt, now - MIN_RTT_WINDOW));
+            }
+            return;
+        }
+        if self.probe_rtt_done.is_none() && self.in_flight <= self.window() {
+            self.probe_rtt_done = Some(now + PROBE_RTT_DURATION);
+            self.state_round = self.round;
+        }
+        if self.probe_rtt_done.is_some_and(|t| now >= t) && self.round > self.state_round {
+            if let Some((rtt, _)) = self.min_rtt {
+                self.min_rtt = Some((rtt, now));
+            }
+            self.enter(State::Cruise, now);
+        }
+    }
+}
+
+impl CongestionController for ModelCc {
+    fn name(&self) -> &'static str {
+        "braid"
+    }
+
+    fn window(&self) -> u64 {
+        let floor = 4 * self.mss;
+        // Startup grows the window by what is acknowledged, as slow start does (BBR's cwnd
+        // during Startup), so it never waits on a young bandwidth estimate.
+        let startup = self.initial_window.saturating_add(self.delivered);
+        let Some(bdp) = self.bdp() else { return startup.clamp(floor, MAX_WINDOW) };
+        let mut window = match self.state {
+            State::Startup => (STARTUP_CWND_GAIN * bdp).max(startup as f64),
+            State::ProbeRtt => bdp / 2.0,
+            _ => self.cwnd_gain() * bdp + 2.0 * self.mss as f64,
+        };
+        if let Some(hi) = self.inflight_hi {
+            window = window.min(hi);
+        }
+        (window as u64).clamp(floor, MAX_WINDOW)
+    }
+
+    fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
+        let rate = self.pacing_gain() * self.bandwidth;
+        let rtt = self.min_rtt().unwrap_or_else(|| rtt.smoothed());
+        let rtt = rtt.clamp(Duration::from_millis(1), MAX_RTT_SAMPLE).as_secs_f64();
+        // Never slower than the initial window per RTT: a path that only ever carried a few
+        // small packets (ACKs, an echo) has a tiny bandwidth estimate, and pacing a 16 KiB
+        // symbol at it took seconds.
+        let floor = if self.state == State::Startup {
+            // Startup: the window over the RTT at Startup's gain (BBR's initial pacing rate;
+            // early rate samples span the handshake and understate the path).
+            STARTUP_PACING_GAIN * self.window() as f64 / rtt
+        } else {
+            self.initial_window as f64 / rtt
+        };
+        Some((rate.max(floor) as u64).max(self.mss))
+    }
+
+    fn set_initial_window(&mut self, bytes: u64) {
+        self.initial_window = bytes;
+    }
+
+    fn on_sent(&mut self, _now: Instant, _bytes: u64, in_flight: u64) {
+        self.in_flight = in_flight;
+    }
+
+    fn on_app_limited(&mut self) {
+        self.app_limited_until = self.delivered + self.in_flight.max(1);
+    }
+
+    fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
+        let now = ack.now;
+        self.in_flight = ack.in_flight;
+        // The bytes this ACK covers were in flight when the application last left the window
+        // unused: its rate sample is app-limited.
+        self.sample_app_limited = self.delivered < self.app_limited_until;
+        self.delivered += ack.bytes;
+        if rtt.has_sample() {
+            self.on_rtt_sample(now, rtt.latest());
+        }
+        if ack.largest_sent >= self.round_start {
+            self.round += 1;
+            self.round_start = now;
+            self.last_round_min_rtt = self.round_min_rtt.take();
+            self.round_samples = 0;
+            self.on_round_end(now);
+        }
+        if let Some(rate) = ack.delivery_rate {
+            self.on_rate_sample(rate);
+        }
+        self.probe_bw(now);
+        self.probe_rtt(now);
+    }
+
+    fn on_congestion(&mut self, now: Instant, sent: Instant, _signal: Congestion) {
+        // Coding-aware: a loss with no queue behind it is random loss, which the code repairs
+        // (the mode's own test may still call it congestion where the RTT's range is small).
+        let queue = self.min_rtt().is_some_and(|min| self.latest_rtt > min + Self::delay_threshold(min));
+        // Startup overshoots by design and Drain takes its queue away: losses of packets sent
+        // before Drain ended would teach a bound from a bandwidth estimate a round behind.
+        let startup = self.startup_end.is_none_or(|end| sent <= end);
+        if self.last_congestion_round == Some(self.round)
+            || !queue
+            || (startup && self.state != State::Startup)
+        {
+            return;
+        }
+        self.last_congestion_round = Some(self.round);
+        if self.state == State::Startup {
+            self.enter(State::Drain, now);
+            return;
+        }
+        // β × what was in flight, never below the cruising window: the pacer already sends at
+        // the measured bandwidth, and a bound under it would shrink the samples that set it
+        // (lost packets count in flight until declared lost).
+        let floor = (CRUISE_CWND_GAIN * self.bdp().unwrap_or(0.0)).max((4 * self.mss) as f64);
+        self.inflight_hi = Some((self.in_flight as f64 * BETA).max(floor));
+        match self.state {
+            State::Up | State::Refill => {
+                self.cycles += 1;
+                self.enter(State::Down, now);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timeout(&mut self, _now: Instant) {
+        // A silent path keeps its model: the bandwidth filter ages out when the path really got
+        // slower, and forgetting it would restart from the initial window on every tail loss.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(now: Instant, rate: f64, in_flight: u64) -> Ack {
+        Ack {
+            now,
+            bytes: 1000,
+            largest_sent: now - Duration::from_millis(100),
+            in_flight,
+            delivery_rate: Some(rate),
+        }
+    }
+
+    fn rtt(ms: u64) -> RttEstimator {
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::from_millis(ms), Duration::ZERO);
+        rtt
+    }
+
+    /// 2.5 MB/s samples with a 100 ms RTT: Startup ends, the window settles near 1.25 BDP.
+    #[test]
+    fn learns_the_path_and_keeps_the_window_near_one_bdp() {
+        let mut cc = ModelCc::new(1000);
+        let r = rtt(100);
+        for i in 0..300u64 {
+            cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 200_000), &r);
+        }
+        assert!(!matches!(cc.state, State::Startup | State::Drain), "state {:?}", cc.state);
+        let w = cc.window();
+        // BDP 250 kB: 1.25 BDP + 2 MSS in cruise, ≤ 2.25 BDP while probing.
+        assert!((250_000..=570_000).contains(&w), "window {w}");
+        let rate = cc.pacing_rate(&r).unwrap();
+        assert!((2_200_000..=3_200_000).contains(&rate), "pacing {rate}");
+    }
+
+    /// Random loss never reaches `on_congestion` (the connection filters it); congestion does,
+    /// and bounds the window to 0.7 × what was in flight, at most once a round.
+    #[test]
+    fn congestion_bounds_in_flight_once_per_round() {
+        let mut cc = ModelCc::new(1000);
+        let r = rtt(100);
+        for i in 0..300u64 {
+            cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 200_000), &r);
+        }
+        assert!(cc.startup_end.is_some(), "state {:?}", cc.state);
+        let before = cc.window();
+        let now = Instant::from_micros(3_000_000);
+        // No queue (the RTT at its minimum): random loss, ignored.
+        cc.in_flight = 400_000;
+        cc.on_congestion(now, now, Congestion::Loss);
+        assert_eq!(cc.window(), before, "a loss without a queue moved the window");
+        // A queue: 130 ms against 100 ms.
+        let mut queued = r;
+        queued.update(Duration::from_millis(130), Duration::ZERO);
+        cc.on_ack(&ack(now, 2.5e6, 400_000), &queued);
+        cc.on_congestion(now, now, Congestion::Loss);
+        let w = cc.window();
+        // 0.7 × 400 kB, not under 1.25 BDP (≈ 312 kB).
+        assert!((280_000..=320_000).contains(&w), "window {w} after congestion with 400 kB in flight");
+        cc.in_flight = 1_000_000;
+        cc.on_congestion(now, now, Congestion::Loss);
+        assert_eq!(cc.window(), w, "a second loss in the same round does not cut again");
+    }
+
+    /// Nonsense inputs: zero and 60 s RTTs, absurd and NaN rates, no samples at all.
+    #[test]
+    fn nonsense_stays_within_bounds() {
+        let mut cc = ModelCc::new(1200);
+        let zero = RttEstimator::default();
+        assert!(cc.window() >= 4 * 1200);
+        assert!(cc.pacing_rate(&zero).unwrap() > 0);
+        let mut huge = RttEstimator::default();
+        huge.update(Duration::from_secs(600), Duration::ZERO);
+        for (i, rate) in [f64::NAN, f64::INFINITY, 1e30, -5.0, 0.0, 1e-9].into_iter().enumerate() {
+            cc.on_ack(&ack(Instant::from_micros((i as u64 + 1) * 1_000_000), rate, u64::MAX / 2), &huge);
+            let w = cc.window();
+            assert!((4 * 1200..=MAX_WINDOW).contains(&w), "window {w}");
+            let p = cc.pacing_rate(&huge).unwrap();
+            assert!(p > 0 && (p as f64) <= 3.0 * MAX_RATE, "pacing {p}");
+        }
+        let mut tiny = RttEstimator::default();
+        tiny.update(Duration::ZERO, Duration::ZERO);
+        cc.on_ack(&ack(Instant::from_micros((20) * 1_000_000), 1e6, 0), &tiny);
+        assert!(cc.window() >= 4 * 1200);
+    }
+
+    /// App-limited samples below the estimate do not pull it down.
+    #[test]
+    fn app_limited_samples_only_raise_the_estimate() {
+        let mut cc = ModelCc::new(1000);
+        let r = rtt(100);
+        for i in 0..50u64 {
+            cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 100_000), &r);
+        }
+        for i in 50..300u64 {
+            cc.on_app_limited();
+            cc.on_ack(&ack(Instant::from_micros(i * 10_000), 0.2e6, 10), &r);
+        }
+        assert!(cc.bandwidth >= 2.4e6, "bandwidth fell to {}", cc.bandwidth);
+    }
+}
