@@ -1,9 +1,11 @@
 //! The data pipe: what the coded blocks carry (PROTOCOL.md §10).
 //!
-//! All streams of a connection are multiplexed into one ordered byte pipe, which the block layer
-//! cuts into symbols; the receiver gets the pipe back in order. Pipe frames may straddle symbol
-//! and block boundaries. A zero byte where a frame would start is padding (used when a block is
-//! closed before its last symbol is full).
+//! All streams of a connection are multiplexed into source symbols of pipe frames. Every source
+//! symbol holds whole frames — a frame never straddles two symbols — so the receiver parses each
+//! symbol the moment it has it, received or recovered, in any order, and a stream's bytes reach
+//! it as soon as that stream's own data is complete: a lost symbol of one stream does not hold
+//! back another (per-stream delivery, as QUIC's STREAM frames give). A zero byte where a frame
+//! would start is padding (the rest of a symbol that is not full).
 
 use crate::wire::{Reader, WireError, Writer, MAX_VARINT};
 
@@ -49,60 +51,82 @@ impl PipeFrame<'_> {
     }
 }
 
-/// Reassembles pipe frames from the in-order pipe bytes.
-#[derive(Default)]
-pub struct PipeParser {
-    /// Bytes of a frame not yet complete (bounded by one frame header plus [`MAX_CHUNK`]).
-    partial: Vec<u8>,
-}
-
-impl PipeParser {
-    /// Feeds the next pipe bytes; calls `on_frame` for every complete frame.
-    pub fn feed(
-        &mut self,
-        bytes: &[u8],
-        mut on_frame: impl FnMut(PipeFrame<'_>) -> Result<(), WireError>,
-    ) -> Result<(), WireError> {
-        if self.partial.is_empty() {
-            // Nothing held back (the usual case): parse straight from `bytes` and keep only
-            // what is left unparsed, instead of copying every symbol in and out.
-            let (consumed, result) = parse_frames(bytes, &mut on_frame);
-            self.partial.extend_from_slice(&bytes[consumed..]);
-            return result;
+/// Parses one source symbol: calls `on_frame` for every frame in it. A frame cut short by the
+/// symbol's end is an error: senders never let a frame straddle symbols.
+pub fn parse_symbol<'a>(
+    symbol: &'a [u8],
+    mut on_frame: impl FnMut(PipeFrame<'a>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    let mut r = Reader::new(symbol);
+    while !r.is_empty() {
+        if let Some(frame) = parse(&mut r)? {
+            on_frame(frame)?;
         }
-        self.partial.extend_from_slice(bytes);
-        let (consumed, result) = parse_frames(&self.partial, &mut on_frame);
-        self.partial.drain(..consumed);
-        result
     }
+    Ok(())
 }
 
-/// Parses the complete frames at the front of `buf`: how many bytes they took, and the first
-/// error other than truncation.
-fn parse_frames(
-    buf: &[u8],
-    on_frame: &mut impl FnMut(PipeFrame<'_>) -> Result<(), WireError>,
-) -> (usize, Result<(), WireError>) {
-    let mut consumed = 0;
-    let result = loop {
-        let mut r = Reader::new(&buf[consumed..]);
-        if r.is_empty() {
-            break Ok(());
+/// A pipe frame that owns its data: one taken back out of symbols cut but never sent, to be cut
+/// again at another symbol size (PROTOCOL.md §14.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnedFrame {
+    Stream { id: u64, offset: u64, fin: bool, data: Vec<u8> },
+    ResetStream { id: u64, code: u64, final_size: u64 },
+}
+
+impl OwnedFrame {
+    /// The frames of `symbols`, in order (our own symbols: a parse error cannot happen, and
+    /// would only drop the rest of that symbol).
+    pub fn from_symbols<'a>(symbols: impl IntoIterator<Item = &'a [u8]>) -> Vec<OwnedFrame> {
+        let mut frames = Vec::new();
+        for symbol in symbols {
+            let parsed = parse_symbol(symbol, |f| {
+                frames.push(match f {
+                    PipeFrame::Stream { id, offset, fin, data } => {
+                        OwnedFrame::Stream { id, offset, fin, data: data.to_vec() }
+                    }
+                    PipeFrame::ResetStream { id, code, final_size } => {
+                        OwnedFrame::ResetStream { id, code, final_size }
+                    }
+                });
+                Ok(())
+            });
+            debug_assert!(parsed.is_ok(), "our own symbol did not parse: {parsed:?}");
         }
-        match parse(&mut r) {
-            Ok(Some(frame)) => {
-                let used = buf.len() - consumed - r.remaining();
-                if let Err(e) = on_frame(frame) {
-                    break Err(e);
+        frames
+    }
+
+    /// Writes as much of the frame as `room` bytes hold (a STREAM frame may be split: what is
+    /// left stays in `self`, at the later offset). Returns whether the frame is now all written.
+    /// Writes nothing if not even a piece fits.
+    pub fn write_part(&mut self, room: usize, w: &mut Writer<'_>) -> bool {
+        match self {
+            OwnedFrame::Stream { id, offset, fin, data } => {
+                let overhead = PipeFrame::stream_overhead(*id, *offset, data.len());
+                if room < overhead || (room == overhead && !data.is_empty()) {
+                    return false;
                 }
-                consumed += used;
+                let n = data.len().min(room - overhead);
+                let last = n == data.len();
+                let frame =
+                    PipeFrame::Stream { id: *id, offset: *offset, fin: *fin && last, data: &data[..n] };
+                frame.write(w);
+                data.drain(..n);
+                *offset += n as u64;
+                last
             }
-            Ok(None) => consumed += 1,
-            Err(WireError::Truncated { .. }) => break Ok(()),
-            Err(e) => break Err(e),
+            OwnedFrame::ResetStream { id, code, final_size } => {
+                let frame = PipeFrame::ResetStream { id: *id, code: *code, final_size: *final_size };
+                let mut probe = Vec::new();
+                frame.write(&mut Writer::new(&mut probe));
+                if probe.len() > room {
+                    return false;
+                }
+                w.put(&probe);
+                true
+            }
         }
-    };
-    (consumed, result)
+    }
 }
 
 fn parse<'a>(r: &mut Reader<'a>) -> Result<Option<PipeFrame<'a>>, WireError> {
@@ -129,71 +153,89 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    enum Owned {
-        Stream { id: u64, offset: u64, fin: bool, data: Vec<u8> },
-        Reset { id: u64, code: u64, final_size: u64 },
-    }
-
-    fn own(f: PipeFrame<'_>) -> Owned {
-        match f {
-            PipeFrame::Stream { id, offset, fin, data } => {
-                Owned::Stream { id, offset, fin, data: data.to_vec() }
-            }
-            PipeFrame::ResetStream { id, code, final_size } => Owned::Reset { id, code, final_size },
-        }
-    }
-
     proptest! {
-        /// Frames cut at arbitrary points (symbol boundaries) and padded between come back whole.
+        /// Frames cut again into symbols of any size (split where a symbol ends, padded) parse
+        /// back symbol by symbol, each symbol on its own, into the same bytes per stream.
         #[test]
-        fn frames_survive_any_cutting(
-            frames in proptest::collection::vec((0u64..100, 0u64..1_000_000, any::<bool>(), 0usize..3000, any::<bool>()), 1..10),
-            cuts in proptest::collection::vec(1usize..2000, 1..20),
-            pads in proptest::collection::vec(0usize..5, 10),
+        fn recut_frames_stay_whole_in_every_symbol(
+            frames in proptest::collection::vec((0u64..4, 0usize..3000, any::<bool>()), 1..10),
+            size in 40usize..2000,
         ) {
-            let mut pipe = Vec::new();
-            let mut expected = Vec::new();
-            for (i, (id, offset, fin, len, reset)) in frames.into_iter().enumerate() {
-                let data = vec![(i as u8).wrapping_mul(31); len];
-                let f = if reset {
-                    PipeFrame::ResetStream { id, code: offset, final_size: len as u64 }
-                } else {
-                    PipeFrame::Stream { id, offset, fin, data: &data }
-                };
-                f.write(&mut Writer::new(&mut pipe));
-                pipe.extend(std::iter::repeat_n(0u8, pads[i % pads.len()]));
-                expected.push(own(f));
+            let mut offsets = [0u64; 4];
+            let mut expected: Vec<Vec<u8>> = vec![Vec::new(); 4];
+            let mut owned: Vec<OwnedFrame> = Vec::new();
+            for (i, (id, len, reset)) in frames.into_iter().enumerate() {
+                if reset {
+                    owned.push(OwnedFrame::ResetStream { id: id + 100, code: 7, final_size: len as u64 });
+                    continue;
+                }
+                let data: Vec<u8> = (0..len).map(|j| (i * 31 + j) as u8).collect();
+                expected[id as usize].extend(&data);
+                owned.push(OwnedFrame::Stream { id, offset: offsets[id as usize], fin: false, data });
+                offsets[id as usize] += len as u64;
             }
-            let mut parser = PipeParser::default();
-            let mut got = Vec::new();
-            let mut at = 0;
-            for cut in cuts.iter().cycle() {
-                if at >= pipe.len() { break; }
-                let end = (at + cut).min(pipe.len());
-                parser.feed(&pipe[at..end], |f| { got.push(own(f)); Ok(()) }).unwrap();
-                at = end;
+            let mut queue: std::collections::VecDeque<OwnedFrame> = owned.clone().into();
+            let mut symbols = Vec::new();
+            while !queue.is_empty() {
+                let mut symbol = Vec::new();
+                while let Some(f) = queue.front_mut() {
+                    let room = size - symbol.len();
+                    if !f.write_part(room, &mut Writer::new(&mut symbol)) {
+                        break;
+                    }
+                    queue.pop_front();
+                }
+                prop_assert!(!symbol.is_empty() && symbol.len() <= size, "symbol of {} bytes", symbol.len());
+                symbol.resize(size, 0);
+                symbols.push(symbol);
             }
+            let mut got: Vec<Vec<u8>> = vec![Vec::new(); 4];
+            let mut resets = 0;
+            // Symbols parse on their own, in any order (here: reversed).
+            for symbol in symbols.iter().rev() {
+                parse_symbol(symbol, |f| {
+                    match f {
+                        PipeFrame::Stream { id, offset, data, .. } => {
+                            let buf = &mut got[id as usize];
+                            let end = offset as usize + data.len();
+                            if buf.len() < end { buf.resize(end, 0); }
+                            buf[offset as usize..end].copy_from_slice(data);
+                        }
+                        PipeFrame::ResetStream { .. } => resets += 1,
+                    }
+                    Ok(())
+                }).unwrap();
+            }
+            let total: usize = expected.iter().map(Vec::len).sum();
             prop_assert_eq!(got, expected);
+            prop_assert_eq!(resets, owned.iter().filter(|f| matches!(f, OwnedFrame::ResetStream { .. })).count());
+            // And the symbols' frames come back as owned frames, in order.
+            let back = OwnedFrame::from_symbols(symbols.iter().map(Vec::as_slice));
+            let bytes: usize = back.iter().map(|f| match f { OwnedFrame::Stream { data, .. } => data.len(), _ => 0 }).sum();
+            prop_assert_eq!(bytes, total);
         }
 
         #[test]
-        fn garbage_is_an_error_or_waits_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let mut parser = PipeParser::default();
-            let _ = parser.feed(&bytes, |_| Ok(()));
-            prop_assert!(parser.partial.len() <= bytes.len());
+        fn garbage_is_an_error_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = parse_symbol(&bytes, |_| Ok(()));
         }
     }
 
     #[test]
-    fn oversized_chunks_are_refused() {
+    fn oversized_chunks_and_straddling_frames_are_refused() {
         let mut pipe = Vec::new();
         let mut w = Writer::new(&mut pipe);
         w.varint(STREAM);
         w.varint(0);
         w.varint(0);
         w.varint(MAX_CHUNK as u64 + 1);
-        let err = PipeParser::default().feed(&pipe, |_| Ok(())).unwrap_err();
+        let err = parse_symbol(&pipe, |_| Ok(())).unwrap_err();
         assert_eq!(err, WireError::OutOfRange("stream chunk"));
+        // A frame cut short by the symbol's end.
+        let mut symbol = Vec::new();
+        PipeFrame::Stream { id: 0, offset: 0, fin: false, data: &[1; 100] }
+            .write(&mut Writer::new(&mut symbol));
+        symbol.truncate(50);
+        assert!(matches!(parse_symbol(&symbol, |_| Ok(())), Err(WireError::Truncated { .. })));
     }
 }

@@ -2,8 +2,9 @@
 //! flow control (PROTOCOL.md §10.3).
 //!
 //! Stream ids: the client opens even ids, the server odd ones (one bit, as in QUIC). Every
-//! stream is bidirectional. Because the pipe arrives in order, a stream's data arrives in order
-//! too: a receiver only checks that each chunk starts where the last ended.
+//! stream is bidirectional. Symbols reach the receiver in any order, so a stream's chunks may
+//! too: each stream reassembles by offset (as QUIC's do, RFC 9000 §2.2), keeping what arrived
+//! early up to its flow-control window, and hands out only the contiguous front.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -33,8 +34,6 @@ pub enum StreamError {
 /// A violation by the peer: the connection must close with this reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PeerViolation {
-    #[error("stream {id}: data at offset {got}, expected {expected}")]
-    OutOfOrder { id: u64, expected: u64, got: u64 },
     #[error("stream {0}: more data than its flow-control window allows")]
     StreamWindow(u64),
     #[error("more data than the connection's flow-control window allows")]
@@ -69,15 +68,60 @@ struct SendStream {
 
 #[derive(Debug, Default)]
 struct RecvStream {
+    /// The contiguous bytes from `read` on, ready for the application.
     buf: VecDeque<u8>,
-    /// Bytes received (the offset the next chunk must start at).
+    /// Chunks that arrived ahead of `received`, by offset, never overlapping (so together at
+    /// most the flow-control window).
+    ahead: BTreeMap<u64, Vec<u8>>,
+    /// End of the contiguous data received (`read + buf.len()`).
     received: u64,
+    /// Highest offset received, contiguous or not (what flow control counts).
+    highest: u64,
     /// Bytes the application has read.
     read: u64,
     /// The window advertised to the peer.
     max: u64,
-    fin: bool,
+    /// The stream's final size, once a frame with FIN told it.
+    final_size: Option<u64>,
     reset: Option<u64>,
+}
+
+impl RecvStream {
+    /// Everything up to the final size has arrived.
+    fn complete(&self) -> bool {
+        self.final_size == Some(self.received)
+    }
+
+    /// Takes bytes `offset .. offset + data.len()`: what extends the contiguous front goes to
+    /// `buf` (with any early chunks it now reaches), the rest is kept in `ahead` without
+    /// overlapping what is there. Bytes already held are ignored.
+    fn insert(&mut self, mut offset: u64, mut data: &[u8]) {
+        if offset < self.received {
+            let skip = (self.received - offset).min(data.len() as u64) as usize;
+            data = &data[skip..];
+            offset += skip as u64;
+        }
+        let end = offset + data.len() as u64;
+        let mut at = offset;
+        while at < end {
+            // A held chunk covering `at`: skip past it.
+            if let Some((&k, v)) = self.ahead.range(..=at).next_back() {
+                let held_end = k + v.len() as u64;
+                if held_end > at {
+                    at = held_end;
+                    continue;
+                }
+            }
+            let next = self.ahead.range(at + 1..).next().map_or(end, |(&k, _)| k.min(end));
+            let piece = &data[(at - offset) as usize..(next - offset) as usize];
+            self.ahead.insert(at, piece.to_vec());
+            at = next;
+        }
+        while let Some(chunk) = self.ahead.remove(&self.received) {
+            self.received += chunk.len() as u64;
+            self.buf.extend(chunk);
+        }
+    }
 }
 
 /// The flow-control limits one end sets for the other (from transport parameters).
@@ -226,7 +270,7 @@ impl Streams {
         s.read += n as u64;
         self.read_data += n as u64;
         // Window updates once half a window has been consumed (RFC 9000 §4.2's usual policy).
-        if s.read + self.local.max_stream_data / 2 > s.max && !s.fin {
+        if s.read + self.local.max_stream_data / 2 > s.max && s.final_size.is_none() {
             s.max = s.read + self.local.max_stream_data;
             self.dirty_streams.push(id);
         }
@@ -234,7 +278,7 @@ impl Streams {
             self.max_data = self.read_data + self.local.max_data;
             self.max_data_dirty = true;
         }
-        Ok((n, s.fin && s.buf.is_empty()))
+        Ok((n, s.complete() && s.buf.is_empty()))
     }
 
     pub fn poll_event(&mut self) -> Option<StreamEvent> {
@@ -290,7 +334,7 @@ impl Streams {
         false
     }
 
-    /// A frame from the pipe (in order).
+    /// A frame from the pipe, in any order.
     pub fn on_pipe_frame(&mut self, frame: PipeFrame<'_>) -> Result<(), PeerViolation> {
         let id = match frame {
             PipeFrame::Stream { id, .. } | PipeFrame::ResetStream { id, .. } => id,
@@ -314,30 +358,47 @@ impl Streams {
         let s = self.recv.get_mut(&id).expect("created above");
         match frame {
             PipeFrame::Stream { offset, fin, data, .. } => {
-                if s.fin || s.reset.is_some() {
+                // The pipe parser bounds offset + len by the largest varint.
+                let end = offset + data.len() as u64;
+                // RFC 9000 §4.5: nothing beyond a known final size, and a final size once.
+                let beyond = s.final_size.is_some_and(|f| end > f || (fin && end != f));
+                if beyond || (fin && end < s.highest) {
                     return Err(PeerViolation::FinalSize(id));
                 }
-                if offset != s.received {
-                    return Err(PeerViolation::OutOfOrder { id, expected: s.received, got: offset });
+                if s.reset.is_some() {
+                    return Ok(());
                 }
-                let end = offset + data.len() as u64;
                 if end > s.max {
                     return Err(PeerViolation::StreamWindow(id));
                 }
-                if self.received_data + data.len() as u64 > self.max_data {
+                let grown = end.saturating_sub(s.highest);
+                if self.received_data + grown > self.max_data {
                     return Err(PeerViolation::ConnectionWindow);
                 }
-                s.buf.extend(data);
-                s.received = end;
-                s.fin = fin;
-                self.received_data += data.len() as u64;
+                self.received_data += grown;
+                s.highest = s.highest.max(end);
+                if fin {
+                    s.final_size = Some(end);
+                }
+                let before = s.received;
+                s.insert(offset, data);
+                if s.received == before && !(fin && s.complete()) {
+                    return Ok(());
+                }
             }
             PipeFrame::ResetStream { code, final_size, .. } => {
-                if final_size < s.received || final_size > s.max {
+                let differs = s.final_size.is_some_and(|f| f != final_size);
+                if final_size < s.highest || final_size > s.max || differs {
                     return Err(PeerViolation::FinalSize(id));
                 }
+                if self.received_data + (final_size - s.highest) > self.max_data {
+                    return Err(PeerViolation::ConnectionWindow);
+                }
+                self.received_data += final_size - s.highest;
+                s.highest = final_size;
                 s.reset = Some(code);
                 s.buf.clear();
+                s.ahead.clear();
             }
         }
         self.events.push_back(StreamEvent::Readable(id));
@@ -364,7 +425,7 @@ impl Streams {
 
     /// Received stream bytes the application has not read yet (read-only, memory accounting).
     pub fn recv_buffered(&self) -> u64 {
-        self.recv.values().map(|s| s.buf.len() as u64).sum()
+        self.recv.values().map(|s| (s.buf.len() + s.ahead.values().map(Vec::len).sum::<usize>()) as u64).sum()
     }
 
     /// Whether window updates wait to be sent.
@@ -375,8 +436,12 @@ impl Streams {
     /// A packet carrying window updates was lost: announce every current window again.
     pub fn resend_windows(&mut self) {
         self.max_data_dirty = true;
-        self.dirty_streams =
-            self.recv.iter().filter(|(_, s)| !s.fin && s.reset.is_none()).map(|(id, _)| *id).collect();
+        self.dirty_streams = self
+            .recv
+            .iter()
+            .filter(|(_, s)| s.final_size.is_none() && s.reset.is_none())
+            .map(|(id, _)| *id)
+            .collect();
     }
 
     pub fn on_max_data(&mut self, max: u64) {
@@ -393,7 +458,7 @@ impl Streams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipe::PipeParser;
+    use crate::pipe::parse_symbol;
 
     const LIMITS: Limits = Limits { max_data: 10_000, max_stream_data: 4_000, max_streams: 4 };
 
@@ -405,16 +470,14 @@ mod tests {
     fn pump(tx: &mut Streams, rx: &mut Streams, budget: usize) -> Result<usize, PeerViolation> {
         let mut pipe = Vec::new();
         while tx.write_pipe_frame(budget, &mut Writer::new(&mut pipe)) {}
-        let mut parser = PipeParser::default();
         let mut result = Ok(pipe.len());
-        parser
-            .feed(&pipe, |f| {
-                if let Err(e) = rx.on_pipe_frame(f) {
-                    result = Err(e);
-                }
-                Ok(())
-            })
-            .unwrap();
+        parse_symbol(&pipe, |f| {
+            if let Err(e) = rx.on_pipe_frame(f) {
+                result = Err(e);
+            }
+            Ok(())
+        })
+        .unwrap();
         result
     }
 
@@ -509,14 +572,13 @@ mod tests {
         let mut frames = Vec::new();
         let mut pipe = Vec::new();
         while c.write_pipe_frame(500, &mut Writer::new(&mut pipe)) {}
-        PipeParser::default()
-            .feed(&pipe, |f| {
-                if let PipeFrame::Stream { id, .. } = f {
-                    frames.push(id);
-                }
-                Ok(())
-            })
-            .unwrap();
+        parse_symbol(&pipe, |f| {
+            if let PipeFrame::Stream { id, .. } = f {
+                frames.push(id);
+            }
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(frames.iter().position(|&id| id == short), Some(1), "{frames:?}");
     }
 
@@ -537,11 +599,8 @@ mod tests {
     fn peer_violations_are_caught() {
         let (_, mut s) = pair();
         let frame = |id, offset, len| PipeFrame::Stream { id, offset, fin: false, data: &[0u8; 5000][..len] };
-        assert_eq!(
-            s.on_pipe_frame(frame(0, 5, 1)),
-            Err(PeerViolation::OutOfOrder { id: 0, expected: 0, got: 5 })
-        );
         assert_eq!(s.on_pipe_frame(frame(2, 0, 4001)), Err(PeerViolation::StreamWindow(2)));
+        assert_eq!(s.on_pipe_frame(frame(6, 3999, 2)), Err(PeerViolation::StreamWindow(6)));
         assert_eq!(s.on_pipe_frame(frame(8, 0, 1)), Err(PeerViolation::StreamLimit(8)));
         assert_eq!(s.on_pipe_frame(frame(1, 0, 1)), Err(PeerViolation::StreamLimit(1)));
         // Connection window: 3 streams × 4 000 > 10 000.
@@ -550,5 +609,69 @@ mod tests {
         assert_eq!(s.on_pipe_frame(frame(4, 0, 4000)), Err(PeerViolation::ConnectionWindow));
         let reset = PipeFrame::ResetStream { id: 0, code: 1, final_size: 10 };
         assert_eq!(s.on_pipe_frame(reset), Err(PeerViolation::FinalSize(0)));
+    }
+
+    /// Chunks in any order, overlapping and repeated, come out whole and once; early chunks are
+    /// not readable until the gap before them fills, and count against flow control as they
+    /// arrive (by their end).
+    #[test]
+    fn chunks_in_any_order_are_reassembled() {
+        let (_, mut s) = pair();
+        let data: Vec<u8> = (0..3000u32).map(|i| (i * 13) as u8).collect();
+        let chunk = |from: usize, to: usize, fin: bool| PipeFrame::Stream {
+            id: 0,
+            offset: from as u64,
+            fin,
+            data: &data[from..to],
+        };
+        s.on_pipe_frame(chunk(2000, 3000, true)).unwrap();
+        s.on_pipe_frame(chunk(500, 1500, false)).unwrap();
+        s.on_pipe_frame(chunk(1000, 2500, false)).unwrap();
+        assert_eq!(read_all(&mut s, 0), (vec![], false), "nothing contiguous yet");
+        assert_eq!(s.received_data, 3000, "flow control counts the highest offset");
+        s.on_pipe_frame(chunk(0, 700, false)).unwrap();
+        s.on_pipe_frame(chunk(0, 700, false)).unwrap();
+        assert_eq!(read_all(&mut s, 0), (data.clone(), true));
+        assert_eq!(s.recv_buffered(), 0);
+        // A final size is one size: no data beyond it, no other FIN.
+        assert_eq!(s.on_pipe_frame(chunk(2999, 3000, false)), Ok(()));
+        let late = PipeFrame::Stream { id: 0, offset: 3000, fin: false, data: &[1] };
+        assert_eq!(s.on_pipe_frame(late), Err(PeerViolation::FinalSize(0)));
+        let (_, mut s) = pair();
+        s.on_pipe_frame(chunk(1000, 2000, false)).unwrap();
+        assert_eq!(s.on_pipe_frame(chunk(0, 500, true)), Err(PeerViolation::FinalSize(0)));
+    }
+
+    proptest::proptest! {
+        /// Any delivery order of any cutting of a stream gives back the stream.
+        #[test]
+        fn any_order_gives_the_stream_back(
+            len in 1usize..3_900,
+            cuts in proptest::collection::vec(1usize..600, 1..20),
+            order in proptest::collection::vec(proptest::prelude::any::<u32>(), 20),
+            dup in proptest::prelude::any::<bool>(),
+        ) {
+            let data: Vec<u8> = (0..len as u32).map(|i| (i * 31 + 7) as u8).collect();
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for cut in cuts.iter().cycle() {
+                if at >= len { break; }
+                let end = (at + cut).min(len);
+                pieces.push((at, end));
+                at = end;
+            }
+            let mut keyed: Vec<_> = pieces.iter().enumerate().map(|(i, p)| (order[i % order.len()], *p)).collect();
+            keyed.sort();
+            if dup {
+                let again = keyed.clone();
+                keyed.extend(again);
+            }
+            let (_, mut s) = pair();
+            for (_, (from, to)) in keyed {
+                let frame = PipeFrame::Stream { id: 0, offset: from as u64, fin: to == len, data: &data[from..to] };
+                s.on_pipe_frame(frame).unwrap();
+            }
+            proptest::prop_assert_eq!(read_all(&mut s, 0), (data, true));
+        }
     }
 }

@@ -1,20 +1,34 @@
-//! The receiving side: one decoder per open block, in-order delivery of the pipe.
+//! The receiving side: one decoder per open block; every source symbol is handed on as soon as
+//! it is known (received, or recovered by decoding), in whatever order that happens, once.
 
 use std::collections::VecDeque;
 
-use braid_fec::{BlockDecoder, CodecConfig, CodecError, Decoder, Received, SymbolHeader};
+use braid_fec::{BlockDecoder, CodecConfig, CodecError, Decoder, Received, SymbolHeader, SymbolId};
 
 use crate::wire::BlockAckFrame;
 
-/// Decoders for blocks `lowest .. lowest + window`, and the in-order delivery cursor.
+/// A block being received: its decoder and which of its source symbols were handed on.
+struct Slot {
+    decoder: BlockDecoder,
+    delivered: Vec<bool>,
+    delivered_count: usize,
+}
+
+impl Slot {
+    fn is_done(&self) -> bool {
+        self.decoder.source_count() == Some(self.delivered_count)
+    }
+}
+
+/// Decoders for blocks `lowest .. lowest + window`, and the symbols known but not yet handed on.
 pub struct BlockReceiver {
     config: CodecConfig,
     window: usize,
     /// Lowest block not yet fully delivered.
     lowest: u64,
-    /// Next source symbol of `lowest` to deliver.
-    next_symbol: usize,
-    blocks: VecDeque<Option<BlockDecoder>>,
+    blocks: VecDeque<Option<Slot>>,
+    /// (block, source index) known and not yet handed on, in the order they became known.
+    ready: VecDeque<(u64, u16)>,
     /// Symbols accepted (innovative) and dropped as redundant, for statistics.
     pub innovative: u64,
     pub redundant: u64,
@@ -41,8 +55,8 @@ impl BlockReceiver {
             config,
             window,
             lowest: 0,
-            next_symbol: 0,
             blocks: VecDeque::new(),
+            ready: VecDeque::new(),
             innovative: 0,
             redundant: 0,
             recovered: 0,
@@ -57,17 +71,13 @@ impl BlockReceiver {
     /// alike; a partly delivered block's delivered symbols included, as it keeps them until the
     /// whole block is delivered). Read-only, for memory accounting.
     pub fn held_symbols(&self) -> usize {
-        self.blocks.iter().flatten().map(|d| d.rank()).sum()
+        self.blocks.iter().flatten().map(|s| s.decoder.rank()).sum()
     }
 
-    /// Of [`held_symbols`](Self::held_symbols), those already delivered (the lowest block's
-    /// first symbols, kept until the block is delivered whole).
+    /// Of [`held_symbols`](Self::held_symbols), those already delivered (kept until their block
+    /// is delivered whole and is the lowest).
     pub fn held_delivered(&self) -> usize {
-        if matches!(self.blocks.front(), Some(Some(_))) {
-            self.next_symbol
-        } else {
-            0
-        }
+        self.blocks.iter().flatten().map(|s| s.delivered_count).sum()
     }
 
     /// Offers a symbol. `block_len` is the block's number of source symbols when the sender
@@ -94,8 +104,8 @@ impl BlockReceiver {
         if self.blocks.len() <= offset {
             self.blocks.resize_with(offset + 1, || None);
         }
-        let decoder = match &mut self.blocks[offset] {
-            Some(d) => d,
+        let slot = match &mut self.blocks[offset] {
+            Some(s) => s,
             slot @ None => {
                 if !(16..=self.config.symbol_size).contains(&payload.len()) {
                     return Err(CodecError::WrongLength {
@@ -105,42 +115,65 @@ impl BlockReceiver {
                     .into());
                 }
                 let config = CodecConfig { symbol_size: payload.len(), ..self.config.clone() };
-                slot.insert(config.decoder(None)?)
+                slot.insert(Slot {
+                    decoder: config.decoder(None)?,
+                    delivered: Vec::new(),
+                    delivered_count: 0,
+                })
             }
         };
         if let Some(k) = block_len {
-            decoder.set_source_count(k)?;
+            slot.decoder.set_source_count(k)?;
         }
-        let received = decoder.receive(&header.id, payload)?;
+        let received = slot.decoder.receive(&header.id, payload)?;
         match received {
             Received::Innovative => self.innovative += 1,
             Received::Redundant => self.redundant += 1,
         }
+        if let (Received::Innovative, SymbolId::Source { index }) = (received, &header.id) {
+            self.ready.push_back((header.block, *index));
+        }
+        while let Some(index) = slot.decoder.poll_recovered() {
+            self.recovered += 1;
+            self.ready.push_back((header.block, index));
+        }
         Ok(received)
     }
 
-    /// Hands the pipe's next bytes to `deliver`, a symbol at a time, in order, for as long as
-    /// the next symbol is known; releases each block once delivered whole. Returns the number
-    /// of symbols delivered.
+    /// Hands every source symbol that became known since the last call to `deliver`, once
+    /// each, in the order they became known (not block order: the pipe's frames are whole in
+    /// every symbol); releases the lowest blocks once delivered whole. Returns the number of
+    /// symbols delivered.
     pub fn deliver(&mut self, mut deliver: impl FnMut(&[u8])) -> usize {
         let mut delivered = 0;
-        loop {
-            let Some(Some(decoder)) = self.blocks.front_mut() else { return delivered };
-            while decoder.poll_recovered().is_some() {
-                self.recovered += 1;
+        while let Some((block, index)) = self.ready.pop_front() {
+            let Some(Some(slot)) =
+                block.checked_sub(self.lowest).and_then(|o| self.blocks.get_mut(o as usize))
+            else {
+                continue;
+            };
+            // Only an index the decoder knows (so within the block) gets a flag.
+            let Some(symbol) = slot.decoder.source(index) else { continue };
+            let i = usize::from(index);
+            if slot.delivered.len() <= i {
+                slot.delivered.resize(i + 1, false);
             }
-            while let Some(symbol) = u16::try_from(self.next_symbol).ok().and_then(|i| decoder.source(i)) {
-                deliver(symbol);
-                self.next_symbol += 1;
-                delivered += 1;
+            if slot.delivered[i] {
+                continue;
             }
-            if decoder.source_count() != Some(self.next_symbol) {
-                return delivered;
+            deliver(symbol);
+            slot.delivered[i] = true;
+            slot.delivered_count += 1;
+            delivered += 1;
+        }
+        while let Some(Some(slot)) = self.blocks.front() {
+            if !slot.is_done() {
+                break;
             }
             self.blocks.pop_front();
             self.lowest += 1;
-            self.next_symbol = 0;
         }
+        delivered
     }
 
     /// The decoder state to report (CTCP's ACK: smallest undecoded block and its dofs; braid
@@ -150,7 +183,7 @@ impl BlockReceiver {
             // An incomplete block never reports all its degrees of freedom: a RaptorQ decoder
             // counts distinct symbols, and after a failed solve it can hold k of them and
             // still need more; reporting k would tell the sender to stop (a stall).
-            Some(Some(d)) => match d.source_count() {
+            Some(Some(Slot { decoder: d, .. })) => match d.source_count() {
                 Some(k) if !d.is_complete() => d.rank().min(k.saturating_sub(1)) as u64,
                 _ => d.rank() as u64,
             },
@@ -158,7 +191,7 @@ impl BlockReceiver {
         };
         let mut decoded_beyond = 0u64;
         for (i, block) in self.blocks.iter().enumerate().skip(1).take(62) {
-            if block.as_ref().is_some_and(|d| d.is_complete()) {
+            if block.as_ref().is_some_and(|s| s.decoder.is_complete()) {
                 decoded_beyond |= 1 << (i - 1);
             }
         }

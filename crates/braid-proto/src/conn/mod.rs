@@ -22,7 +22,7 @@ use braid_fec::{CodeFamily, CodecConfig};
 
 use crate::blocks::{BlockReceiver, BlockSender};
 use crate::cc::{CcAlgorithm, Congestion};
-use crate::pipe::PipeParser;
+use crate::pipe::OwnedFrame;
 use crate::streams::{Limits, PeerViolation, Side, StreamEvent, Streams};
 use crate::wire::{
     ConnectionId, Frame, FrameIter, PacketHeader, PacketType, Reader, TransportParams, WireError, Writer,
@@ -202,12 +202,11 @@ struct Session {
     streams: Streams,
     sender: BlockSender,
     receiver: BlockReceiver,
-    parser: PipeParser,
-    /// Pipe bytes waiting to fill the next source symbol.
+    /// Pipe frames waiting to fill the next source symbol (whole frames only).
     partial: Vec<u8>,
-    /// Pipe bytes of blocks cut again at a new symbol size (PROTOCOL.md §14.3), to be cut before
-    /// `partial` and the streams' data.
-    recut: VecDeque<u8>,
+    /// Pipe frames of blocks cut again at a new symbol size (PROTOCOL.md §14.3), to be cut before
+    /// the streams' data; a STREAM frame is split where a symbol ends.
+    recut: VecDeque<OwnedFrame>,
     block_ack_dirty: bool,
     /// The redundancy controller forms XOR groups at send time and tracks their outcome.
     xor_groups: bool,
@@ -524,7 +523,6 @@ impl Connection {
             streams: Streams::new(self.side, local, remote),
             sender,
             receiver: BlockReceiver::new(receive, window),
-            parser: PipeParser::default(),
             partial: Vec::new(),
             recut: VecDeque::new(),
             block_ack_dirty: false,
@@ -666,12 +664,12 @@ impl Connection {
                 }
                 session.block_ack_dirty = true;
                 let lowest_before = session.receiver.lowest_undecoded();
-                let Session { receiver, parser, streams, .. } = session;
+                let Session { receiver, streams, .. } = session;
                 let mut result: Result<(), PeerViolation> = Ok(());
                 let mut wire_error = None;
                 receiver.deliver(|bytes| {
                     if result.is_ok() && wire_error.is_none() {
-                        if let Err(e) = parser.feed(bytes, |f| {
+                        if let Err(e) = crate::pipe::parse_symbol(bytes, |f| {
                             result = streams.on_pipe_frame(f);
                             Ok(())
                         }) {
@@ -1184,9 +1182,11 @@ impl Connection {
             // pipe order they come before what was not cut yet.
             let taken = s.sender.take_unsent_blocks();
             if !taken.is_empty() {
-                let rest: Vec<u8> = s.recut.drain(..).chain(s.partial.drain(..)).collect();
-                s.recut.extend(taken);
-                s.recut.extend(rest);
+                let earlier: Vec<OwnedFrame> = s.recut.drain(..).collect();
+                let partial = std::mem::take(&mut s.partial);
+                s.recut.extend(OwnedFrame::from_symbols([taken.as_slice()]));
+                s.recut.extend(earlier);
+                s.recut.extend(OwnedFrame::from_symbols([partial.as_slice()]));
             }
         }
         self.fill_pipe();
@@ -1574,11 +1574,15 @@ impl Connection {
         // Counted once (a sum over the blocks), then one more per source pushed below.
         let mut unsent = s.sender.unsent_sources();
         while s.sender.has_room() && unsent < ahead {
-            if !s.recut.is_empty() {
-                let n = size.saturating_sub(s.partial.len()).min(s.recut.len());
-                s.partial.extend(s.recut.drain(..n));
+            while let Some(frame) = s.recut.front_mut() {
+                let room = size.saturating_sub(s.partial.len());
+                if !frame.write_part(room, &mut Writer::new(&mut s.partial)) {
+                    break;
+                }
+                s.recut.pop_front();
             }
-            while s.partial.len() < size
+            while s.recut.is_empty()
+                && s.partial.len() < size
                 && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
             {
             }
@@ -1586,7 +1590,7 @@ impl Connection {
             if s.partial.is_empty() {
                 return;
             }
-            if s.partial.len() < size && more && size - s.partial.len() > 16 {
+            if s.partial.len() < size && more && s.recut.is_empty() && size - s.partial.len() > 16 {
                 // Flow control or budget stopped the stream mid-symbol: wait for more.
                 return;
             }
