@@ -72,46 +72,87 @@ fn fill(buf: &mut [u8]) {
     }
 }
 
-/// Round trips of 1-byte probes every 50 ms until the end of the transfer (`end`: set when it
-/// is known). A probe still unanswered 1 s after the end is abandoned and counts with its age so
-/// far (a lower bound): the probe's byte waits behind the data already queued in the
-/// connection's ordered pipe.
+/// Probes sent per second on the latency stream.
+pub const PROBES_PER_SECOND: u32 = 20;
+
+/// Round trips of 8-byte probes (a sequence number), sent every 50 ms until the end of the
+/// transfer (`end`: set when it is known) without waiting for earlier answers, so a slow answer
+/// does not thin out the samples. Probes still unanswered 1 s after the end are abandoned and
+/// count with their age so far (a lower bound).
 async fn probe_latency(
     conn: &Connection,
-    mut end: watch::Receiver<Option<Instant>>,
+    end: watch::Receiver<Option<Instant>>,
 ) -> Result<Vec<Duration>, Fail> {
+    let err = |e: std::io::Error| fail(format!("latency probe: {e}"));
     let mut s = conn.open_stream()?;
-    s.write_all(&[request::ECHO]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
-    let mut rtts = Vec::new();
-    let mut b = [0u8; 1];
-    let mut ended = false;
-    while (*end.borrow()).is_none_or(|u| Instant::now() < u) {
-        let t = Instant::now();
-        s.write_all(&[7]).await.map_err(|e| fail(format!("latency probe: {e}")))?;
-        let read = s.read_exact(&mut b);
-        tokio::pin!(read);
-        let answered = loop {
-            let give_up = (*end.borrow()).map(|u| u + Duration::from_secs(1));
+    s.write_all(&[request::ECHO]).await.map_err(err)?;
+    let (mut rx, mut tx) = tokio::io::split(s);
+    let sent_at = std::sync::Mutex::new(Vec::<Instant>::new());
+    let give_up =
+        |end: &watch::Receiver<Option<Instant>>| (*end.borrow()).map(|u| u + Duration::from_secs(1));
+    let send = async {
+        let mut end = end.clone();
+        let mut ended = false;
+        let mut tick = tokio::time::interval(Duration::from_secs(1) / PROBES_PER_SECOND);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
             tokio::select! {
-                r = &mut read => break Some(r),
+                _ = tick.tick() => {}
                 r = end.changed(), if !ended => ended = r.is_err(),
-                _ = tokio::time::sleep_until(give_up.unwrap_or(t + Duration::from_secs(3600)).into()), if give_up.is_some() => break None,
             }
-        };
-        rtts.push(t.elapsed());
-        match answered {
-            Some(r) => {
-                r.map_err(|e| fail(format!("latency probe: {e}")))?;
+            if (*end.borrow()).is_some_and(|u| Instant::now() >= u) {
+                break;
             }
-            None => break,
+            let seq = {
+                let mut sent = sent_at.lock().expect("not poisoned");
+                sent.push(Instant::now());
+                sent.len() as u64 - 1
+            };
+            tx.write_all(&seq.to_be_bytes()).await.map_err(err)?;
         }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-            r = end.changed(), if !ended => ended = r.is_err(),
+        Ok::<_, Fail>(tx)
+    };
+    let receive = async {
+        let mut end = end.clone();
+        let mut ended = false;
+        let mut rtts = Vec::new();
+        let mut answer = [0u8; 8];
+        loop {
+            let deadline = give_up(&end);
+            let expected = sent_at.lock().expect("not poisoned").len();
+            let over = (*end.borrow()).is_some_and(|u| Instant::now() >= u);
+            if over && rtts.len() >= expected {
+                break;
+            }
+            tokio::select! {
+                r = rx.read_exact(&mut answer) => {
+                    r.map_err(err)?;
+                    let seq = u64::from_be_bytes(answer) as usize;
+                    let sent = sent_at.lock().expect("not poisoned").get(seq).copied();
+                    let Some(sent) = sent else { return Err(fail("latency probe: an answer to no probe")) };
+                    rtts.push(sent.elapsed());
+                }
+                r = end.changed(), if !ended => ended = r.is_err(),
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600)).into()), if deadline.is_some() => break,
+            }
         }
+        Ok::<_, Fail>(rtts)
+    };
+    let (tx, rtts) = tokio::join!(send, receive);
+    let mut rtts = rtts?;
+    // Unanswered probes count with their age (a lower bound on their round trip).
+    let sent = sent_at.lock().expect("not poisoned").clone();
+    rtts.extend(sent.iter().skip(rtts.len()).map(|t| t.elapsed()));
+    if let Ok(mut tx) = tx {
+        let _ = tx.shutdown().await;
     }
-    let _ = s.shutdown().await;
     Ok(rtts)
+}
+
+/// The `q` quantile of sorted samples (nearest rank), if any.
+pub fn percentile(sorted: &[Duration], q: f64) -> Option<&Duration> {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len().max(1)) - 1)
 }
 
 /// How much one measurement sends.
@@ -225,6 +266,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
         d.map_or_else(|| "null".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3))
     };
     let (min, p50, max) = (ms(rtts.first()), ms(rtts.get(rtts.len() / 2)), ms(rtts.last()));
+    let p99 = ms(percentile(rtts, 0.99));
     let direction = if reverse { "download" } else { "upload" };
     // stdout may be a closed pipe (`| head`): what cannot be printed is dropped, not a panic.
     use std::io::Write;
@@ -233,7 +275,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
         let stats = crate::stats::json(samples, &conn, elapsed);
         let _ = writeln!(
             stdout,
-            "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min},\"p50\":{p50},\"max\":{max},\"probes\":{}}},\"stats\":{stats}}}",
+            "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min},\"p50\":{p50},\"p99\":{p99},\"max\":{max},\"probes\":{}}},\"stats\":{stats}}}",
             client.transport.mode,
             elapsed.as_secs_f64(),
             rtts.len()
@@ -245,7 +287,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
             elapsed.as_secs_f64(),
             client.transport.mode
         );
-        let _ = writeln!(stdout, "latency under load (stream round trip, {} probes): min {min} ms, median {p50} ms, max {max} ms (max may be a lower bound: see `braid bench --help`)", rtts.len());
+        let _ = writeln!(stdout, "latency under load (stream round trip, {} probes, {PROBES_PER_SECOND}/s): min {min} ms, p50 {p50} ms, p99 {p99} ms, max {max} ms (max may be a lower bound: see `braid bench --help`)", rtts.len());
         let _ = write!(stdout, "{}", crate::stats::table(samples, &conn));
     }
     conn.close(0, "done");

@@ -202,7 +202,7 @@ fn table(rows: &[Row], ideal: Option<f64>) -> String {
         );
     }
     s.push_str(
-        "goodput: payload bytes delivered in order; × ideal: over Σ rateᵢ·(1−lossᵢ); latency: 1-byte\n",
+        "goodput: payload bytes delivered in order; × ideal: over Σ rateᵢ·(1−lossᵢ); latency: probe\n",
     );
     s.push_str("round trips on a second stream during the transfer (max may be a lower bound, see `braid bench --help`)\n");
     s

@@ -183,7 +183,9 @@ fn mptcp_model_shows_head_of_line_blocking_and_braid_does_not() {
             braid >= alone,
             "seed {seed}: braid both paths {braid:.2} vs mptcp good path alone {alone:.2}"
         );
-        assert!(braid >= braid_alone, "seed {seed}: braid both {braid:.2} vs alone {braid_alone:.2}");
+        // No head-of-line blocking: the lossy path costs braid nothing that matters (MPTCP loses
+        // 15–25 % here); a 2.5 s transfer's start-up varies by a few percent either way.
+        assert!(braid >= 0.95 * braid_alone, "seed {seed}: braid both {braid:.2} vs alone {braid_alone:.2}");
     }
 }
 

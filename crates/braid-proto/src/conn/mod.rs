@@ -150,7 +150,7 @@ const COPIES_PER_PATH: usize = 64;
 /// How far ahead of the wire stream data is cut into source symbols, in time at the paths'
 /// pacing rates ([`Connection::cut_ahead_bytes`]), and the least, in bytes, so a slow path still
 /// has a few symbols ready.
-const CUT_AHEAD: Duration = Duration::from_millis(10);
+const CUT_AHEAD: Duration = Duration::from_millis(4);
 const CUT_AHEAD_MIN: u64 = 16 * 1024;
 
 /// A datagram to send: its path; the bytes are in the caller's buffer.
