@@ -199,11 +199,12 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
-/// A bulk stream saturating a 20 Mbit/s, 100 ms RTT path: requests on a second stream still
-/// arrive within 250 ms one way at the median, 400 ms at p99 (50 ms propagation, the queue the
-/// congestion controller keeps at the bottleneck, and at most two blocks of already-cut bulk
-/// symbols, ~64 ms at this rate). Before the pipe was filled lazily they waited behind the whole
-/// block window (16 blocks of 64 symbols): measured p50 448 ms, p99 632 ms at 0 % loss.
+/// A bulk stream saturating a 20 Mbit/s, 100 ms RTT path with a 1-BDP queue: requests on a
+/// second stream arrive within 100 ms one way at the median and 150 ms at p99 (50 ms propagation,
+/// the small queue braid's controller keeps, ~4 ms of symbols cut ahead, and at 2 % loss the
+/// repair of a request's own lost symbol). Measured: 0 %: p50 66, p99 88 ms; 2 %: p50 74, p99
+/// 85 ms. Before per-stream delivery, braid's controller and just-in-time cutting: p50 184/219,
+/// p99 349/363 ms; before lazy pipe filling, p50 448, p99 632 ms at 0 %.
 #[test]
 fn requests_do_not_queue_behind_a_bulk_stream() {
     for (loss, seed) in [(0.0, 1), (0.02, 2)] {
@@ -215,7 +216,7 @@ fn requests_do_not_queue_behind_a_bulk_stream() {
         );
         assert!(latencies.len() >= 50, "seed {seed}: {} requests judged", latencies.len());
         assert!(
-            p50 < 250.0 && p99 < 400.0,
+            p50 < 100.0 && p99 < 150.0,
             "loss {loss} seed {seed}: request latency p50 {p50:.0} ms, p99 {p99:.0} ms"
         );
         // The bulk stream still gets the path: over 10 s, at least 60 % of 20 Mbit/s.
