@@ -55,6 +55,8 @@ const CRUISE_CWND_GAIN: f64 = 1.25;
 const COMPETING_CWND_GAIN: f64 = 2.0;
 /// BBRv3's multiplicative decrease of `inflight_hi` on congestion loss.
 const BETA: f64 = 0.7;
+/// The decrease while a competitor's queue stands (see `on_congestion`).
+const COMPETING_BETA: f64 = 0.85;
 /// Rounds at gain 1 between bandwidth probes (plus 0–2, varied by cycle).
 const CRUISE_ROUNDS: u64 = 6;
 /// Rounds of the bandwidth max filter.
@@ -274,6 +276,13 @@ impl ModelCc {
                 self.competing = false;
             }
             State::Cruise | State::Refill if !self.competing => {
+                // A queue while this flow has no more than its BDP in flight is not its own.
+                let own_bdp = self.bdp().unwrap_or(0.0) + self.mss as f64;
+                if (self.in_flight as f64) <= own_bdp {
+                    self.failed_drains += 1;
+                    self.competing = self.failed_drains >= 2 * COMPETING_DRAINS;
+                    return;
+                }
                 // A queue while cruising: first suppose it is this flow's own (a bandwidth
                 // estimate a little high) and drain it, as Copa checks that its queue empties.
                 self.high_rtt_rounds += 1;
@@ -460,6 +469,10 @@ impl CongestionController for ModelCc {
         {
             return;
         }
+        // Beside a buffer-filling flow every loss comes with a queue: cutting by β on each one
+        // starved braid beside kernel BBR (0.08 of its share), ignoring them all starved CUBIC
+        // (0.05–0.13). A competitor's queue gets a gentler cut.
+        let beta = if self.competing { COMPETING_BETA } else { BETA };
         self.last_congestion_round = Some(self.round);
         if self.state == State::Startup {
             self.enter(State::Drain, now);
@@ -469,7 +482,7 @@ impl CongestionController for ModelCc {
         // the measured bandwidth, and a bound under it would shrink the samples that set it
         // (lost packets count in flight until declared lost).
         let floor = (CRUISE_CWND_GAIN * self.bdp().unwrap_or(0.0)).max((4 * self.mss) as f64);
-        self.inflight_hi = Some((self.in_flight as f64 * BETA).max(floor));
+        self.inflight_hi = Some((self.in_flight as f64 * beta).max(floor));
         match self.state {
             State::Up | State::Refill => {
                 self.cycles += 1;
