@@ -12,10 +12,17 @@
 //!   the text and Algorithm 3 are followed here).
 //!
 //! The current block (the lowest undecoded one) is served on path i only if what the other
-//! packets bring within RTT_i falls short of the dofs it lacks: thru · RTT_i − sent + cof[cur]
-//! < currdof — a slow path leaves the current block to faster ones. A later block b is served
-//! while cof[b] is below what it lacks. If no block qualifies the token is kept unused rather
-//! than spent on redundancy the receiver will not need.
+//! packets bring before a packet sent now on i arrives falls short of the dofs it lacks — a slow
+//! path leaves the current block to faster ones. The listing writes that as
+//! `thru · RTT_i − sent + cof[cur] < currdof`; braid implements its intent instead
+//! (DEVIATIONS.md): the deliveries a faster path k can still add before i's packet lands,
+//! `Σ_k (1 − p_k) · rate_k · (RTT_i − RTT_k)` over the paths faster than i, plus cof[cur]. As
+//! printed, thru · RTT_i − sent is the sum of
+//! (1 − p_k) · inflight_k · (RTT_i / RTT_k − 1) over *every* path, never positive on the fastest
+//! one, so the fastest path fed the current block about a slow path's flight beyond its need
+//! (58–60 % repair in the demo's two paths). A later block b is served while cof[b] is below
+//! what it lacks. If no block qualifies the token is kept unused rather than spent on redundancy
+//! the receiver will not need.
 //!
 //! Within a block, unsent source symbols go first (the code is systematic, §III-D), then random
 //! linear combinations of the whole block. braid's receiver acknowledges every packet, so a
@@ -51,13 +58,14 @@ impl CtcpBlocks {
 
     /// The block Algorithm 4 serves on `pending`, if any.
     fn serve(&self, view: &SchedView<'_>, pending: &PathInfo) -> Option<u64> {
-        let mut thru = 0.0;
-        let mut sent = 0.0;
-        for k in view.paths {
+        let rtt_i = pending.view.smoothed_rtt.as_secs_f64();
+        // What the faster paths can still deliver before a packet sent now on `pending` does.
+        let mut sooner = 0.0;
+        for k in view.paths.iter().filter(|k| k.path != pending.path) {
             let delivery = 1.0 - k.view.loss.clamp(0.0, 0.99);
             let flying = (k.view.in_flight / k.view.mss.max(1)) as f64;
-            thru += delivery * flying / k.view.smoothed_rtt.as_secs_f64().max(1e-6);
-            sent += delivery * flying;
+            let rtt_k = k.view.smoothed_rtt.as_secs_f64().max(1e-6);
+            sooner += delivery * flying / rtt_k * (rtt_i - rtt_k).max(0.0);
         }
         let cof = |b: &BlockView| -> f64 {
             view.paths
@@ -65,14 +73,13 @@ impl CtcpBlocks {
                 .map(|k| (1.0 - k.view.loss.clamp(0.0, 0.99)) * self.fresh(view.now, b.id, k) as f64)
                 .sum()
         };
-        let rtt_i = pending.view.smoothed_rtt.as_secs_f64();
         // A retransmitting mode's queued retransmissions go first (they are not CTCP's).
         if let Some(b) = view.blocks.iter().find(|b| !b.decoded && b.retransmissions > 0) {
             return Some(b.id);
         }
         let mut blocks = view.blocks.iter().filter(|b| !b.decoded && b.len > 0);
         let current = blocks.next()?;
-        if servable(current) && thru * rtt_i - sent + cof(current) < current.missing() as f64 {
+        if servable(current) && sooner + cof(current) < current.missing() as f64 {
             return Some(current.id);
         }
         blocks.find(|b| servable(b) && cof(b) < b.missing() as f64).map(|b| b.id)
@@ -151,7 +158,7 @@ mod tests {
 
     #[test]
     fn algorithm_4_leaves_the_current_block_to_the_faster_path() {
-        // 10 packets in flight on each path: thru = 10/0.1 + 10/0.5 = 120 packets/s, sent = 20.
+        // 10 packets in flight on each path (100 and 500 ms RTT).
         // Block 0 (current) lacks 20 dofs and has the fast path's 10 in flight (cof = 10);
         // block 1 has the slow path's 10 in flight and 54 sources unsent.
         let mut ctcp = CtcpBlocks::default();
@@ -162,23 +169,24 @@ mod tests {
         let current = BlockView { known_dofs: 44, ..block(0, 64, 0, 10) };
         let blocks = [current, block(1, 64, 54, 10)];
         let pick = |paths: &[PathInfo]| ctcp.pick(&SchedView { now: ms(10), paths, blocks: &blocks });
-        // Fast: 120 × 0.1 − 20 + 10 = 2 < 20: the current block.
+        // Fast: no path is faster, 0 + 10 < 20: the current block.
         assert_eq!(pick(&[fast, slow]), Some(Pick { path: 0, block: Some(0) }));
-        // Slow: 120 × 0.5 − 20 + 10 = 50 ≥ 20: the faster path will do; block 1 (cof 10 < 64).
+        // Slow: the fast path delivers 10/0.1 s × (0.5 − 0.1) s = 40 first; 40 + 10 ≥ 20: the
+        // faster path will do; block 1 (cof 10 < 64).
         let busy = PathInfo { ready: false, ..fast };
         assert_eq!(pick(&[busy, slow]), Some(Pick { path: 1, block: Some(1) }));
     }
 
     #[test]
     fn algorithm_4_keeps_the_token_when_nothing_is_short() {
-        // One path, 10 packets of block 0 in flight, block 0 lacks 10: thru·RTT − sent + cof =
-        // 10 − 10 + 10 = 10, not < 10 — the token is kept.
+        // One path, 10 packets of block 0 in flight, block 0 lacks 10: cof = 10, not < 10 — the
+        // token is kept.
         let mut ctcp = CtcpBlocks::default();
         sent(&mut ctcp, 0, 0, 0, 10);
         let blocks = [BlockView { known_dofs: 54, ..block(0, 64, 0, 10) }];
         let clean = [path(0, 100, 0.0, 100, 10)];
         assert_eq!(ctcp.pick(&SchedView { now: ms(10), paths: &clean, blocks: &blocks }), None);
-        // With 10 % loss each counts for 0.9: 9 − 9 + 9 = 9 < 10, the block is short.
+        // With 10 % loss each counts for 0.9: 9 < 10, the block is short.
         let lossy = [path(0, 100, 0.1, 100, 10)];
         let pick = ctcp.pick(&SchedView { now: ms(10), paths: &lossy, blocks: &blocks });
         assert_eq!(pick, Some(Pick { path: 0, block: Some(0) }));
