@@ -39,6 +39,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod campaign;
 pub mod flow;
 pub mod link;
 pub mod loss;

@@ -39,6 +39,11 @@ pub enum PathState {
     Removed,
 }
 
+/// The longest a probe timeout backs off to (unless the base PTO is longer): a lost probe's
+/// replacement goes out at least this often, so a live but lossy path is heard from well within
+/// the idle timeout (30 s by default).
+pub(crate) const MAX_PTO_BACKOFF: Duration = Duration::from_secs(4);
+
 /// What a sent packet carried.
 #[derive(Debug, Clone)]
 pub(crate) struct SentPacket {
@@ -512,8 +517,17 @@ impl Path {
         // RFC 9002 §6.2.1: PTO = srtt + max(4·rttvar, granularity) + max_ack_delay; braid also
         // keeps it above 1.5 × srtt, because pacing and queues make single RTTs run long and a
         // spurious timeout collapses the window.
-        let pto = self.pto_base() * 2u32.saturating_pow(self.pto_count.min(10));
-        Some(oldest.time + pto)
+        Some(oldest.time + self.current_pto())
+    }
+
+    /// The probe timeout with its exponential backoff (RFC 9002 §6.2.1), the backoff capped at
+    /// [`MAX_PTO_BACKOFF`] (never below the base): at 45 % loss a few lost probes in a row
+    /// doubled the silence past the 30 s idle timeout, and both ends closed a connection that was
+    /// still delivering (the fault campaign's seeds 1192, 5596, ...).
+    pub fn current_pto(&self) -> Duration {
+        let base = self.pto_base();
+        let backed_off = base * 2u32.saturating_pow(self.pto_count.min(10));
+        backed_off.min(base.max(MAX_PTO_BACKOFF))
     }
 
     /// Rounded up to whole microseconds, the resolution of [`Instant`]: the timer set at
