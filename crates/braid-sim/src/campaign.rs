@@ -301,4 +301,14 @@ mod tests {
         assert!(lines.is_empty(), "{} of {} runs failed:\n{}", lines.len(), report.runs, lines.join("\n"));
         assert!(report.per_mode.iter().all(|(_, n)| *n > 0), "{:?}", report.per_mode);
     }
+
+    /// Seeds that once failed and were fixed (docs/RELIABILITY.md, findings): the probe timeout
+    /// backed off past the idle timeout and both ends closed a live connection.
+    #[test]
+    fn fixed_findings_stay_fixed() {
+        for seed in [1192, 1449, 1855, 2827, 2888, 3879, 4724, 5413, 5596, 6004, 8695, 8975, 9847, 9967] {
+            let outcome = run(seed);
+            assert_eq!(outcome.failure, None, "seed {seed}: {:?}", outcome.draw);
+        }
+    }
 }
