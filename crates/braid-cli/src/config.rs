@@ -1,4 +1,4 @@
-//! `--config FILE`: a TOML file with a key for every flag (README, "Config file"). Flags given
+//! `--config FILE`: a TOML file with a key for every flag (docs/CLI.md, "Config file"). Flags given
 //! on the command line (or through `BRAID_KEY`) win over the file; the file wins over the
 //! defaults. Options every subcommand shares sit at the top; the client's in `[client]`; each
 //! subcommand's own in a table named after it. Unknown keys are an error naming the key and the

@@ -22,7 +22,7 @@ pub use codec::{BlockDecoder, BlockEncoder, CodeFamily, CodecConfig, Decoder, En
 pub use error::{CodecError, HeaderError};
 pub use header::{Coefficients, SymbolHeader, SymbolId};
 
-/// The README's example, compiled and run as a doctest so it cannot rot.
+/// docs/CODEC.md's example, compiled and run as a doctest so it cannot rot.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctest;
+#[doc = include_str!("../../../docs/CODEC.md")]
+pub struct CodecDocDoctest;

@@ -13,40 +13,8 @@
 //! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.
 //! The driver maps the core's [`braid_proto::Instant`] (µs) to tokio's clock.
 //!
-//! ```no_run
-//! use braid_runtime::{ClientConfig, Endpoint, Key, ServerConfig};
-//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
-//!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let key = Key::generate()?;
-//! // The far end: accepts connections, echoes one stream.
-//! let mut server = Endpoint::server(ServerConfig::new(key.clone()), "127.0.0.1:0".parse()?)?;
-//! let addr = server.local_addr()?;
-//! tokio::spawn(async move {
-//!     while let Some(conn) = server.accept().await {
-//!         tokio::spawn(async move {
-//!             let mut stream = conn.accept_stream().await.unwrap();
-//!             let mut data = Vec::new();
-//!             stream.read_to_end(&mut data).await.unwrap();
-//!             stream.write_all(&data).await.unwrap();
-//!             stream.shutdown().await.unwrap();
-//!         });
-//!     }
-//! });
-//! // The near end: two paths (any local address), the second with an emulated lossy link.
-//! let mut config = ClientConfig::new(key);
-//! config.paths = vec!["any".parse()?, "any".parse()?];
-//! config.emulate = vec![None, Some("20mbit,10ms,2%".parse()?)];
-//! let conn = Endpoint::connect(config, addr).await?;
-//! let mut stream = conn.open_stream()?;
-//! stream.write_all(b"hello over two paths").await?;
-//! stream.shutdown().await?;
-//! let mut echo = Vec::new();
-//! stream.read_to_end(&mut echo).await?;
-//! assert_eq!(echo, b"hello over two paths");
-//! # Ok(())
-//! # }
-//! ```
+//! The README's "As a library" example (compiled as a doctest) shows a client with two paths
+//! and an echo server.
 #![deny(unsafe_code)]
 
 pub mod crypto;
@@ -66,6 +34,11 @@ pub use emulate::Emulation;
 pub use endpoint::{ClientConfig, Connection, Endpoint, PathReport, Server, ServerConfig};
 pub use socket::PathSpec;
 pub use stream::Stream;
+
+/// The README's library example, compiled as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctest;
 
 /// What went wrong, each said so a user knows what to do.
 #[derive(Debug, thiserror::Error)]

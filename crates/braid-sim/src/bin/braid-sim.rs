@@ -5,7 +5,7 @@
 //! byte at the receiver. Rows give completion time, goodput, goodput against the physical limit
 //! Σ rateᵢ × (1 − pᵢ) of the data direction, and the repair overhead. `--csv DIR` and
 //! `--json FILE` also write every run's summary and its time series (goodput per interval, each
-//! path's congestion window and RTT at the end of each interval); README.md describes the
+//! path's congestion window and RTT at the end of each interval); docs/SIMULATOR.md describes the
 //! formats.
 
 use std::collections::BTreeMap;
