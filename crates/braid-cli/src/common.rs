@@ -214,7 +214,7 @@ pub struct ClientOpts {
     /// path from any address).
     #[arg(long = "path", value_name = "ADDR|IFACE")]
     pub paths: Vec<String>,
-    /// Emulated impairment "RATE,DELAY,LOSS[,mtuBYTES]" (e.g. "20mbit,50ms,2%"), both directions; once for
+    /// Emulated impairment "RATE,DELAY,LOSS[,mtuBYTES]" (e.g. "20mbit,50ms,2%"; datagrams up to 1500 bytes unless mtuBYTES, mtu65535 for no limit), both directions; once for
     /// every path, or once per --path in order.
     #[arg(long, value_name = "SPEC")]
     pub emulate: Vec<String>,
