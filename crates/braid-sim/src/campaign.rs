@@ -6,7 +6,7 @@
 //! What a seed may draw: 1–8 paths; rates 0.5–100 Mbit/s, asymmetric between directions; one-way
 //! delays 1–300 ms; random loss 0–50 % (Bernoulli or Gilbert–Elliott bursts) on the data
 //! direction and 0–5 % on the ACK direction; jitter with reordering; duplication; queues from a
-//! tenth of a BDP to four; outages from 2 s on (a path down for a while, or one path for good);
+//! tenth of a BDP to four; outages from 0.2 s on (a path down for a while, or one path for good);
 //! MTU black holes (a
 //! path whose MTU drops below the datagrams in use mid-transfer); receive windows from 16 KiB;
 //! every mode with its default code, controller and scheduler. Paths are not added or removed
@@ -135,9 +135,8 @@ pub fn draw(seed: u64) -> (Draw, ConnectionConfig, Vec<PathConfig>) {
         }
         if paths > 1 && one_in(&mut rng, 5) {
             // Down for a while, or for good — at most one path for good, so one always lives.
-            // After 2 s: a connection is set up on its first path, and losing that path during
-            // the handshake is not survivable today (the handshake is not retried elsewhere).
-            let start = Instant::ZERO + Duration::from_millis(2_000 + rng.up_to(3_000));
+            // From 0.2 s on, so the handshake may lose its first path.
+            let start = Instant::ZERO + Duration::from_millis(200 + rng.up_to(4_800));
             let forever = !permanent_used && one_in(&mut rng, 3);
             permanent_used |= forever;
             let end = if forever {
@@ -310,5 +309,14 @@ mod tests {
             let outcome = run(seed);
             assert_eq!(outcome.failure, None, "seed {seed}: {:?}", outcome.draw);
         }
+    }
+
+    /// Seed 4158: the first path's burst-loss chain ate every Initial; the handshake now moves
+    /// to the next path after each probe timeout.
+    #[test]
+    fn a_lost_handshake_moves_to_another_path() {
+        let outcome = run(4158);
+        assert_eq!(outcome.failure, None, "{:?}", outcome.draw);
+        assert!(outcome.completed_s.is_some_and(|t| t < 30.0), "{outcome:?}");
     }
 }

@@ -866,6 +866,12 @@ impl Connection {
                 }
                 if self.state == State::Handshake && self.side == Side::Client {
                     self.handshake_due = Some(now);
+                    if probe {
+                        // The flight is presumed lost: try the next path (PROTOCOL.md §9.1), so
+                        // a first path that is down or in a loss burst cannot keep the
+                        // connection from coming up over the others.
+                        self.handshake_path = (self.handshake_path + 1) % self.paths.len().max(1);
+                    }
                 }
             }
         }
