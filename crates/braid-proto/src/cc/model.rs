@@ -518,14 +518,20 @@ mod tests {
         rtt
     }
 
-    /// 2.5 MB/s samples with a 100 ms RTT: Startup ends, the window settles near 1.25 BDP.
-    #[test]
-    fn learns_the_path_and_keeps_the_window_near_one_bdp() {
+    /// A controller fed 3 s of 2.5 MB/s samples on a 100 ms path (200 kB in flight), and the RTT.
+    fn settled() -> (ModelCc, RttEstimator) {
         let mut cc = ModelCc::new(1000);
         let r = rtt(100);
         for i in 0..300u64 {
             cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 200_000), &r);
         }
+        (cc, r)
+    }
+
+    /// 2.5 MB/s samples with a 100 ms RTT: Startup ends, the window settles near 1.25 BDP.
+    #[test]
+    fn learns_the_path_and_keeps_the_window_near_one_bdp() {
+        let (cc, r) = settled();
         assert!(!matches!(cc.state, State::Startup | State::Drain), "state {:?}", cc.state);
         let w = cc.window();
         // BDP 250 kB: 1.25 BDP + 2 MSS in cruise, ≤ 2.25 BDP while probing.
@@ -538,11 +544,7 @@ mod tests {
     /// and bounds the window to 0.7 × what was in flight, at most once a round.
     #[test]
     fn congestion_bounds_in_flight_once_per_round() {
-        let mut cc = ModelCc::new(1000);
-        let r = rtt(100);
-        for i in 0..300u64 {
-            cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 200_000), &r);
-        }
+        let (mut cc, r) = settled();
         assert!(cc.startup_end.is_some(), "state {:?}", cc.state);
         let before = cc.window();
         let now = Instant::from_micros(3_000_000);
