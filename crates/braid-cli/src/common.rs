@@ -273,17 +273,22 @@ pub fn emulations(specs: &[String], paths: usize) -> Result<Vec<Option<Emulation
 
 impl ClientOpts {
     pub fn client_config(&self) -> Result<ClientConfig, Fail> {
-        let auth = self.key.client_auth(self.server_key.as_deref())?;
-        let mut config = ClientConfig::new(auth);
-        config.transport = self.transport.config()?;
-        config.paths = self.paths.iter().map(|p| p.parse::<PathSpec>().expect("infallible")).collect();
-        if config.paths.is_empty() {
-            config.paths = vec![PathSpec::Any];
+        // The flags first, then the key file: a wrong flag is named even where no key exists.
+        let transport = self.transport.config()?;
+        let mut paths: Vec<PathSpec> =
+            self.paths.iter().map(|p| p.parse::<PathSpec>().expect("infallible")).collect();
+        if paths.is_empty() {
+            paths = vec![PathSpec::Any];
         }
-        config.emulate = emulations(&self.emulate, config.paths.len())?;
+        let emulate = emulations(&self.emulate, paths.len())?;
         if !(self.timeout > 0.0 && self.timeout < 3600.0) {
             return Err(fail("--timeout: expected seconds between 0 and 3600"));
         }
+        let auth = self.key.client_auth(self.server_key.as_deref())?;
+        let mut config = ClientConfig::new(auth);
+        config.transport = transport;
+        config.paths = paths;
+        config.emulate = emulate;
         config.handshake_timeout = std::time::Duration::from_secs_f64(self.timeout);
         Ok(config)
     }

@@ -78,7 +78,7 @@ struct PathSeries {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: braid-sim [--modes braid,tcp,...] [--cc cubic|newreno|bbr|ctcp|lia] [--scheduler NAME] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--tail-delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
+        "usage: braid-sim [--modes braid,tcp,...] [--cc braid|cubic|newreno|bbr|ctcp|lia] [--scheduler NAME] [--placement per-path|across-paths] [--margin-ahead] [--delta D] [--tail-delta D] [--csv DIR] [--json FILE] SCENARIO.toml..."
     );
     eprintln!(
         "  --scheduler: every mode's multipath scheduler, one of {} (default: the mode's own)",
