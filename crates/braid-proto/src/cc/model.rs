@@ -99,7 +99,6 @@ pub struct ModelCc {
     /// The smallest RTT sample of the current round and of the previous one.
     round_min_rtt: Option<Duration>,
     last_round_min_rtt: Option<Duration>,
-    round_samples: u32,
     /// RTT samples in a row above the delay threshold.
     delayed_samples: u32,
     /// The smallest RTT sample of the current DOWN phase.
@@ -148,7 +147,6 @@ impl ModelCc {
             round_start: Instant::ZERO,
             round_min_rtt: None,
             last_round_min_rtt: None,
-            round_samples: 0,
             delayed_samples: 0,
             down_min_rtt: None,
             full_bandwidth: 0.0,
@@ -223,7 +221,6 @@ impl ModelCc {
             _ => self.min_rtt = Some((sample, now)),
         }
         self.round_min_rtt = Some(self.round_min_rtt.map_or(sample, |m| m.min(sample)));
-        self.round_samples += 1;
         // Startup's delay test, on every ACK: HyStart++'s threshold (RFC 9406 §4.2) exceeded by
         // 8 samples in a row. A round's minimum (HyStart++'s own test) rises only a round after
         // the queue does, and that round at Startup's rate overflowed a 1-BDP queue.
@@ -446,7 +443,6 @@ impl CongestionController for ModelCc {
             self.round += 1;
             self.round_start = now;
             self.last_round_min_rtt = self.round_min_rtt.take();
-            self.round_samples = 0;
             self.on_round_end(now);
         }
         if let Some(rate) = ack.delivery_rate {
