@@ -8,6 +8,7 @@
 //! the multipath `mptcp` (a model) and `mptcp-dfec` (see [`Mode`]); repair goes per path or
 //! across paths ([`RepairPlacement`]).
 
+mod cutting;
 mod lifecycle;
 mod path;
 mod placement;
@@ -146,12 +147,6 @@ pub const BLOCK_LOG_LIMIT: usize = 65_536;
 
 /// Copies a path may have waiting (the `redundant` scheduler); beyond, the oldest is dropped.
 const COPIES_PER_PATH: usize = 64;
-
-/// How far ahead of the wire stream data is cut into source symbols, in time at the paths'
-/// pacing rates ([`Connection::cut_ahead_bytes`]), and the least, in bytes, so a slow path still
-/// has a few symbols ready.
-const CUT_AHEAD: Duration = Duration::from_millis(4);
-const CUT_AHEAD_MIN: u64 = 16 * 1024;
 
 /// A datagram to send: its path; the bytes are in the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1511,112 +1506,6 @@ impl Connection {
                 p.ack_pending = true;
                 p.unacked_eliciting = unacked;
                 p.ack_here = here;
-            }
-        }
-    }
-
-    /// Bytes of source symbols to cut ahead for the paths slower than the fastest: for each, what
-    /// the fastest path sends in the slower one's round trip (its window × the RTT ratio). The
-    /// arrival-time scheduler gives a slow path the sources the fast one would deliver later than
-    /// it, and those exist only if that many are cut: with two blocks alone a 300–500 ms second
-    /// path carried 0–2 % of FMTCP Table II's bytes. One path: 0.
-    fn slow_paths_lookahead(&self) -> u64 {
-        let Some(c) = self.control_path() else { return 0 };
-        let fast = &self.paths[c];
-        let fast_rtt = fast.rtt.smoothed().as_micros().max(1);
-        let fast_window = u128::from(fast.cc.window());
-        let ahead: u128 = (0..self.paths.len())
-            .filter(|&i| i != c && self.paths[i].can_send())
-            .map(|i| fast_window * self.paths[i].rtt.smoothed().as_micros().max(fast_rtt) / fast_rtt)
-            .sum();
-        u64::try_from(ahead).unwrap_or(u64::MAX)
-    }
-
-    /// Tells every path's controller when the application leaves the windows unused: no stream
-    /// data waits, and no symbol is cut but unsent (rate samples taken now understate the path).
-    fn mark_app_limited(&mut self) {
-        let Some(s) = self.session.as_ref() else { return };
-        if s.streams.has_pipe_data() || s.sender.unsent_sources() > 0 || !s.partial.is_empty() {
-            return;
-        }
-        for p in self.paths.iter_mut().filter(|p| p.window_room() > 0) {
-            p.cc.on_app_limited();
-        }
-    }
-
-    /// Bytes of source symbols cut ahead of the wire for the paths' next sends: what the paths
-    /// together send in [`CUT_AHEAD`] at their pacing rates, at least [`CUT_AHEAD_MIN`] bytes.
-    /// Data cut is committed to its place in the send order, so whatever is cut after it (a
-    /// request on another stream) waits for it: this is the wait braid adds to every stream.
-    fn cut_ahead_bytes(&self) -> u64 {
-        let rate: u64 = self.paths.iter().filter(|p| p.can_send()).map(Path::pacing_rate).sum();
-        let quantum = u128::from(rate) * CUT_AHEAD.as_micros() / 1_000_000;
-        u64::try_from(quantum).unwrap_or(u64::MAX).max(CUT_AHEAD_MIN)
-    }
-
-    /// Moves stream data into source symbols while the block window has room, keeping at most
-    /// two blocks' length of source symbols cut but unsent: stream data waits in its stream
-    /// until the wire is near, so the streams' round robin (`Streams::write_pipe_frame`)
-    /// interleaves at the wire and a request on one stream does not queue behind everything a
-    /// bulk stream has written (it used to wait behind the whole block window). With per-path
-    /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).
-    fn fill_pipe(&mut self) {
-        let slower = self.slow_paths_lookahead();
-        let quantum = self.cut_ahead_bytes();
-        let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
-        if s.partial.is_empty() && s.sender.resize_pending() {
-            // PROTOCOL.md §14.3: the symbol size changed; the next block takes the new one.
-            s.sender.close_block();
-        }
-        let size = s.sender.symbol_size();
-        // Two blocks: with one, braid's scheduler ran short of sources for its second path and
-        // filled it with repair (FMTCP Table II, 50 % loss on path 2: 0.68 of the ideal instead
-        // of 0.92). On top of them, what the slower paths need ([`Self::slow_paths_lookahead`]).
-        // Both counted in bytes, not blocks: symbols grow with the path MTU (16 KiB on
-        // loopback), and two blocks of them held 2 MB, 0.8 s of a 20 Mbit/s path, ahead of
-        // every other stream's data.
-        let near = (2 * s.sender.max_block_len()).min(quantum.div_ceil(size.max(1) as u64) as usize);
-        let ahead = near + (slower / size.max(1) as u64) as usize;
-        // Counted once (a sum over the blocks), then one more per source pushed below.
-        let mut unsent = s.sender.unsent_sources();
-        while s.sender.has_room() && unsent < ahead {
-            while let Some(frame) = s.recut.front_mut() {
-                let room = size.saturating_sub(s.partial.len());
-                if !frame.write_part(room, &mut Writer::new(&mut s.partial)) {
-                    break;
-                }
-                s.recut.pop_front();
-            }
-            while s.recut.is_empty()
-                && s.partial.len() < size
-                && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
-            {
-            }
-            let more = s.streams.has_pipe_data() || !s.recut.is_empty();
-            if s.partial.is_empty() {
-                return;
-            }
-            if s.partial.len() < size && more && s.recut.is_empty() && size - s.partial.len() > 16 {
-                // Flow control or budget stopped the stream mid-symbol: wait for more.
-                return;
-            }
-            s.partial.resize(size, 0);
-            if s.sender.push_source(&s.partial).is_err() {
-                // Cannot happen (room was checked, the size is exact); keep the data for later.
-                return;
-            }
-            unsent += 1;
-            s.partial.clear();
-            if !more {
-                // Nothing else to send for now: close the block so it can complete; if the
-                // application is idle (not blocked by flow control), the blocks in flight are
-                // the tail of a burst and get their repair margin at once (`on_app_idle`).
-                if s.streams.has_buffered() {
-                    s.sender.close_block();
-                } else {
-                    s.sender.on_app_idle();
-                }
-                return;
             }
         }
     }
