@@ -7,7 +7,7 @@
 //! `Noise_IK_25519_ChaChaPoly_BLAKE2s` with key pairs and an allow-list: [`ClientAuth`],
 //! [`ServerAuth`]); after it every datagram is AEAD-protected (PROTOCOL.md §13), and a path's new
 //! address gets at most 3× what it sent until it answers a challenge (§13.8). `--emulate`
-//! impairments are applied here, in the socket layer (braid-sim's link model), so braid can be
+//! impairments are applied here, in the socket layer (braid-netem's link model), so braid can be
 //! tried on one machine without root.
 //!
 //! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.

@@ -21,8 +21,8 @@ use braid_proto::{ConnectionConfig, Instant};
 use serde::Serialize;
 
 use crate::net::StopReason;
-use crate::rng::{derive_seed, Rng};
 use crate::{BulkFlow, LinkChange, LinkConfig, LossModel, Network, PathConfig, QueueLimit};
+use braid_netem::rng::{derive_seed, Rng};
 
 /// Virtual time a run may take. A run still making progress then passes as unfinished (a TCP
 /// model at 45 % loss crawls; that is not a bug).

@@ -5,8 +5,9 @@
 //! endpoints' code determine every result bit for bit. The protocol runs unchanged: anything that
 //! implements the sans-IO [`Endpoint`] trait can be driven here, by the real runtime, or by tests.
 //!
-//! - [`link`]: one direction of a link — rate, delay, drop-tail queue, loss (Bernoulli,
-//!   Gilbert–Elliott), jitter, duplication, outages, scheduled changes.
+//! - [`link`], [`loss`], [`rng`], [`units`]: the link model, from braid-netem (re-exported here):
+//!   one direction of a link — rate, delay, drop-tail queue, loss (Bernoulli, Gilbert–Elliott),
+//!   jitter, duplication, outages, scheduled changes — its seeded RNG and the unit grammar.
 //! - [`net`]: the event loop joining endpoints by paths of links, disjoint or shared (dumbbell).
 //! - [`scenario`]: scenarios as TOML files (with sweeps), built into networks by a factory.
 //! - [`metrics`]: goodput over time, completion time, block delay and jitter, FEC overhead and
@@ -41,18 +42,15 @@
 
 pub mod campaign;
 pub mod flow;
-pub mod link;
-pub mod loss;
 pub mod metrics;
 pub mod net;
-pub mod rng;
 pub mod scenario;
-pub mod units;
 pub mod video;
 
+pub use braid_netem::LossModel;
+pub use braid_netem::{link, loss, rng, units};
+pub use braid_netem::{Fate, Link, LinkChange, LinkConfig, LinkConfigError, LinkStats, Outage, QueueLimit};
 pub use flow::BulkFlow;
-pub use link::{Fate, Link, LinkChange, LinkConfig, LinkConfigError, LinkStats, Outage, QueueLimit};
-pub use loss::LossModel;
 pub use metrics::{BlockStats, Metrics, MetricsHandle, Summary};
 pub use net::{
     Endpoint, EndpointId, LinkId, NetConfig, NetError, NetStats, Network, PathConfig, RunReport, StopReason,

@@ -25,8 +25,8 @@ use std::time::Duration;
 use braid_proto::Instant;
 use serde::Serialize;
 
-use crate::link::LinkStats;
 use crate::net::{Endpoint, NetStats, Network};
+use braid_netem::link::LinkStats;
 
 /// A [`Metrics`] shared by the endpoints of a run.
 pub type MetricsHandle = Rc<RefCell<Metrics>>;

@@ -30,8 +30,8 @@ use std::collections::BinaryHeap;
 use braid_proto::Instant;
 use serde::Serialize;
 
-use crate::link::{Link, LinkConfig, LinkConfigError};
-use crate::rng::derive_seed;
+use braid_netem::link::{Link, LinkConfig, LinkConfigError};
+use braid_netem::rng::derive_seed;
 
 /// What the simulator drives: a sans-IO protocol endpoint (one side of a connection).
 pub trait Endpoint {

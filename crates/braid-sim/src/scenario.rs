@@ -65,9 +65,9 @@ use std::time::Duration;
 
 use braid_proto::Instant;
 
-use crate::link::LinkConfig;
 use crate::net::{Endpoint, EndpointId, LinkId, NetError, Network};
-use crate::rng::derive_seed;
+use braid_netem::link::LinkConfig;
+use braid_netem::rng::derive_seed;
 
 /// One concrete run: every sweep resolved.
 #[derive(Debug, Clone, PartialEq)]

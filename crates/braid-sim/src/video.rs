@@ -13,7 +13,7 @@ use braid_proto::streams::StreamEvent;
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
 
 use crate::flow::{check_pattern, conn_flow_endpoint, pattern_slice, send_stream, PERIOD};
-use crate::rng::{derive_seed, Rng};
+use braid_netem::rng::{derive_seed, Rng};
 
 /// The frame sizes of a live video stream, deterministic from a seed.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use braid_sim::rng::derive_seed;
-use braid_sim::{QueueLimit, Scenario};
+use braid_netem::rng::derive_seed;
+use braid_netem::QueueLimit;
+use braid_sim::Scenario;
 use serde::Serialize;
 
 use crate::forwarder::{self, Direction, ForwardStats};
@@ -230,7 +231,8 @@ pub fn run(scenario: &Scenario) -> io::Result<CheckReport> {
     let serialized = link.sent - link.dropped_queue;
     let loss_measured = if serialized > 0 { link.lost as f64 / serialized as f64 } else { 0.0 };
     // Four standard deviations of a Bernoulli estimate (wider for bursty models), plus 0.1 %.
-    let burst = if matches!(fwd_cfg.loss, braid_sim::LossModel::GilbertElliott { .. }) { 10.0 } else { 1.0 };
+    let burst =
+        if matches!(fwd_cfg.loss, braid_netem::LossModel::GilbertElliott { .. }) { 10.0 } else { 1.0 };
     let loss_tol = 4.0 * (burst * loss_cfg * (1.0 - loss_cfg) / serialized.max(1) as f64).sqrt() + 0.001;
     let rate_expected = fwd_cfg.rate_bps as f64 * (1.0 - loss_cfg);
     let tun_drops = (after_c.tx_dropped - before_c.tx_dropped)

@@ -158,11 +158,11 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--mix" => a.mix.push(value()?),
             "--transfer" => {
                 a.transfer =
-                    Some(braid_sim::units::parse_size(&value()?).map_err(|e| format!("--transfer: {e}"))?)
+                    Some(braid_netem::units::parse_size(&value()?).map_err(|e| format!("--transfer: {e}"))?)
             }
             "--limit" => {
                 a.limit =
-                    Some(braid_sim::units::parse_duration(&value()?).map_err(|e| format!("--limit: {e}"))?)
+                    Some(braid_netem::units::parse_duration(&value()?).map_err(|e| format!("--limit: {e}"))?)
             }
             "--only" => a.only.push(value()?),
             "--json" => a.json = Some(PathBuf::from(value()?)),
@@ -175,13 +175,13 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     value()?.parse().ok().filter(|&n| n > 0).ok_or("--loads: expected a positive number")?
             }
             "--video-duration" => {
-                a.wopts.video.duration = braid_sim::units::parse_duration(&value()?)
+                a.wopts.video.duration = braid_netem::units::parse_duration(&value()?)
                     .map_err(|e| format!("--video-duration: {e}"))?;
                 a.video_duration_set = true;
             }
             "--deadline" => {
                 a.wopts.video.deadline =
-                    braid_sim::units::parse_duration(&value()?).map_err(|e| format!("--deadline: {e}"))?
+                    braid_netem::units::parse_duration(&value()?).map_err(|e| format!("--deadline: {e}"))?
             }
             "--video-trace" => a.wopts.video.load_trace(std::path::Path::new(&value()?))?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n\n{USAGE}")),

@@ -1,4 +1,4 @@
-//! One direction of one emulated path: packets read from a TUN device go through braid-sim's
+//! One direction of one emulated path: packets read from a TUN device go through braid-netem's
 //! [`Link`] (drop-tail queue → transmitter at `rate` → wire with one-way `delay`, random loss,
 //! outages, scheduled changes) driven by the wall clock, and are written to the other TUN device
 //! when the model delivers them. The model is the simulator's, bit for bit; only the clock is real.
@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as WallInstant};
 
+use braid_netem::{Link, LinkConfig, LinkStats};
 use braid_proto::Instant;
-use braid_sim::{Link, LinkConfig, LinkStats};
 use serde::Serialize;
 
 use crate::sys;

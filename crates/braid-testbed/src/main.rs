@@ -2,7 +2,7 @@
 //! namespace by N emulated paths and measures transports over them.
 //!
 //! Each path is a pair of TUN devices (`c<i>` in the client namespace, `s<i>` in the server
-//! namespace) and a forwarder thread per direction that drives braid-sim's [`braid_sim::Link`]
+//! namespace) and a forwarder thread per direction that drives braid-netem's [`braid_netem::Link`]
 //! model with the wall clock: rate, one-way delay, drop-tail queue, Bernoulli or Gilbert–Elliott
 //! loss, outages and scheduled changes, exactly as the simulator models them. Contenders (kernel
 //! TCP cubic/bbr, kernel MPTCP, two independent TCP flows, or an external command pair such as a

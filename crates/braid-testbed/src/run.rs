@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use braid_sim::rng::derive_seed;
+use braid_netem::rng::derive_seed;
 use braid_sim::Scenario;
 
 use crate::bulk::{self, Progress};

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::link::QueueLimit;
-use crate::loss::LossModel;
+use braid_netem::link::QueueLimit;
+use braid_netem::loss::LossModel;
 
 const MS: u64 = 1000;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use braid_proto::Instant;
 
 use super::Scenario;
-use crate::link::LinkConfig;
+use braid_netem::link::LinkConfig;
 
 impl Scenario {
     /// The ideal goodput in bit/s, averaged over `[0, over)`: at each instant every forward

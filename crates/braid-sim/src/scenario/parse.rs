@@ -13,9 +13,9 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::{PathSpec, Scenario, ScenarioError, MAX_SWEEP_RUNS};
-use crate::link::{LinkChange, LinkConfig, Outage, QueueLimit};
-use crate::loss::LossModel;
-use crate::units::{parse_duration, parse_rate, parse_size};
+use braid_netem::link::{LinkChange, LinkConfig, Outage, QueueLimit};
+use braid_netem::loss::LossModel;
+use braid_netem::units::{parse_duration, parse_percent, parse_rate, parse_size};
 
 type Field = Option<Spanned<Value>>;
 
@@ -588,6 +588,11 @@ fn as_f64(v: &Value) -> Option<f64> {
 }
 
 fn as_probability(v: &Value) -> Result<f64, String> {
+    if let Value::String(s) = v {
+        if s.trim_end().ends_with('%') {
+            return parse_percent(s);
+        }
+    }
     match as_f64(v) {
         Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
         Some(p) => Err(format!("{p} is not a probability in [0, 1] (write 2% as 0.02)")),

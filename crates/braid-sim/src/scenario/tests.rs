@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::link::{LinkChange, Outage, QueueLimit};
-use crate::loss::LossModel;
+use braid_netem::link::{LinkChange, Outage, QueueLimit};
+use braid_netem::loss::LossModel;
 
 const EXAMPLE: &str = r#"
 name = "example"
@@ -179,6 +179,18 @@ fn errors_point_at_file_line_and_key() {
     assert!(e.contains("not allowed here"), "{e}");
     assert!(error(&format!("{base}loss = []\n")).contains("empty array"));
     assert!(error(&format!("flows = 0\n{base}")).contains("flows: there must be at least one flow"));
+}
+
+/// Loss takes the unit grammar's percentages too (as `--emulate` does): "2%" is 0.02.
+#[test]
+fn a_loss_may_be_written_as_a_percentage() {
+    let text =
+        "duration = \"1s\"\n[[path]]\nname = \"a\"\nrate = \"20mbit\"\nrtt = \"10ms\"\nloss = \"2%\"\n";
+    let s = parse(text).unwrap().remove(0);
+    assert_eq!(s.paths[0].forward.loss, LossModel::Bernoulli { p: 0.02 });
+    assert_eq!(s.paths[0].forward.rate_bps, 20_000_000);
+    let e = error(&text.replace("2%", "120%"));
+    assert!(e.contains("above 100%"), "{e}");
 }
 
 #[test]

@@ -4,9 +4,9 @@
 use toml::{Table, Value};
 
 use super::Scenario;
-use crate::link::{LinkChange, LinkConfig, QueueLimit};
-use crate::loss::LossModel;
-use crate::units::{format_duration, format_rate};
+use braid_netem::link::{LinkChange, LinkConfig, QueueLimit};
+use braid_netem::loss::LossModel;
+use braid_netem::units::{format_duration, format_rate};
 
 pub(super) fn to_toml(s: &Scenario) -> String {
     let mut root = Table::new();

@@ -1,4 +1,4 @@
-//! The simulator's only source of randomness: a small seeded PRNG.
+//! The only source of randomness of the link models and the simulator: a small seeded PRNG.
 //!
 //! xoshiro256++ (Blackman and Vigna, "Scrambled Linear Pseudorandom Number Generators", ACM TOMS
 //! 2021), seeded through SplitMix64 as the authors recommend. It is fast (a few adds, shifts and

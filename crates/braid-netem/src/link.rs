@@ -30,7 +30,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use braid_proto::Instant;
-use serde::Serialize;
 
 use crate::loss::{LossModel, LossState};
 use crate::rng::{derive_seed, Chance, Rng};
@@ -239,7 +238,8 @@ pub enum Fate {
 }
 
 /// Counters of one link direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LinkStats {
     /// Packets handed to `send`.
     pub sent: u64,
@@ -256,7 +256,7 @@ pub struct LinkStats {
     /// Extra copies made by duplication.
     pub duplicated: u64,
     /// Dropped on arrival for exceeding the MTU (not in the CSV, whose columns are fixed).
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub dropped_mtu: u64,
     /// The largest queue seen, in bytes, including the packet being serialized.
     pub max_queue_bytes: u64,
