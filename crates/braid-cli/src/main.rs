@@ -3,15 +3,7 @@
 //! (`braid socks`), `braid bench`, `braid demo` and `braid keygen`. Every failure is one line on
 //! stderr and a non-zero exit.
 
-mod bench;
-mod common;
-mod config;
-mod demo;
-mod request;
-mod serve;
-mod socks;
-mod stats;
-mod transfer;
+use braid_cli::{bench, common, config, demo, serve, socks, stats, transfer};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use braid_runtime::Connection;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::{fail, parse_listen, ClientOpts, Fail};
@@ -114,8 +114,8 @@ const COMMAND_NOT_SUPPORTED: u8 = 0x07;
 const ADDRESS_NOT_SUPPORTED: u8 = 0x08;
 
 /// RFC 1928 §6 reply with a zero bound address (the far end's socket is on the server).
-async fn reply(tcp: &mut TcpStream, rep: u8) -> std::io::Result<()> {
-    tcp.write_all(&[5, rep, 0, 1, 0, 0, 0, 0, 0, 0]).await
+async fn reply<S: AsyncWrite + Unpin>(io: &mut S, rep: u8) -> std::io::Result<()> {
+    io.write_all(&[5, rep, 0, 1, 0, 0, 0, 0, 0, 0]).await
 }
 
 async fn socks_session(
@@ -123,75 +123,10 @@ async fn socks_session(
     conn: &Connection,
     auth: Option<&(String, String)>,
 ) -> Result<(), String> {
-    let e = |e: std::io::Error| e.to_string();
-    // RFC 1928 §3: version, methods.
-    if tcp.read_u8().await.map_err(e)? != 5 {
-        return Err("not SOCKS version 5".into());
-    }
-    let n = tcp.read_u8().await.map_err(e)?;
-    let mut methods = vec![0u8; n.into()];
-    tcp.read_exact(&mut methods).await.map_err(e)?;
-    let want = if auth.is_some() { USER_PASS } else { NO_AUTH };
-    if !methods.contains(&want) {
-        tcp.write_all(&[5, NO_ACCEPTABLE]).await.map_err(e)?;
-        return Err(format!("offered no acceptable method (need {want:#04x})"));
-    }
-    tcp.write_all(&[5, want]).await.map_err(e)?;
-    if let Some((user, pass)) = auth {
-        // RFC 1929 §2: version 1, username, password; status 0 = success.
-        if tcp.read_u8().await.map_err(e)? != 1 {
-            return Err("bad username/password negotiation version".into());
-        }
-        let ulen = tcp.read_u8().await.map_err(e)?;
-        let mut u = vec![0u8; ulen.into()];
-        tcp.read_exact(&mut u).await.map_err(e)?;
-        let plen = tcp.read_u8().await.map_err(e)?;
-        let mut p = vec![0u8; plen.into()];
-        tcp.read_exact(&mut p).await.map_err(e)?;
-        let ok = u == user.as_bytes() && p == pass.as_bytes();
-        tcp.write_all(&[1, if ok { 0 } else { 1 }]).await.map_err(e)?;
-        if !ok {
-            return Err("wrong username or password".into());
-        }
-    }
-    // RFC 1928 §4: the request.
-    let mut head = [0u8; 4];
-    tcp.read_exact(&mut head).await.map_err(e)?;
-    let [ver, cmd, _, atyp] = head;
-    if ver != 5 {
-        return Err("not SOCKS version 5".into());
-    }
-    let host = match atyp {
-        1 => {
-            let mut a = [0u8; 4];
-            tcp.read_exact(&mut a).await.map_err(e)?;
-            Ipv4Addr::from(a).to_string()
-        }
-        3 => {
-            let len = tcp.read_u8().await.map_err(e)?;
-            let mut name = vec![0u8; len.into()];
-            tcp.read_exact(&mut name).await.map_err(e)?;
-            String::from_utf8(name).map_err(|_| "domain name is not UTF-8".to_string())?
-        }
-        4 => {
-            let mut a = [0u8; 16];
-            tcp.read_exact(&mut a).await.map_err(e)?;
-            format!("[{}]", Ipv6Addr::from(a))
-        }
-        _ => {
-            reply(&mut tcp, ADDRESS_NOT_SUPPORTED).await.map_err(e)?;
-            return Err(format!("address type {atyp} not supported"));
-        }
-    };
-    let port = tcp.read_u16().await.map_err(e)?;
-    if cmd != 1 {
-        reply(&mut tcp, COMMAND_NOT_SUPPORTED).await.map_err(e)?;
-        return Err(format!("command {cmd} not supported (CONNECT only)"));
-    }
-    let target = format!("{host}:{port}");
+    let target = negotiate(&mut tcp, auth).await?;
     match open(conn, &target).await {
         Ok(stream) => {
-            reply(&mut tcp, request::OK).await.map_err(e)?;
+            reply(&mut tcp, request::OK).await.map_err(|e| e.to_string())?;
             pipe(tcp, stream).await;
             Ok(())
         }
@@ -200,4 +135,81 @@ async fn socks_session(
             Err(msg)
         }
     }
+}
+
+/// The SOCKS5 exchange up to the CONNECT target (RFC 1928 §3–§4, RFC 1929 §2): reads the
+/// greeting, answers it, checks the username and password if `auth` is set, reads the request.
+/// Returns `host:port`; a request that cannot be served (other command, unknown address type)
+/// has been answered with its status when the error comes back. Reads at most 1 + 1 + 255 +
+/// 1 + 1 + 255 + 1 + 255 + 4 + 1 + 255 + 2 bytes: a client cannot make it allocate more.
+pub async fn negotiate<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    auth: Option<&(String, String)>,
+) -> Result<String, String> {
+    let e = |e: std::io::Error| e.to_string();
+    // RFC 1928 §3: version, methods.
+    if io.read_u8().await.map_err(e)? != 5 {
+        return Err("not SOCKS version 5".into());
+    }
+    let n = io.read_u8().await.map_err(e)?;
+    let mut methods = vec![0u8; n.into()];
+    io.read_exact(&mut methods).await.map_err(e)?;
+    let want = if auth.is_some() { USER_PASS } else { NO_AUTH };
+    if !methods.contains(&want) {
+        io.write_all(&[5, NO_ACCEPTABLE]).await.map_err(e)?;
+        return Err(format!("offered no acceptable method (need {want:#04x})"));
+    }
+    io.write_all(&[5, want]).await.map_err(e)?;
+    if let Some((user, pass)) = auth {
+        // RFC 1929 §2: version 1, username, password; status 0 = success.
+        if io.read_u8().await.map_err(e)? != 1 {
+            return Err("bad username/password negotiation version".into());
+        }
+        let ulen = io.read_u8().await.map_err(e)?;
+        let mut u = vec![0u8; ulen.into()];
+        io.read_exact(&mut u).await.map_err(e)?;
+        let plen = io.read_u8().await.map_err(e)?;
+        let mut p = vec![0u8; plen.into()];
+        io.read_exact(&mut p).await.map_err(e)?;
+        let ok = u == user.as_bytes() && p == pass.as_bytes();
+        io.write_all(&[1, if ok { 0 } else { 1 }]).await.map_err(e)?;
+        if !ok {
+            return Err("wrong username or password".into());
+        }
+    }
+    // RFC 1928 §4: the request.
+    let mut head = [0u8; 4];
+    io.read_exact(&mut head).await.map_err(e)?;
+    let [ver, cmd, _, atyp] = head;
+    if ver != 5 {
+        return Err("not SOCKS version 5".into());
+    }
+    let host = match atyp {
+        1 => {
+            let mut a = [0u8; 4];
+            io.read_exact(&mut a).await.map_err(e)?;
+            Ipv4Addr::from(a).to_string()
+        }
+        3 => {
+            let len = io.read_u8().await.map_err(e)?;
+            let mut name = vec![0u8; len.into()];
+            io.read_exact(&mut name).await.map_err(e)?;
+            String::from_utf8(name).map_err(|_| "domain name is not UTF-8".to_string())?
+        }
+        4 => {
+            let mut a = [0u8; 16];
+            io.read_exact(&mut a).await.map_err(e)?;
+            format!("[{}]", Ipv6Addr::from(a))
+        }
+        _ => {
+            reply(io, ADDRESS_NOT_SUPPORTED).await.map_err(e)?;
+            return Err(format!("address type {atyp} not supported"));
+        }
+    };
+    let port = io.read_u16().await.map_err(e)?;
+    if cmd != 1 {
+        reply(io, COMMAND_NOT_SUPPORTED).await.map_err(e)?;
+        return Err(format!("command {cmd} not supported (CONNECT only)"));
+    }
+    Ok(format!("{host}:{port}"))
 }

@@ -208,3 +208,58 @@ proptest! {
         }
     }
 }
+
+/// Repairs that arrive before the sources they cover, again and again: every repair is
+/// innovative when it comes, so the decoder holds more repairs over a block's life than the
+/// block has columns. (A finding of the `codec` fuzz target: the decoder indexed past its
+/// coefficient rows on the (width + 1)-th; it now rebases its rows when they are full.)
+#[test]
+fn more_repairs_than_the_block_is_long_before_their_sources() {
+    for width in [2usize, 3, 8] {
+        for explicit in [false, true] {
+            let cfg = CodecConfig {
+                symbol_size: T,
+                max_block_len: width,
+                rlnc_explicit_coefficients: explicit,
+                ..CodecConfig::new(CodeFamily::Rlnc)
+            };
+            let sources: Vec<Vec<u8>> =
+                (0..width).map(|i| (0..T).map(|b| (i * 53 + b * 3 + width) as u8).collect()).collect();
+            let mut encoder = cfg.encoder(1).unwrap();
+            let mut decoder = cfg.decoder(None).unwrap();
+            let mut repair = vec![0u8; T];
+            for (i, s) in sources.iter().enumerate() {
+                let id = encoder.push_source(s).unwrap();
+                // Two repairs over the sources so far, then the source itself, late.
+                for _ in 0..2 {
+                    if let Some(rid) = encoder.next_repair(&mut repair).unwrap() {
+                        let f = frame(1, rid, &repair);
+                        let (h, payload) = parse_frame(&f);
+                        decoder.receive(&h, payload).unwrap();
+                    }
+                }
+                let f = frame(1, id, s);
+                let (h, payload) = parse_frame(&f);
+                decoder.receive(&h, payload).unwrap();
+                assert_eq!(decoder.source(i as u16), Some(&s[..]), "width {width}, source {i}");
+            }
+            // And repairs after the block is known: redundant, never a panic.
+            encoder.flush();
+            for _ in 0..3 * width {
+                if let Some(rid) = encoder.next_repair(&mut repair).unwrap() {
+                    let f = frame(1, rid, &repair);
+                    let (h, payload) = parse_frame(&f);
+                    assert_eq!(decoder.receive(&h, payload).unwrap(), Received::Redundant);
+                }
+            }
+            decoder.set_source_count(width).unwrap();
+            assert!(decoder.is_complete());
+        }
+    }
+}
+
+/// The symbol id and payload of a frame written by [`frame`].
+fn parse_frame(bytes: &[u8]) -> (SymbolId<'_>, &[u8]) {
+    let (h, payload) = SymbolHeader::parse(bytes).unwrap();
+    (h.id, payload)
+}

@@ -272,8 +272,10 @@ impl Hello {
         }
     }
 
-    /// Returns the hello and the time it was written.
-    fn decode(payload: &[u8]) -> Option<(Hello, u64)> {
+    /// Returns the hello and the time it was written. (Public for the fuzz targets: the hello
+    /// is peer bytes once the first message decrypts.)
+    #[doc(hidden)]
+    pub fn decode(payload: &[u8]) -> Option<(Hello, u64)> {
         if payload.len() < 12 || payload[0] != 1 {
             return None;
         }

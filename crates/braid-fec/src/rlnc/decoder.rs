@@ -27,8 +27,9 @@ use crate::store::SourceStore;
 
 pub struct RlncDecoder {
     store: SourceStore,
-    /// Columns of `F` and of `T`: the block's maximum length (at most that many innovative
-    /// repairs can ever be held, since each raises the rank).
+    /// Columns of `F` and of `T`: the block's maximum length. Raw repairs can outnumber it
+    /// (repairs held, then the sources they covered arriving), so when `T` is full the rows are
+    /// rebased onto payloads of their own ([`RlncDecoder::rebase_raws`]).
     width: usize,
     raw: Arena,
     /// Row slots, each `[F | T]`, `2 × width` bytes.
@@ -181,6 +182,44 @@ impl RlncDecoder {
         self.coefficient_rows = coefficients;
     }
 
+    /// Replaces the raw repairs by one payload per active row, `Σ_j T[j]·raw_j`, and makes
+    /// each row's `T` the unit vector of its own payload. The invariant holds (each row still
+    /// equals `Σ_i F[i]·source_i`) and at most `active < width` raws remain, so `T` has room for
+    /// the next repair. Raw repairs are never dropped one at a time because rows refer to them
+    /// by column; this is the rare compaction (only after `width` innovative repairs).
+    fn rebase_raws(&mut self) {
+        let slots: Vec<usize> = self.active_slots().collect();
+        let (n, raws) = (slots.len(), self.raw.rows());
+        let mut coefficients = Vec::with_capacity(n * raws);
+        for &slot in &slots {
+            coefficients.extend_from_slice(&self.rows.row(slot)[self.width..self.width + raws]);
+        }
+        if self.scratch.rows() < n {
+            self.scratch.grow(n - self.scratch.rows());
+        }
+        {
+            let inputs: Vec<&[u8]> = (0..raws).map(|j| self.raw.row(j)).collect();
+            let mut outputs = self.scratch.first_rows_mut(n);
+            for out in outputs.iter_mut() {
+                out.fill(0);
+            }
+            if n > 0 {
+                let rows: Vec<&[u8]> = coefficients.chunks_exact(raws).collect();
+                self.backend.dot_add_multi(&mut outputs, &inputs, &rows);
+            }
+        }
+        let mut raw = Arena::with_capacity(self.store.symbol_size(), self.width);
+        for k in 0..n {
+            raw.push(self.scratch.row(k));
+        }
+        self.raw = raw;
+        for (k, &slot) in slots.iter().enumerate() {
+            let t = &mut self.rows.row_mut(slot)[self.width..];
+            t.fill(0);
+            t[k] = 1;
+        }
+    }
+
     fn receive_source(&mut self, index: usize, payload: &[u8]) -> Result<Received, CodecError> {
         self.store.check_index(index)?;
         if self.store.is_known(index) {
@@ -233,6 +272,9 @@ impl RlncDecoder {
             self.raw = Arena::with_capacity(self.store.symbol_size(), unknown);
             self.rows = Arena::with_capacity(2 * self.width, unknown + 1);
             self.scratch = Arena::with_capacity(self.store.symbol_size(), unknown);
+        }
+        if self.raw.rows() >= self.width {
+            self.rebase_raws();
         }
         let slot = self.alloc_slot();
         let raw_index = self.raw.rows();

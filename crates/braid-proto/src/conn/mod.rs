@@ -10,6 +10,7 @@
 
 mod cutting;
 mod lifecycle;
+mod parts;
 mod path;
 mod placement;
 mod pmtu;
@@ -34,6 +35,7 @@ use crate::redundancy::{FecAction, PathView, RedundancyController, RedundancyEve
 pub use crate::redundancy::{Redundancy, RepairPlacement};
 use crate::sched::{BlockView, PathInfo, Pick, SchedView, Scheduler, SchedulerKind};
 pub use lifecycle::PathError;
+pub use parts::{PartReassembly, MAX_PIECES, MAX_REASSEMBLIES};
 pub use path::{LossEstimator, PathState, PathStats};
 use path::{Path, SentPacket};
 use pmtu::Pmtu;
@@ -244,13 +246,10 @@ pub struct Connection {
     /// Pieces of SYMBOL frames still to send (PROTOCOL.md §14.4), and the next piece id.
     parts_out: VecDeque<PartOut>,
     next_part_id: u64,
-    /// SYMBOL frames being reassembled from pieces (at most [`MAX_REASSEMBLIES`]).
-    parts_in: VecDeque<PartIn>,
+    /// SYMBOL frames being reassembled from pieces.
+    parts_in: PartReassembly,
 }
 
-/// SYMBOL frames reassembled at once from SYMBOL_PART pieces; a new one evicts the oldest
-/// (PROTOCOL.md §14.4: bounds the receiver's memory at this many largest frames).
-const MAX_REASSEMBLIES: usize = 4;
 /// Bytes a SYMBOL_PART frame adds to its piece: type, id, total, offset and length varints.
 const PART_OVERHEAD: usize = 1 + 8 + 4 + 4 + 4;
 
@@ -261,14 +260,6 @@ struct PartOut {
     total: u64,
     offset: u64,
     data: Vec<u8>,
-}
-
-/// A SYMBOL frame being reassembled: its bytes and the ranges received.
-struct PartIn {
-    id: u64,
-    buf: Vec<u8>,
-    ranges: Vec<(usize, usize)>,
-    got: usize,
 }
 
 impl Connection {
@@ -341,7 +332,7 @@ impl Connection {
             last_poll: now,
             parts_out: VecDeque::new(),
             next_part_id: 0,
-            parts_in: VecDeque::new(),
+            parts_in: PartReassembly::default(),
         }
     }
 
@@ -1334,37 +1325,7 @@ impl Connection {
         ty: PacketType,
         part: crate::wire::SymbolPartFrame<'_>,
     ) {
-        let total = part.total as usize;
-        let i = match self.parts_in.iter().position(|p| p.id == part.id) {
-            Some(i) => i,
-            None => {
-                if self.parts_in.len() >= MAX_REASSEMBLIES {
-                    self.parts_in.pop_front();
-                }
-                self.parts_in.push_back(PartIn {
-                    id: part.id,
-                    buf: vec![0; total],
-                    ranges: Vec::new(),
-                    got: 0,
-                });
-                self.parts_in.len() - 1
-            }
-        };
-        let entry = &mut self.parts_in[i];
-        let (start, end) = (part.offset as usize, part.offset as usize + part.data.len());
-        if entry.buf.len() != total
-            || entry.ranges.iter().any(|&(s, e)| start < e && s < end)
-            || entry.ranges.len() >= 64
-        {
-            return; // a duplicate, or inconsistent with the pieces before it: ignored
-        }
-        entry.buf[start..end].copy_from_slice(part.data);
-        entry.ranges.push((start, end));
-        entry.got += part.data.len();
-        if entry.got < total {
-            return;
-        }
-        let whole = self.parts_in.remove(i).expect("found").buf;
+        let Some(whole) = self.parts_in.insert(part) else { return };
         let mut frames = FrameIter::new(&whole);
         match (frames.next(), frames.next()) {
             (Some(Ok(Frame::Symbol(s))), None) => self.on_frame(now, arrival, ty, Frame::Symbol(s)),

@@ -157,6 +157,11 @@ impl TransportParams {
         if usize::from(p.max_block_len) > p.code.max_block_len() {
             return Err(WireError::OutOfRange("max_block_len"));
         }
+        // A maximum at or below the base size means none (what `write` sends for it): kept as
+        // 0, so one set of parameters has one value.
+        if p.max_symbol_size <= p.symbol_size {
+            p.max_symbol_size = 0;
+        }
         Ok(p)
     }
 }
@@ -203,6 +208,15 @@ mod tests {
             TransportParams::parse(&mut Reader::new(&out)),
             Err(WireError::OutOfRange("repeated parameter"))
         );
+        // A maximum symbol size below the base one is no maximum: it parses as 0, and the
+        // parameters write back to the same value (a finding of the `packet` fuzz target).
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        w.varint(1);
+        w.varint(MAX_SYMBOL_SIZE);
+        w.bytes(&[0x01]);
+        let parsed = TransportParams::parse(&mut Reader::new(&out)).unwrap();
+        assert_eq!(parsed, TransportParams::default());
         // An RLNC block larger than the codec allows.
         let bad = TransportParams { max_block_len: 5000, ..TransportParams::default() };
         let mut out = Vec::new();
