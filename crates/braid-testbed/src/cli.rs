@@ -57,8 +57,7 @@ USAGE:
 ";
 
 fn preflight() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !sys::is_root() {
         return Err("must run as root (network namespaces, TUN devices)".into());
     }
     if !std::path::Path::new("/dev/net/tun").exists() {

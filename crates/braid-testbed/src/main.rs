@@ -32,7 +32,9 @@ mod relay;
 mod report;
 #[cfg(target_os = "linux")]
 mod run;
+// The raw syscalls live in this module and nowhere else.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 mod sys;
 #[cfg(target_os = "linux")]
 mod video;

@@ -40,13 +40,11 @@ impl Drop for Helpers {
     /// group, politely first.
     fn drop(&mut self) {
         for c in &self.0 {
-            // SAFETY: signalling a process group we created.
-            unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGTERM) };
+            sys::signal_group(c.id(), false);
         }
         std::thread::sleep(Duration::from_millis(100));
         for c in &mut self.0 {
-            // SAFETY: as above.
-            unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
+            sys::signal_group(c.id(), true);
             let _ = c.wait();
         }
     }

@@ -28,6 +28,20 @@ pub fn install_signal_handlers() {
     }
 }
 
+/// Whether the process runs as root (namespaces and TUN devices need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Send SIGTERM (or SIGKILL when `kill`) to the process group `leader` leads (one the testbed
+/// spawned with `process_group(0)`).
+pub fn signal_group(leader: u32, kill: bool) {
+    let signal = if kill { libc::SIGKILL } else { libc::SIGTERM };
+    // SAFETY: signalling a process group we created; no memory is passed.
+    unsafe { libc::kill(-(leader as libc::pid_t), signal) };
+}
+
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
