@@ -11,6 +11,8 @@ pub mod config;
 #[doc(hidden)]
 pub mod demo;
 #[doc(hidden)]
+pub mod fail;
+#[doc(hidden)]
 pub mod request;
 #[doc(hidden)]
 pub mod serve;

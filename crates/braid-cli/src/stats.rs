@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use braid_runtime::{Connection, PathReport};
 use clap::Args;
 
-use crate::common::{fail, Fail};
+use crate::fail::{fail, Fail};
 
 #[derive(Args, Clone, Default)]
 pub struct StatsOpts {

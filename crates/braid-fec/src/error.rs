@@ -3,6 +3,9 @@
 
 use crate::CodeFamily;
 
+/// The header's own error, where the header's parser defines it.
+pub use crate::header::HeaderError;
+
 /// Why a symbol, header or parameter was refused. The block it was offered to is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -22,19 +25,4 @@ pub enum CodecError {
     InvalidParameter(&'static str),
     #[error("header: {0}")]
     Header(#[from] HeaderError),
-}
-
-/// Why a symbol header could not be parsed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderError {
-    #[error("truncated: needs {needed} more bytes")]
-    Truncated { needed: usize },
-    #[error("unsupported header version {0} (this build speaks version {v})", v = crate::header::VERSION)]
-    UnsupportedVersion(u8),
-    #[error("unknown symbol kind {0}")]
-    UnknownKind(u8),
-    #[error("field `{field}` is out of range")]
-    OutOfRange { field: &'static str },
-    #[error("output buffer too small: needs {needed} bytes")]
-    BufferTooSmall { needed: usize },
 }

@@ -16,11 +16,25 @@
 //! RLNC repair costs 7–9. The parser reads only what the kind needs, checks every bound, and never
 //! panics on any input.
 
-use crate::error::HeaderError;
 use crate::CodeFamily;
 
 /// The header version this build writes and reads.
 pub const VERSION: u8 = 1;
+
+/// Why a symbol header could not be parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("truncated: needs {needed} more bytes")]
+    Truncated { needed: usize },
+    #[error("unsupported header version {0} (this build speaks version {v})", v = VERSION)]
+    UnsupportedVersion(u8),
+    #[error("unknown symbol kind {0}")]
+    UnknownKind(u8),
+    #[error("field `{field}` is out of range")]
+    OutOfRange { field: &'static str },
+    #[error("output buffer too small: needs {needed} bytes")]
+    BufferTooSmall { needed: usize },
+}
 
 const KIND_SOURCE: u8 = 0;
 const KIND_XOR: u8 = 1;

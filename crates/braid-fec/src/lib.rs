@@ -8,6 +8,7 @@
 
 pub mod gf256;
 
+mod block;
 mod buf;
 mod codec;
 pub mod error;
@@ -18,7 +19,8 @@ mod store;
 pub mod varint;
 pub mod xor;
 
-pub use codec::{BlockDecoder, BlockEncoder, CodeFamily, CodecConfig, Decoder, Encoder, Received};
+pub use block::{BlockDecoder, BlockEncoder};
+pub use codec::{CodeFamily, CodecConfig, Decoder, Encoder, Received};
 pub use error::{CodecError, HeaderError};
 pub use header::{Coefficients, SymbolHeader, SymbolId};
 

@@ -9,8 +9,9 @@ use crate::contender::{Contender, External};
 use crate::netns::{cleanup_stale, Testbed};
 use crate::report::{self, Row};
 use crate::run::{run_mix, run_one, RunOptions};
-use crate::workload::{self, Workload, WorkloadOptions};
+use crate::workload::{self, Workload};
 use crate::{check, sys};
+use crate::{video, web};
 
 const USAGE: &str = "\
 braid-testbed — network-namespace testbed (Linux, root)
@@ -340,7 +341,7 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
                     if let (false, Some(d)) = (a.video_duration_set, scenario.duration) {
                         wopts.video.duration = d;
                     }
-                    workload::run(&tb, scenario, c, w, &opts, &wopts)
+                    run_workload(&tb, scenario, c, w, &opts, &wopts)
                 }
             }
             .map_err(|e| format!("{} / {c}: {e}", scenario.title()))?;
@@ -469,6 +470,29 @@ fn cmd_check(args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err("self-check FAILED (see above)".into())
+    }
+}
+
+/// Options of the web and video workloads (command line).
+#[derive(Debug, Clone)]
+pub struct WorkloadOptions {
+    pub web: web::WebOptions,
+    pub video: video::VideoOptions,
+}
+
+/// Run a web or video workload for one contender over one scenario point.
+fn run_workload(
+    tb: &Testbed,
+    scenario: &Scenario,
+    contender: &Contender,
+    workload: Workload,
+    opts: &RunOptions,
+    wopts: &WorkloadOptions,
+) -> std::io::Result<Vec<Row>> {
+    match workload {
+        Workload::Bulk => run_one(tb, scenario, contender, opts).map(|r| vec![r]),
+        Workload::Web => web::run(tb, scenario, contender, opts, &wopts.web),
+        Workload::Video => video::run(tb, scenario, contender, opts, &wopts.video).map(|r| vec![r]),
     }
 }
 

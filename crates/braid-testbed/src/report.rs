@@ -1,5 +1,6 @@
-//! Results: one [`Row`] per contender and scenario point, printed as a table and written as
-//! JSON and CSV.
+//! Results: one [`Row`] per contender and scenario point (with a web or video row's own
+//! metrics), printed as a table and written as JSON and CSV. The workloads fill rows; this
+//! module knows none of them.
 
 use std::io;
 use std::path::Path;
@@ -49,10 +50,59 @@ pub struct Row {
     /// Jain's fairness index over the mix's flows (the same on each of its rows).
     pub jain: Option<f64>,
     /// `bulk`, `web` or `video` (crate::workload). Web and video rows reuse the bulk fields as
-    /// documented on [`crate::web::WebMetrics`] and [`crate::video::VideoMetrics`].
+    /// documented on [`WebMetrics`] and [`VideoMetrics`].
     pub workload: String,
-    pub web: Option<crate::web::WebMetrics>,
-    pub video: Option<crate::video::VideoMetrics>,
+    pub web: Option<WebMetrics>,
+    pub video: Option<VideoMetrics>,
+}
+
+/// One web row's metrics (one row per page and contender). In the row's bulk fields:
+/// `transfer_bytes` = page bytes × loads, `received_bytes` = bytes of the loads that verified,
+/// `completion_s` = the sum of the page times if every load verified (else none),
+/// `elapsed_s` = wall time of this page's loads, path byte counters and forwarder statistics of
+/// the whole run (every page: do not add them up over a contender's rows). `ideal_mbps` and
+/// `ratio` are of the forward (client → server) direction, not the pages' direction: ignore them.
+#[derive(Debug, Clone, Serialize)]
+pub struct WebMetrics {
+    pub page: String,
+    pub objects: usize,
+    pub page_bytes: u64,
+    pub loads: usize,
+    /// Page completion time of each verified load, in load order (seconds).
+    pub times_s: Vec<f64>,
+    pub median_s: Option<f64>,
+    pub p90_s: Option<f64>,
+    /// h2load's "finished in" of each verified load: from its TCP connect (the handshake
+    /// included) to the last response.
+    pub finished_s: Vec<f64>,
+    /// Why loads failed (requests, statuses, bytes, h2load's error), one per failed load.
+    pub failures: Vec<String>,
+    /// TCP connections the path relay accepted per load (kernel contenders: 1 = multiplexed).
+    pub connections_per_load: Option<f64>,
+}
+
+/// One video row's metrics. In the row's bulk fields: `transfer_bytes` = the stream's bytes
+/// (headers included), `received_bytes` = bytes of the frames that arrived whole,
+/// `completion_s` = connect → last frame complete if every frame arrived (else none),
+/// `goodput_mbps` = received over that time.
+#[derive(Debug, Clone, Serialize)]
+pub struct VideoMetrics {
+    pub frames: usize,
+    pub fps: u32,
+    pub stream_mbps: f64,
+    pub deadline_ms: f64,
+    pub received: usize,
+    pub on_time: usize,
+    pub on_time_share: f64,
+    /// The same share over the frames captured from 2 s on (after the connection's slow start
+    /// has carried the first I frame): shown beside `on_time_share`, never instead of it.
+    pub on_time_share_after_2s: f64,
+    /// Over every frame of the stream; none ("never") when the percentile is a missing frame.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// Latency of each frame in ms (-1 = never arrived), for CDFs.
+    pub latency_ms: Vec<f64>,
 }
 
 pub fn header() -> String {
@@ -95,7 +145,7 @@ pub fn line(r: &Row) -> String {
     if !r.mix.is_empty() {
         s.push_str(&format!("  mix {} flow {} jain {:.3}", r.mix, r.flow, r.jain.unwrap_or(0.0)));
     }
-    s.push_str(&crate::workload::summary(r));
+    s.push_str(&summary(r));
     if let Some(e) = &r.error {
         s.push_str(&format!("  ERROR: {e}"));
     }
@@ -112,7 +162,7 @@ pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
         "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,goodput_mbps,\
          steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain,",
     );
-    out.push_str(crate::workload::CSV_COLUMNS);
+    out.push_str(CSV_COLUMNS);
     out.push('\n');
     let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(";");
     for r in rows {
@@ -141,8 +191,73 @@ pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
             r.jain.map(|j| format!("{j:.4}")).unwrap_or_default(),
         ));
         out.push(',');
-        out.push_str(&crate::workload::csv_fields(r));
+        out.push_str(&csv_fields(r));
         out.push('\n');
     }
     std::fs::write(path, out)
+}
+
+/// The workload's metrics for the one-line table (empty for bulk).
+pub fn summary(r: &Row) -> String {
+    if let Some(w) = &r.web {
+        let f = |v: Option<f64>| v.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "-".into());
+        format!(
+            "  web {}: median {} p90 {} ({}/{} loads ok)",
+            w.page,
+            f(w.median_s),
+            f(w.p90_s),
+            w.times_s.len(),
+            w.loads
+        )
+    } else if let Some(v) = &r.video {
+        let f = |v: Option<f64>| v.map(|s| format!("{s:.0} ms")).unwrap_or_else(|| "never".into());
+        format!(
+            "  video: {:.2}% of {} frames on time ({:.2}% from 2 s), p50 {} p99 {}",
+            v.on_time_share * 100.0,
+            v.frames,
+            v.on_time_share_after_2s * 100.0,
+            f(v.p50_ms),
+            f(v.p99_ms)
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Columns appended to the CSV for the workloads (empty for bulk rows).
+pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,\
+page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
+frame_max_ms";
+
+pub fn csv_fields(r: &Row) -> String {
+    let o = |v: Option<f64>, d: usize| {
+        v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default()
+    };
+    // A workload's cells, or as many empty ones for a row without it.
+    let cells = |values: Option<[String; 8]>| values.map_or_else(|| ",".repeat(7), |v| v.join(","));
+    let web = cells(r.web.as_ref().map(|w| {
+        [
+            w.page.to_string(),
+            w.objects.to_string(),
+            w.page_bytes.to_string(),
+            w.loads.to_string(),
+            w.times_s.len().to_string(),
+            o(w.median_s, 3),
+            o(w.p90_s, 3),
+            w.times_s.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(";"),
+        ]
+    }));
+    let video = cells(r.video.as_ref().map(|v| {
+        [
+            v.frames.to_string(),
+            v.received.to_string(),
+            v.on_time.to_string(),
+            format!("{:.5}", v.on_time_share),
+            format!("{:.5}", v.on_time_share_after_2s),
+            o(v.p50_ms, 1),
+            o(v.p99_ms, 1),
+            o(v.max_ms, 1),
+        ]
+    }));
+    format!("{},{web},{video}", r.workload)
 }

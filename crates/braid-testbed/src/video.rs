@@ -27,11 +27,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use braid_sim::Scenario;
-use serde::Serialize;
 
 use crate::contender::Contender;
 use crate::netns::{server_addr, Testbed};
-use crate::report::Row;
+use crate::report::{Row, VideoMetrics};
 use crate::run::{ss_verdict, RunOptions};
 use crate::sys;
 use crate::workload::{self, next_port, percentile, Session, Workload, LOOPBACK};
@@ -180,30 +179,6 @@ impl FrameReader {
         }
         Ok(())
     }
-}
-
-/// One video row's metrics. In the row's bulk fields: `transfer_bytes` = the stream's bytes
-/// (headers included), `received_bytes` = bytes of the frames that arrived whole,
-/// `completion_s` = connect → last frame complete if every frame arrived (else none),
-/// `goodput_mbps` = received over that time.
-#[derive(Debug, Clone, Serialize)]
-pub struct VideoMetrics {
-    pub frames: usize,
-    pub fps: u32,
-    pub stream_mbps: f64,
-    pub deadline_ms: f64,
-    pub received: usize,
-    pub on_time: usize,
-    pub on_time_share: f64,
-    /// The same share over the frames captured from 2 s on (after the connection's slow start
-    /// has carried the first I frame): shown beside `on_time_share`, never instead of it.
-    pub on_time_share_after_2s: f64,
-    /// Over every frame of the stream; none ("never") when the percentile is a missing frame.
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub max_ms: Option<f64>,
-    /// Latency of each frame in ms (-1 = never arrived), for CDFs.
-    pub latency_ms: Vec<f64>,
 }
 
 /// The metrics from each frame's latency (`None` = never arrived).
@@ -573,5 +548,64 @@ mod tests {
         assert_eq!(m.latency_ms[99], -1.0);
         let all_late = metrics(&[None, None], Duration::from_millis(200), 25, 10);
         assert_eq!((all_late.on_time_share, all_late.p50_ms), (0.0, None));
+    }
+
+    /// Every row, whatever its workload, has as many CSV fields as the header names.
+    #[test]
+    fn csv_columns_line_up() {
+        use crate::contender::Contender;
+        use crate::report::{csv_fields, WebMetrics, CSV_COLUMNS};
+        use crate::workload::{base_row, SessionEnd, Workload};
+        let scenario = Scenario::parse(
+            "name = \"s\"\nduration = \"1s\"\n[[path]]\nname = \"p\"\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n",
+            "t",
+        )
+        .unwrap()
+        .remove(0);
+        let net = SessionEnd {
+            path_fwd_tx_bytes: vec![1],
+            path_fwd_rx_bytes: vec![1],
+            tun_drops: 0,
+            forwarders: vec![],
+        };
+        let c: Contender = "bbr".parse().unwrap();
+        let row = |w| {
+            base_row(
+                &scenario,
+                &c,
+                w,
+                String::new(),
+                &net,
+                1,
+                1,
+                Some(1.0),
+                1.0,
+                "ok".into(),
+                String::new(),
+                None,
+            )
+        };
+        let mut web = row(Workload::Web);
+        web.web = Some(WebMetrics {
+            page: "6x1080KiB".into(),
+            objects: 6,
+            page_bytes: 1,
+            loads: 2,
+            times_s: vec![1.0, 2.0],
+            median_s: Some(1.0),
+            p90_s: Some(2.0),
+            finished_s: vec![1.1, 2.1],
+            failures: vec![],
+            connections_per_load: Some(1.0),
+        });
+        let mut video = row(Workload::Video);
+        let o = VideoOptions::default();
+        video.video = Some(metrics(&[Some(Duration::from_millis(50)), None], o.deadline, o.fps, 100));
+        let columns = CSV_COLUMNS.split(',').count();
+        for r in [row(Workload::Bulk), web, video] {
+            let fields = csv_fields(&r);
+            assert_eq!(fields.split(',').count(), columns, "{}: {fields}", r.workload);
+            assert!(fields.starts_with(&r.workload));
+        }
     }
 }

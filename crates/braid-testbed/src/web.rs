@@ -36,11 +36,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use braid_sim::Scenario;
-use serde::Serialize;
 
 use crate::contender::Contender;
 use crate::netns::{server_addr, Testbed};
-use crate::report::Row;
+use crate::report::{Row, WebMetrics};
 use crate::run::{spawn_helper, ss_verdict, Helpers, RunOptions};
 use crate::sys;
 use crate::workload::{self, next_port, percentile, Session, Workload, LOOPBACK};
@@ -102,31 +101,6 @@ impl Default for WebOptions {
     fn default() -> WebOptions {
         WebOptions { pages: TABLE_II.to_vec(), loads: 5 }
     }
-}
-
-/// One web row's metrics (one row per page and contender). In the row's bulk fields:
-/// `transfer_bytes` = page bytes × loads, `received_bytes` = bytes of the loads that verified,
-/// `completion_s` = the sum of the page times if every load verified (else none),
-/// `elapsed_s` = wall time of this page's loads, path byte counters and forwarder statistics of
-/// the whole run (every page: do not add them up over a contender's rows). `ideal_mbps` and
-/// `ratio` are of the forward (client → server) direction, not the pages' direction: ignore them.
-#[derive(Debug, Clone, Serialize)]
-pub struct WebMetrics {
-    pub page: String,
-    pub objects: usize,
-    pub page_bytes: u64,
-    pub loads: usize,
-    /// Page completion time of each verified load, in load order (seconds).
-    pub times_s: Vec<f64>,
-    pub median_s: Option<f64>,
-    pub p90_s: Option<f64>,
-    /// h2load's "finished in" of each verified load: from its TCP connect (the handshake
-    /// included) to the last response.
-    pub finished_s: Vec<f64>,
-    /// Why loads failed (requests, statuses, bytes, h2load's error), one per failed load.
-    pub failures: Vec<String>,
-    /// TCP connections the path relay accepted per load (kernel contenders: 1 = multiplexed).
-    pub connections_per_load: Option<f64>,
 }
 
 /// What h2load printed about one load (its summary lines).

@@ -11,7 +11,8 @@
 //!
 //! This module holds what web and video share: the per-run session (forwarders, interface
 //! counters, external helpers), the kernel contenders' relays for programs that cannot set a
-//! congestion control or open an MPTCP socket themselves, percentiles, and the report columns.
+//! congestion control or open an MPTCP socket themselves, and percentiles. The report's columns
+//! for each workload are in `report`; which workload runs is chosen in `cli`.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpStream};
@@ -77,13 +78,6 @@ pub fn directive(text: &str) -> Result<Option<Workload>, String> {
         }
     }
     Ok(None)
-}
-
-/// Options of the web and video workloads (command line).
-#[derive(Debug, Clone)]
-pub struct WorkloadOptions {
-    pub web: crate::web::WebOptions,
-    pub video: crate::video::VideoOptions,
 }
 
 /// Nearest-rank percentile (q in 0..=1) of values sorted ascending; `None` when empty.
@@ -220,87 +214,6 @@ pub fn base_row(
         workload: workload.name().into(),
         ..Row::default()
     }
-}
-
-/// Run a web or video workload for one contender over one scenario point.
-pub fn run(
-    tb: &Testbed,
-    scenario: &Scenario,
-    contender: &Contender,
-    workload: Workload,
-    opts: &RunOptions,
-    wopts: &WorkloadOptions,
-) -> io::Result<Vec<Row>> {
-    match workload {
-        Workload::Bulk => crate::run::run_one(tb, scenario, contender, opts).map(|r| vec![r]),
-        Workload::Web => crate::web::run(tb, scenario, contender, opts, &wopts.web),
-        Workload::Video => crate::video::run(tb, scenario, contender, opts, &wopts.video).map(|r| vec![r]),
-    }
-}
-
-/// The workload's metrics for the one-line table (empty for bulk).
-pub fn summary(r: &Row) -> String {
-    if let Some(w) = &r.web {
-        let f = |v: Option<f64>| v.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "-".into());
-        format!(
-            "  web {}: median {} p90 {} ({}/{} loads ok)",
-            w.page,
-            f(w.median_s),
-            f(w.p90_s),
-            w.times_s.len(),
-            w.loads
-        )
-    } else if let Some(v) = &r.video {
-        let f = |v: Option<f64>| v.map(|s| format!("{s:.0} ms")).unwrap_or_else(|| "never".into());
-        format!(
-            "  video: {:.2}% of {} frames on time ({:.2}% from 2 s), p50 {} p99 {}",
-            v.on_time_share * 100.0,
-            v.frames,
-            v.on_time_share_after_2s * 100.0,
-            f(v.p50_ms),
-            f(v.p99_ms)
-        )
-    } else {
-        String::new()
-    }
-}
-
-/// Columns appended to the CSV for the workloads (empty for bulk rows).
-pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,\
-page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
-frame_max_ms";
-
-pub fn csv_fields(r: &Row) -> String {
-    let o = |v: Option<f64>, d: usize| {
-        v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default()
-    };
-    // A workload's cells, or as many empty ones for a row without it.
-    let cells = |values: Option<[String; 8]>| values.map_or_else(|| ",".repeat(7), |v| v.join(","));
-    let web = cells(r.web.as_ref().map(|w| {
-        [
-            w.page.to_string(),
-            w.objects.to_string(),
-            w.page_bytes.to_string(),
-            w.loads.to_string(),
-            w.times_s.len().to_string(),
-            o(w.median_s, 3),
-            o(w.p90_s, 3),
-            w.times_s.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(";"),
-        ]
-    }));
-    let video = cells(r.video.as_ref().map(|v| {
-        [
-            v.frames.to_string(),
-            v.received.to_string(),
-            v.on_time.to_string(),
-            format!("{:.5}", v.on_time_share),
-            format!("{:.5}", v.on_time_share_after_2s),
-            o(v.p50_ms, 1),
-            o(v.p99_ms, 1),
-            o(v.max_ms, 1),
-        ]
-    }));
-    format!("{},{web},{video}", r.workload)
 }
 
 /// A kernel contender's leg of a relay: programs that cannot choose a congestion control or open
@@ -466,64 +379,6 @@ mod tests {
         assert_eq!(directive("  #workload:video"), Ok(Some(Workload::Video)));
         assert_eq!(directive("name = \"x\"\n# a web page workload is not named here\n"), Ok(None));
         assert!(directive("# workload: ftp").is_err());
-    }
-
-    /// Every row, whatever its workload, has as many CSV fields as the header names.
-    #[test]
-    fn csv_columns_line_up() {
-        use crate::video::{metrics, VideoOptions};
-        use crate::web::WebMetrics;
-        let scenario = Scenario::parse(
-            "name = \"s\"\nduration = \"1s\"\n[[path]]\nname = \"p\"\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n",
-            "t",
-        )
-        .unwrap()
-        .remove(0);
-        let net = SessionEnd {
-            path_fwd_tx_bytes: vec![1],
-            path_fwd_rx_bytes: vec![1],
-            tun_drops: 0,
-            forwarders: vec![],
-        };
-        let c: Contender = "bbr".parse().unwrap();
-        let row = |w| {
-            base_row(
-                &scenario,
-                &c,
-                w,
-                String::new(),
-                &net,
-                1,
-                1,
-                Some(1.0),
-                1.0,
-                "ok".into(),
-                String::new(),
-                None,
-            )
-        };
-        let mut web = row(Workload::Web);
-        web.web = Some(WebMetrics {
-            page: "6x1080KiB".into(),
-            objects: 6,
-            page_bytes: 1,
-            loads: 2,
-            times_s: vec![1.0, 2.0],
-            median_s: Some(1.0),
-            p90_s: Some(2.0),
-            finished_s: vec![1.1, 2.1],
-            failures: vec![],
-            connections_per_load: Some(1.0),
-        });
-        let mut video = row(Workload::Video);
-        let o = VideoOptions::default();
-        video.video = Some(metrics(&[Some(Duration::from_millis(50)), None], o.deadline, o.fps, 100));
-        let columns = CSV_COLUMNS.split(',').count();
-        for r in [row(Workload::Bulk), web, video] {
-            let fields = csv_fields(&r);
-            assert_eq!(fields.split(',').count(), columns, "{}: {fields}", r.workload);
-            assert!(fields.starts_with(&r.workload));
-        }
     }
 
     #[test]
