@@ -8,6 +8,7 @@
 pub mod blocks;
 pub mod cc;
 pub mod conn;
+pub mod datagram;
 pub mod pipe;
 pub mod redundancy;
 pub mod sched;

@@ -9,6 +9,7 @@
 //! across paths ([`RepairPlacement`]).
 
 mod cutting;
+mod datagrams;
 mod lifecycle;
 mod parts;
 mod path;
@@ -81,6 +82,8 @@ pub struct ConnectionConfig {
     /// Where repair symbols may go. Default (`None`): the mode's ([`Mode::default_placement`]:
     /// per path for `mptcp-dfec`, across paths otherwise).
     pub repair_placement: Option<RepairPlacement>,
+    /// Unreliable datagrams: deadline, queues, redundancy. Default: [`DatagramConfig`]'s.
+    pub datagrams: crate::datagram::DatagramConfig,
 }
 
 impl ConnectionConfig {
@@ -103,6 +106,7 @@ impl Default for ConnectionConfig {
             paths: 1,
             repair_placement: None,
             scheduler: None,
+            datagrams: Default::default(),
         }
     }
 }
@@ -248,6 +252,8 @@ pub struct Connection {
     next_part_id: u64,
     /// SYMBOL frames being reassembled from pieces.
     parts_in: PartReassembly,
+    /// Unreliable datagrams, both directions (conn/datagrams.rs).
+    datagrams: datagrams::Datagrams,
 }
 
 /// Bytes a SYMBOL_PART frame adds to its piece: type, id, total, offset and length varints.
@@ -313,6 +319,7 @@ impl Connection {
             scheduler: config.scheduler.unwrap_or(config.mode.default_scheduler()).build(),
             copies: VecDeque::new(),
             block_views: RefCell::new(Vec::new()),
+            datagrams: datagrams::Datagrams::new(&config.datagrams),
             config,
             state: State::Handshake,
             cid,
@@ -677,6 +684,8 @@ impl Connection {
             }
             Frame::SymbolPart(part) => self.on_symbol_part(now, arrival, ty, part),
             Frame::FecStatus(_) => {}
+            Frame::Datagram(d) => self.on_datagram_frame(now, &d),
+            Frame::DatagramRepair(r) => self.on_datagram_repair(now, &r),
             Frame::MaxData(max) => self.session.as_mut().expect("checked").streams.on_max_data(max),
             Frame::MaxStreamData { stream, max } => {
                 self.session.as_mut().expect("checked").streams.on_max_stream_data(stream, max)
@@ -730,6 +739,9 @@ impl Connection {
         let lost_sizes =
             lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
         self.paths[path].pmtu.on_data(acked.iter().map(|p| p.size), lost_sizes);
+        for sent in lost.iter().filter_map(|p| p.datagrams).filter(|_| !probe) {
+            self.on_datagrams_lost(sent);
+        }
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
         let path_id = path as u8;
@@ -841,6 +853,7 @@ impl Connection {
             return;
         }
         self.redundancy.handle_timeout(now);
+        self.on_datagram_timeout(now);
         self.on_release_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
@@ -940,6 +953,9 @@ impl Connection {
             }
         }
         if let Some(t) = self.handshake_due {
+            next = next.min(t);
+        }
+        if let Some(t) = self.datagram_timeout() {
             next = next.min(t);
         }
         if self.session.is_some() {
@@ -1164,6 +1180,10 @@ impl Connection {
             self.begin_packet(path, PacketType::Data, buf);
             Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
             return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        // Unreliable datagrams go before stream data (PROTOCOL.md §15.5).
+        if let Some(t) = self.send_datagrams(now, buf) {
+            return Some(t);
         }
         let size = self.block_symbol_size();
         if let Some(s) =
@@ -1406,6 +1426,7 @@ impl Connection {
             delivered: 0,
             delivered_time: now,
             first_sent: now,
+            datagrams: None,
         };
         p.on_sent(now, number, packet);
         Transmit { path: path as u8, size: buf.len() }

@@ -62,6 +62,8 @@ pub(crate) struct SentPacket {
     /// When the newest packet acknowledged before this one was sent had been sent: the start
     /// of this packet's send interval (BBR's `first_sent_time`).
     pub first_sent: Instant,
+    /// The application datagrams and their repairs it carried (PROTOCOL.md §15).
+    pub datagrams: Option<crate::datagram::SentDatagrams>,
 }
 
 /// The outcome of processing an ACK frame, for the connection to act on.
@@ -598,6 +600,7 @@ mod tests {
             delivered: 0,
             delivered_time: Instant::ZERO,
             first_sent: Instant::ZERO,
+            datagrams: None,
         }
     }
 

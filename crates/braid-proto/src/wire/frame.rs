@@ -2,6 +2,7 @@
 
 use braid_fec::SymbolHeader;
 
+use super::datagram::{DatagramFrame, DatagramRepairFrame};
 use super::params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
 use super::{Reader, WireError, Writer, MAX_VARINT};
 
@@ -234,6 +235,10 @@ pub enum Frame<'a> {
     PathAbandon(u8),
     /// A piece of a SYMBOL frame (§14.4).
     SymbolPart(SymbolPartFrame<'a>),
+    /// An unreliable application datagram (§15).
+    Datagram(DatagramFrame<'a>),
+    /// A repair symbol over application datagrams (§15.4).
+    DatagramRepair(DatagramRepairFrame<'a>),
 }
 
 impl Frame<'_> {
@@ -308,6 +313,8 @@ impl Frame<'_> {
                 w.varint(p.offset);
                 w.bytes(p.data);
             }
+            Frame::Datagram(d) => super::datagram::write_datagram(w, d)?,
+            Frame::DatagramRepair(r) => super::datagram::write_repair(w, r)?,
         }
         Ok(())
     }
@@ -435,6 +442,8 @@ impl<'a> FrameIter<'a> {
                 }
                 Frame::SymbolPart(SymbolPartFrame { id, total, offset, data })
             }
+            super::datagram::DATAGRAM => Frame::Datagram(super::datagram::parse_datagram(r)?),
+            super::datagram::DATAGRAM_REPAIR => Frame::DatagramRepair(super::datagram::parse_repair(r)?),
             other => return Err(WireError::UnknownFrame(other)),
         })
     }
@@ -518,6 +527,24 @@ mod tests {
                     data: &payload[..len],
                 })
             }),
+            (0..MAX_VARINT, 0u16..64, any::<u32>(), any::<u16>(), 0usize..1400).prop_map(
+                move |(block, index, sent_ms, deadline_ms, len)| Frame::Datagram(DatagramFrame {
+                    block,
+                    index,
+                    sent_ms,
+                    deadline_ms,
+                    data: &payload[..len],
+                })
+            ),
+            (0..MAX_VARINT, 1u16..=64, any::<u32>(), 8u16..1400, 0usize..1400).prop_map(
+                move |(block, span, seed, symbol_size, len)| Frame::DatagramRepair(DatagramRepairFrame {
+                    block,
+                    span,
+                    seed,
+                    symbol_size,
+                    payload: &payload[..len.min(symbol_size.into())],
+                })
+            ),
         ]
     }
 

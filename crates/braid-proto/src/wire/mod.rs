@@ -4,10 +4,15 @@
 //! every length before it reads: parsing never panics, and never allocates more than the bytes
 //! it was given justify.
 
+mod datagram;
 mod frame;
 mod packet;
 mod params;
 
+pub use datagram::{
+    DatagramFrame, DatagramRepairFrame, CODED_HEADER, MAX_DATAGRAM_BLOCK_LEN, MAX_DATAGRAM_PAYLOAD,
+    MAX_DATAGRAM_SYMBOL,
+};
 pub use frame::{
     write_ack, AckFrame, AckRange, AckRangeIter, AckRanges, BlockAckFrame, CloseFrame, FecStatusFrame, Frame,
     FrameIter, SymbolFrame, SymbolPartFrame, MAX_PARTED_FRAME, MAX_SYMBOL,

@@ -1,0 +1,206 @@
+//! The connection's side of unreliable datagrams (PROTOCOL.md §15): the application's calls,
+//! the path each datagram packet takes, and the hooks the connection calls on frames, losses
+//! and timers. The queue, blocks and decoding are in `crate::datagram`.
+
+use std::time::Duration;
+
+use super::{Connection, PacketType, State};
+use crate::datagram::send::{Written, DATAGRAM_ROOM};
+use crate::datagram::{
+    DatagramConfig, DatagramReceiver, DatagramSender, DatagramStats, SendDatagramError, SentDatagrams,
+};
+use crate::time::Instant;
+use crate::wire::{DatagramFrame, DatagramRepairFrame, MAX_DATAGRAM_PAYLOAD};
+
+/// Longest packet header (§7.2): first byte, connection id, path id, packet number.
+const PACKET_HEADER_MAX: usize = 1 + 8 + 1 + 8;
+
+/// Both directions of the connection's datagrams.
+pub(super) struct Datagrams {
+    pub(super) sender: DatagramSender,
+    pub(super) receiver: DatagramReceiver,
+}
+
+impl Datagrams {
+    pub(super) fn new(config: &DatagramConfig) -> Datagrams {
+        Datagrams {
+            sender: DatagramSender::new(config.clone()),
+            receiver: DatagramReceiver::new(config.recv_queue),
+        }
+    }
+}
+
+impl Connection {
+    /// Queues an unreliable datagram (PROTOCOL.md §15): sent once, on the path expected to
+    /// deliver it first, covered by repair across datagrams, dropped once past its deadline
+    /// ([`DatagramConfig::deadline`]). A full queue drops its oldest datagram.
+    pub fn send_datagram(&mut self, now: Instant, data: &[u8]) -> Result<(), SendDatagramError> {
+        self.send_datagram_with_deadline(now, data, self.config.datagrams.deadline)
+    }
+
+    /// [`Connection::send_datagram`] with a deadline of its own (at most 65.535 s).
+    pub fn send_datagram_with_deadline(
+        &mut self,
+        now: Instant,
+        data: &[u8],
+        deadline: Duration,
+    ) -> Result<(), SendDatagramError> {
+        if self.state == State::Closed {
+            return Err(SendDatagramError::Closed);
+        }
+        let max = self.max_datagram_size();
+        if data.len() > max {
+            return Err(SendDatagramError::TooLarge { size: data.len(), max });
+        }
+        self.datagrams.sender.push_with_deadline(now, data, deadline);
+        Ok(())
+    }
+
+    /// The next datagram received (or rebuilt in time), if any.
+    pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        self.datagrams.receiver.pop()
+    }
+
+    /// Whether a received datagram waits to be read.
+    pub fn has_datagrams(&self) -> bool {
+        self.datagrams.receiver.has_datagrams()
+    }
+
+    /// The largest datagram every path that carries data takes in one packet now (its PLPMTU
+    /// less the packet and frame headers); the base datagram's before any path carries data.
+    pub fn max_datagram_size(&self) -> usize {
+        let smallest = self
+            .paths
+            .iter()
+            .filter(|p| p.can_send())
+            .map(|p| p.pmtu.plpmtu())
+            .min()
+            .unwrap_or(self.config.max_datagram);
+        smallest.saturating_sub(PACKET_HEADER_MAX + DATAGRAM_ROOM).min(MAX_DATAGRAM_PAYLOAD)
+    }
+
+    /// Datagram counters, both directions.
+    pub fn datagram_stats(&self) -> DatagramStats {
+        let (s, r) = (&self.datagrams.sender.stats, &self.datagrams.receiver.stats);
+        DatagramStats {
+            delivered: r.delivered,
+            recovered: r.recovered,
+            late: r.late,
+            dropped: s.dropped + r.dropped,
+            ..*s
+        }
+    }
+
+    /// The smallest one-way delay estimate of the paths that carry data.
+    fn min_one_way(&self) -> Duration {
+        self.paths
+            .iter()
+            .filter(|p| p.can_send() && p.rtt.has_sample())
+            .map(|p| p.rtt.min() / 2)
+            .min()
+            .unwrap_or_default()
+    }
+
+    /// The path that delivers a datagram first — earliest pacer release plus half its smoothed
+    /// RTT, among paths with room in their window — and when it may send.
+    fn datagram_path(&self, now: Instant) -> Option<(usize, Instant)> {
+        let mss = self.config.max_datagram as u64;
+        (0..self.paths.len())
+            .filter(|&i| self.data_room(i) >= mss)
+            .map(|i| (i, self.paths[i].next_send.max(now)))
+            .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
+    }
+
+    /// Hook for `handle_datagram`: a DATAGRAM frame.
+    pub(super) fn on_datagram_frame(&mut self, now: Instant, frame: &DatagramFrame<'_>) {
+        self.datagrams.receiver.on_datagram(now, frame);
+    }
+
+    /// Hook for `handle_datagram`: a DATAGRAM_REPAIR frame.
+    pub(super) fn on_datagram_repair(&mut self, now: Instant, frame: &DatagramRepairFrame<'_>) {
+        let one_way = self.min_one_way();
+        self.datagrams.receiver.on_repair(now, frame, one_way);
+    }
+
+    /// Hook for loss detection: what a lost packet carried of datagrams.
+    pub(super) fn on_datagrams_lost(&mut self, sent: SentDatagrams) {
+        self.datagrams.sender.on_lost(sent);
+    }
+
+    /// Hook for `handle_timeout`: datagrams past their deadline leave the queue.
+    pub(super) fn on_datagram_timeout(&mut self, now: Instant) {
+        self.datagrams.sender.expire(now);
+    }
+
+    /// Hook for `poll_timeout`: when datagrams next need the connection.
+    pub(super) fn datagram_timeout(&self) -> Option<Instant> {
+        if self.session.is_none() || !self.datagrams.sender.has_work() {
+            return None;
+        }
+        let now = self.last_poll;
+        let mut next = self.datagrams.sender.next_expiry();
+        let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        // Only when a path can take the packet: with none, an ACK opens a window first.
+        if let Some((path, ready)) = self.datagram_path(now) {
+            let one_way = self.paths[path].rtt.smoothed() / 2;
+            if self.datagrams.sender.wants_to_send(ready, one_way) {
+                at(ready);
+            } else if let Some(tail) = self.datagrams.sender.tail_due(ready) {
+                at(tail.max(ready));
+            }
+        }
+        next
+    }
+
+    /// Hook for `poll_transmit`: a packet of datagram frames (one datagram block's, as many as
+    /// fit) and control frames, on the path that delivers first, if one is due.
+    pub(super) fn send_datagrams(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<super::Transmit> {
+        if self.state != State::Established || !self.datagrams.sender.has_work() {
+            return None;
+        }
+        let (path, ready) = self.datagram_path(now)?;
+        let one_way = self.paths[path].rtt.smoothed() / 2;
+        if ready > now || !self.datagrams.sender.wants_to_send(now, one_way) {
+            return None;
+        }
+        let limit = self.paths[path].pmtu.plpmtu();
+        let loss = self.path_view(path).loss;
+        let max_payload = self.max_datagram_size();
+        self.begin_packet(path, PacketType::Data, buf);
+        let mut sent: Option<SentDatagrams> = None;
+        loop {
+            let room = limit.saturating_sub(buf.len());
+            let block = sent.map(|s| s.block);
+            let Some(w) = self.datagrams.sender.write(now, buf, room, block, loss, one_way, max_payload)
+            else {
+                break;
+            };
+            let (block, index) = match w {
+                Written::Datagram { block, index } => (block, Some(index)),
+                Written::Repair { block, .. } => (block, None),
+            };
+            let s = sent.get_or_insert(SentDatagrams { block, newest: None, datagrams: 0, repairs: 0 });
+            match index {
+                Some(i) => {
+                    s.newest = Some(s.newest.map_or(i, |n| n.max(i)));
+                    s.datagrams += 1;
+                }
+                None => s.repairs += 1,
+            }
+            if s.datagrams.saturating_add(s.repairs) == u8::MAX {
+                break;
+            }
+        }
+        let Some(sent) = sent else {
+            buf.clear();
+            return None;
+        };
+        self.write_control(now, path, buf, 2, limit);
+        let number = self.paths[path].next_number;
+        let t = self.end_packet(now, path, buf, true, Vec::new());
+        if let Some(p) = self.paths[path].sent.get_mut(&number) {
+            p.datagrams = Some(sent);
+        }
+        Some(t)
+    }
+}
