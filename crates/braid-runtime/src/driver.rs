@@ -213,7 +213,12 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// The shared state of a new connection; `peer`: the address every path starts at.
-fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<Mutex<Shared>> {
+fn shared(
+    core: braid_proto::Connection,
+    paths: usize,
+    peer: SocketAddr,
+    epoch: tokio::time::Instant,
+) -> Arc<Mutex<Shared>> {
     Arc::new(Mutex::new(Shared {
         core,
         ended: None,
@@ -222,6 +227,8 @@ fn shared(core: braid_proto::Connection, paths: usize, peer: SocketAddr) -> Arc<
         incoming_streams: Default::default(),
         accept_waker: None,
         idle_wakers: Vec::new(),
+        datagram_waker: None,
+        epoch,
         paths: (0..paths)
             .map(|i| PathReport { id: i as u8, remote: (i == 0).then_some(peer), ..PathReport::default() })
             .collect(),
@@ -316,7 +323,7 @@ impl Driver {
         };
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let pair = matches!(setup.auth, ClientAuth::Pair { .. });
-        let handle = Handle::new(shared(core, paths, setup.server), wake);
+        let handle = Handle::new(shared(core, paths, setup.server, driver.epoch), wake);
         let entry = Entry::new(handle.clone(), paths, None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
@@ -632,7 +639,7 @@ impl Driver {
         }
         let paths = usize::from(accepted.hello.paths);
         let core = braid_proto::Connection::server(config, now);
-        let handle = Handle::new(shared(core, paths, from), self.wake.clone());
+        let handle = Handle::new(shared(core, paths, from, self.epoch), self.wake.clone());
         handle.lock().paths[0].remote = Some(from);
         let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
         // Path 0's address is validated by the handshake: the client's first core packet is
@@ -988,6 +995,11 @@ impl Driver {
         for w in s.idle_wakers.drain(..) {
             w.wake();
         }
+        if s.core.has_datagrams() || ended.is_some() {
+            if let Some(w) = s.datagram_waker.take() {
+                w.wake();
+            }
+        }
         let mut emulated = Vec::new();
         if matches!(self.role, Role::Client { .. }) {
             for sock in &self.sockets {
@@ -1076,7 +1088,10 @@ mod tests {
     /// A server entry with a fresh core, as `on_init` makes one (no keys needed here).
     fn entry(now: Instant) -> Entry {
         let core = braid_proto::Connection::server(ConnectionConfig::default(), now);
-        let handle = Handle::new(shared(core, 1, "127.0.0.1:9".parse().unwrap()), Arc::new(Notify::new()));
+        let handle = Handle::new(
+            shared(core, 1, "127.0.0.1:9".parse().unwrap(), tokio::time::Instant::now()),
+            Arc::new(Notify::new()),
+        );
         Entry::new(handle, 1, None, now)
     }
 

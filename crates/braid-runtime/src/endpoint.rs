@@ -10,6 +10,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use braid_proto::conn::PathStats;
+use braid_proto::datagram::{DatagramStats, SendDatagramError};
 use braid_proto::ConnectionConfig;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -230,6 +231,10 @@ pub(crate) struct Shared {
     pub incoming_streams: VecDeque<u64>,
     pub accept_waker: Option<Waker>,
     pub idle_wakers: Vec<Waker>,
+    /// A task waiting in [`Connection::recv_datagram`].
+    pub datagram_waker: Option<Waker>,
+    /// The driver's clock origin (the core's `Instant` counts from it).
+    pub epoch: tokio::time::Instant,
     /// The runtime's part of each path's report (addresses, bytes received, emulated drops);
     /// the rest comes from the core when read ([`Connection::paths`]).
     pub paths: Vec<PathReport>,
@@ -377,5 +382,81 @@ impl Connection {
     /// Connection-wide counters of the core (symbols, repairs, recoveries, retransmissions).
     pub fn stats(&self) -> braid_proto::conn::ConnectionStats {
         self.handle.lock().core.stats
+    }
+
+    /// Sends an unreliable datagram (PROTOCOL.md §15): sent once, on the path expected to
+    /// deliver it first, covered by repair across datagrams so a loss is rebuilt without a
+    /// round trip, and dropped once past its deadline (`ConnectionConfig::datagrams`, default
+    /// 150 ms). Never blocks: a full queue drops its oldest datagram.
+    ///
+    /// An echo of datagrams over loopback:
+    ///
+    /// ```
+    /// use braid_runtime::{ClientConfig, Endpoint, Key, ServerConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let key = Key::generate()?;
+    /// let mut server = Endpoint::server(ServerConfig::new(key.clone()), "127.0.0.1:0".parse()?)?;
+    /// let addr = server.local_addr()?;
+    /// tokio::spawn(async move {
+    ///     while let Some(conn) = server.accept().await {
+    ///         tokio::spawn(async move {
+    ///             while let Ok(datagram) = conn.recv_datagram().await {
+    ///                 let _ = conn.send_datagram(&datagram);
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// let conn = Endpoint::connect(ClientConfig::new(key), addr).await?;
+    /// assert!(conn.max_datagram_size() >= 1200);
+    /// conn.send_datagram(b"ping")?;
+    /// assert_eq!(conn.recv_datagram().await?, b"ping");
+    /// let stats = conn.datagram_stats();
+    /// assert_eq!((stats.sent, stats.delivered), (1, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn send_datagram(&self, data: &[u8]) -> Result<(), Error> {
+        let mut s = self.handle.lock();
+        if let Some(e) = &s.ended {
+            return Err(e.error());
+        }
+        let now = braid_proto::Instant::from_micros(s.epoch.elapsed().as_micros() as u64);
+        s.core.send_datagram(now, data).map_err(|e| match e {
+            SendDatagramError::TooLarge { size, max } => Error::DatagramTooLarge { size, max },
+            SendDatagramError::Closed => Error::Closed("closed".into()),
+        })?;
+        drop(s);
+        self.handle.poke();
+        Ok(())
+    }
+
+    /// The next datagram received (or rebuilt from repair before its deadline); waits for one.
+    /// Fails once the connection ended and nothing is left to read.
+    pub async fn recv_datagram(&self) -> Result<Vec<u8>, Error> {
+        poll_fn(|cx| {
+            let mut s = self.handle.lock();
+            if let Some(d) = s.core.recv_datagram() {
+                return Poll::Ready(Ok(d));
+            }
+            if let Some(e) = &s.ended {
+                return Poll::Ready(Err(e.error()));
+            }
+            s.datagram_waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// The largest datagram [`Connection::send_datagram`] takes now: the smallest path MTU
+    /// less braid's headers (a TUN device's MTU follows it).
+    pub fn max_datagram_size(&self) -> usize {
+        self.handle.lock().core.max_datagram_size()
+    }
+
+    /// Datagram counters: sent, delivered, recovered, late, dropped, repair overhead.
+    pub fn datagram_stats(&self) -> DatagramStats {
+        self.handle.lock().core.datagram_stats()
     }
 }

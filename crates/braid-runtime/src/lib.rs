@@ -28,6 +28,7 @@ mod stream;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use braid_proto::datagram::{DatagramConfig, DatagramStats};
 pub use braid_proto::ConnectionConfig;
 pub use crypto::{ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 pub use emulate::Emulation;
@@ -73,6 +74,8 @@ pub enum Error {
     Closed(String),
     #[error("the peer broke the protocol: {0}")]
     Violation(String),
+    #[error("datagram of {size} bytes is larger than the paths carry ({max} bytes)")]
+    DatagramTooLarge { size: usize, max: usize },
     #[error("{0}")]
     Stream(#[from] braid_proto::streams::StreamError),
     #[error("I/O: {0}")]
