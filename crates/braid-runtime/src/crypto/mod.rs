@@ -7,12 +7,16 @@
 //! DH gives each connection fresh keys (forward secrecy). We use snow (no home-made crypto);
 //! snow's stateless transport takes the nonce as an argument, which is what datagrams need.
 
-use std::fmt;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_proto::wire::{ConnectionId, PacketHeader, PacketType, Reader, MAX_PATHS};
 use snow::{HandshakeState, StatelessTransportState};
+
+mod keys;
+mod replay;
+
+pub use keys::{generate_pair, ClientAuth, Key, KeyError, KeyFile, ServerAuth};
+pub use replay::ReplayWindow;
 
 const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
 /// Key pairs (PROTOCOL.md §13.6): Noise IK. The client knows the server's static public key
@@ -54,167 +58,6 @@ pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(120);
 pub const CHALLENGE_BIT: u64 = 1 << 55;
 /// Packet numbers at or above this cannot be sealed: the nonce keeps 56 bits for them.
 pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
-
-/// A pre-shared key (32 bytes).
-#[derive(Clone)]
-pub struct Key(pub [u8; 32]);
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Key(..)")
-    }
-}
-
-/// Why a key file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    #[error("key file {path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    #[error("key file {0}: expected 64 hexadecimal digits (as written by `braid keygen`)")]
-    Format(String),
-    #[error("{0}: expected a public key (64 hexadecimal digits, then an optional comment)")]
-    Public(String),
-    #[error("no system randomness: {0}")]
-    Random(String),
-}
-
-impl Key {
-    /// A fresh random key.
-    pub fn generate() -> Result<Key, KeyError> {
-        let mut k = [0u8; 32];
-        getrandom::fill(&mut k).map_err(|e| KeyError::Random(e.to_string()))?;
-        Ok(Key(k))
-    }
-
-    pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    pub fn from_hex(text: &str) -> Option<Key> {
-        let text = text.trim();
-        if text.len() != 64 || !text.is_ascii() {
-            return None;
-        }
-        let mut k = [0u8; 32];
-        for (i, byte) in k.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(Key(k))
-    }
-
-    /// Reads a key file written by [`Key::write_file`].
-    pub fn read_file(path: &Path) -> Result<Key, KeyError> {
-        let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
-        Key::from_hex(&text).ok_or(KeyError::Format(shown))
-    }
-
-    /// Writes the key as hex, readable by the owner only (Unix), refusing to overwrite a file.
-    pub fn write_file(&self, path: &Path) -> Result<(), KeyError> {
-        write_secret(path, &format!("{}\n", self.to_hex()))
-    }
-
-    /// Writes the key as a private key file (`braid-private-key HEX`), owner-only, no overwrite.
-    pub fn write_private(&self, path: &Path) -> Result<(), KeyError> {
-        write_secret(path, &format!("{PRIVATE_TAG} {}\n", self.to_hex()))
-    }
-
-    /// Reads a key file: a pre-shared key (`braid keygen`) or a private key (`braid keygen --pair`).
-    pub fn read_any(path: &Path) -> Result<KeyFile, KeyError> {
-        let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
-        let text = text.trim();
-        match text.strip_prefix(PRIVATE_TAG) {
-            Some(rest) => Key::from_hex(rest).map(KeyFile::Private).ok_or(KeyError::Format(shown)),
-            None => Key::from_hex(text).map(KeyFile::Shared).ok_or(KeyError::Format(shown)),
-        }
-    }
-
-    /// A public key as written in a `.pub` file or an authorized list: `HEX [comment]`.
-    pub fn parse_public(line: &str) -> Option<Key> {
-        Key::from_hex(line.split_whitespace().next()?)
-    }
-
-    /// An allow-list of client public keys: one `HEX [comment]` per line, `#` comments and blank
-    /// lines skipped (as ssh's authorized_keys).
-    pub fn read_authorized(path: &Path) -> Result<Vec<Key>, KeyError> {
-        let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
-        let mut keys = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            keys.push(Key::parse_public(line).ok_or_else(|| KeyError::Public(format!("{shown}:{}", i + 1)))?);
-        }
-        Ok(keys)
-    }
-}
-
-/// What a key file holds.
-#[derive(Debug, Clone)]
-pub enum KeyFile {
-    Shared(Key),
-    Private(Key),
-}
-
-const PRIVATE_TAG: &str = "braid-private-key";
-
-fn write_secret(path: &Path, text: &str) -> Result<(), KeyError> {
-    use std::io::Write;
-    let shown = path.display().to_string();
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path).map_err(|source| KeyError::Io { path: shown.clone(), source })?;
-    f.write_all(text.as_bytes()).map_err(|source| KeyError::Io { path: shown, source })
-}
-
-/// How a client proves itself: the shared key, or its key pair and the server's public key.
-#[derive(Clone, Debug)]
-pub enum ClientAuth {
-    Psk(Key),
-    Pair { private: Key, server: Key },
-}
-
-/// How a server checks clients: the shared key, or its key pair and the public keys allowed in.
-#[derive(Clone, Debug)]
-pub enum ServerAuth {
-    Psk(Key),
-    Pair { private: Key, authorized: Vec<Key> },
-}
-
-impl From<Key> for ClientAuth {
-    fn from(k: Key) -> ClientAuth {
-        ClientAuth::Psk(k)
-    }
-}
-
-impl From<Key> for ServerAuth {
-    fn from(k: Key) -> ServerAuth {
-        ServerAuth::Psk(k)
-    }
-}
-
-/// A fresh X25519 key pair (private, public) for Noise IK (`braid keygen --pair`).
-pub fn generate_pair() -> Result<(Key, Key), KeyError> {
-    let kp = snow::Builder::new(NOISE_PARAMS_IK.parse().expect("valid Noise parameters"))
-        .generate_keypair()
-        .map_err(|e| KeyError::Random(e.to_string()))?;
-    let private: [u8; 32] =
-        kp.private.as_slice().try_into().map_err(|_| KeyError::Random("key size".into()))?;
-    let public: [u8; 32] =
-        kp.public.as_slice().try_into().map_err(|_| KeyError::Random("key size".into()))?;
-    Ok((Key(private), Key(public)))
-}
 
 fn builder_ik<'a>(private: &'a Key, prologue: &'a [u8]) -> snow::Builder<'a> {
     snow::Builder::new(NOISE_PARAMS_IK.parse().expect("valid Noise parameters"))
@@ -553,63 +396,6 @@ pub fn hello_cid(datagram: &[u8]) -> Option<ConnectionId> {
     (datagram.first() == Some(&PATH_HELLO)).then(|| init_cid(datagram)).flatten()
 }
 
-/// Anti-replay window over one path's packet numbers (RFC 6479's sliding bitmap, 1024 deep):
-/// a number already seen, or older than the window, is refused.
-#[derive(Debug, Clone)]
-pub struct ReplayWindow {
-    /// Highest number accepted + 1 (0: none yet).
-    top: u64,
-    bits: [u64; WINDOW_WORDS],
-}
-
-const WINDOW_WORDS: usize = 16;
-const WINDOW: u64 = (WINDOW_WORDS * 64) as u64;
-
-impl Default for ReplayWindow {
-    fn default() -> Self {
-        ReplayWindow { top: 0, bits: [0; WINDOW_WORDS] }
-    }
-}
-
-impl ReplayWindow {
-    fn bit(n: u64) -> (usize, u64) {
-        (((n / 64) % WINDOW_WORDS as u64) as usize, 1 << (n % 64))
-    }
-
-    /// Whether `n` would be accepted (call before [`ReplayWindow::insert`], after authenticating).
-    pub fn check(&self, n: u64) -> bool {
-        if n >= self.top {
-            return true;
-        }
-        if self.top - n > WINDOW - 64 {
-            return false;
-        }
-        let (w, b) = Self::bit(n);
-        self.bits[w] & b == 0
-    }
-
-    /// Records `n` as seen; returns false if it was a replay.
-    pub fn insert(&mut self, n: u64) -> bool {
-        if !self.check(n) {
-            return false;
-        }
-        if n >= self.top {
-            // Clear the words the window slides over.
-            let first_new_word = self.top.div_ceil(64);
-            let last_word = n / 64;
-            let clear = (last_word + 1).saturating_sub(first_new_word).min(WINDOW_WORDS as u64);
-            for i in 0..clear {
-                let word = last_word - i;
-                self.bits[(word % WINDOW_WORDS as u64) as usize] = 0;
-            }
-            self.top = n + 1;
-        }
-        let (w, b) = Self::bit(n);
-        self.bits[w] |= b;
-        true
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -763,42 +549,5 @@ mod tests {
         let mut forged = h.clone();
         forged[9] = 2;
         assert_eq!(server.open_hello(&forged), None);
-    }
-
-    #[test]
-    fn replay_window() {
-        let mut w = ReplayWindow::default();
-        assert!(w.insert(0));
-        assert!(!w.insert(0));
-        assert!(w.insert(5));
-        assert!(w.insert(3));
-        assert!(!w.insert(3));
-        assert!(w.insert(5000));
-        assert!(!w.insert(5));
-        assert!(w.insert(4990));
-        assert!(!w.insert(4990));
-        assert!(w.insert(4999));
-        // Far jump clears the whole bitmap: old-but-in-window numbers are fresh again.
-        assert!(w.insert(100_000));
-        assert!(w.insert(99_500));
-        assert!(!w.insert(99_500));
-        // Compare with a naive set over a pseudo-random sequence.
-        let mut w = ReplayWindow::default();
-        let mut seen = std::collections::BTreeSet::new();
-        let mut top = 0u64;
-        let mut x = 12345u64;
-        for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let n = (top + 40).saturating_sub(x % 1200);
-            let too_old = n < top && top - n > WINDOW - 64;
-            let expect = !seen.contains(&n) && !too_old;
-            assert_eq!(w.insert(n), expect, "n={n} top={top}");
-            if expect {
-                seen.insert(n);
-                top = top.max(n + 1);
-            }
-        }
     }
 }

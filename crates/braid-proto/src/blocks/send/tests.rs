@@ -1,0 +1,264 @@
+//! Unit tests of the block sender, each driving a real BlockReceiver through written frames.
+
+use braid_fec::{CodeFamily, Received};
+
+use super::*;
+use crate::blocks::BlockReceiver;
+use crate::wire::FrameIter;
+
+fn config() -> CodecConfig {
+    CodecConfig { symbol_size: 32, max_block_len: 8, ..CodecConfig::new(CodeFamily::Rlnc) }
+}
+
+/// Carries every written frame to the receiver unless `drop` says so.
+fn carry(out: &[u8], rx: &mut BlockReceiver) -> Vec<Received> {
+    FrameIter::new(out)
+        .map(|f| match f.unwrap() {
+            Frame::Symbol(s) => rx.on_symbol(&s.header, s.block_len.map(usize::from), s.payload).unwrap(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn lost_sources_are_answered_with_new_repairs_and_every_symbol_delivered_once() {
+    let mut tx = BlockSender::new(config(), 4);
+    let mut rx = BlockReceiver::new(config(), 4);
+    let pipe: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 32]).collect();
+    for s in &pipe {
+        tx.push_source(s).unwrap();
+    }
+    tx.close_block();
+    assert_eq!(
+        tx.blocks().map(|b| (b.len(), b.closed)).collect::<Vec<_>>(),
+        [(8, true), (8, true), (4, true)]
+    );
+    // Send every source; lose #3 and #10 (block 0 index 3, block 1 index 2).
+    let mut delivered = Vec::new();
+    let mut n = 0;
+    loop {
+        let mut out = Vec::new();
+        let Some(sent) = tx.write_next_source(&mut Writer::new(&mut out)) else { break };
+        if n == 3 || n == 10 {
+            tx.on_symbol_lost(sent, false);
+        } else {
+            carry(&out, &mut rx);
+            tx.on_symbol_acked(sent.block);
+        }
+        n += 1;
+        rx.deliver(|s| delivered.push(s.to_vec()));
+    }
+    // Every symbol that arrived was handed on at once, in arrival order: only the lost two
+    // are missing.
+    let arrived: Vec<Vec<u8>> =
+        pipe.iter().enumerate().filter(|&(i, _)| i != 3 && i != 10).map(|(_, s)| s.clone()).collect();
+    assert_eq!(delivered, arrived);
+    let ack = rx.block_ack();
+    assert_eq!((ack.lowest_undecoded, ack.dofs), (0, 7));
+    assert_eq!(ack.decoded_beyond, 0b10, "block 2 complete, block 1 not");
+    tx.on_block_ack(&ack);
+    // One new repair per block with a loss.
+    for block in [0, 1] {
+        let mut out = Vec::new();
+        let sent = tx.write_repair(block, &mut Writer::new(&mut out)).unwrap().unwrap();
+        assert!(sent.is_repair());
+        assert_eq!(carry(&out, &mut rx), [Received::Innovative]);
+    }
+    rx.deliver(|s| delivered.push(s.to_vec()));
+    // The two recovered ones came last, once each.
+    assert_eq!(delivered[18..], [pipe[3].clone(), pipe[10].clone()]);
+    delivered.sort();
+    assert_eq!(delivered, pipe);
+    let ack = rx.block_ack();
+    assert_eq!(ack.lowest_undecoded, 3);
+    tx.on_block_ack(&ack);
+    assert!(tx.is_idle());
+    assert_eq!(tx.blocks().count(), 0);
+}
+
+/// MPTCP: a loss is resent on the path that lost it until that path's RTO frees it; with
+/// per-path placement a block's sources and retransmissions stay on the path that took it.
+#[test]
+fn pinned_retransmissions_and_per_path_blocks() {
+    let mut tx = BlockSender::new(config(), 4);
+    tx.set_per_path();
+    for i in 0..16u8 {
+        tx.push_source(&[i; 32]).unwrap();
+    }
+    let mut out = Vec::new();
+    let mut w = |tx: &mut BlockSender, path| tx.write_next_source_on(path, &mut Writer::new(&mut out));
+    // Path 1 takes block 0, path 0 then block 1; path 1 keeps to block 0.
+    let a = w(&mut tx, 1).unwrap();
+    let b = w(&mut tx, 0).unwrap();
+    let c = w(&mut tx, 1).unwrap();
+    assert_eq!((a.block, b.block, c.block), (0, 1, 0));
+    assert_eq!((a.source, c.source), (Some(0), Some(1)));
+    assert!(tx.blocks().next().unwrap().may_carry(1) && !tx.blocks().next().unwrap().may_carry(0));
+    // A loss on path 1, pinned to it: path 0 may not send it, path 1 must.
+    tx.on_symbol_lost_on(a, true, Some(1));
+    assert!(tx.has_retransmission_for(1) && tx.has_retransmission_only_for(1));
+    assert!(!tx.has_retransmission_for(0));
+    assert!(tx.write_retransmission_on(Some(0), &mut Writer::new(&mut Vec::new())).is_none());
+    // Path 1's RTO: the retransmission and block 0 are free for any path.
+    tx.unpin_path(1);
+    assert!(tx.has_retransmission_for(0) && !tx.has_retransmission_only_for(1));
+    let again = tx.write_retransmission_on(Some(0), &mut Writer::new(&mut Vec::new())).unwrap();
+    assert_eq!((again.block, again.source), (0, Some(0)));
+    assert_eq!(tx.blocks().next().unwrap().path, None);
+    let d = w(&mut tx, 0).unwrap();
+    assert_eq!((d.block, d.source), (0, Some(2)), "block 0 is path 0's now");
+    // A retransmission queued by the code (a failed XOR group) goes on the block's path.
+    tx.queue_retransmission(0, 1);
+    assert!(tx.has_retransmission_only_for(0));
+}
+
+/// The stall of `fmtcp-receive-buffer` (256 KiB, 300 ms) in miniature: the receiver's report
+/// (3 of 4) arrives before the packet ACKs of the very symbols it counts, the sender counts
+/// them again (4 of 4) and wants no repair. The release timeout doubts the block after a
+/// probe timeout with nothing in flight, the count falls back to the report, a repair goes
+/// out and the block is released.
+#[test]
+fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_timeout() {
+    use crate::redundancy::{PathView, Redundancy, RedundancyController};
+    let mut tx = BlockSender::new(config(), 4);
+    let mut rx = BlockReceiver::new(config(), 4);
+    for i in 0..4u8 {
+        tx.push_source(&[i; 32]).unwrap();
+    }
+    tx.close_block();
+    let mut sent = Vec::new();
+    for n in 0..4 {
+        let mut out = Vec::new();
+        let s = tx.write_next_source(&mut Writer::new(&mut out)).unwrap();
+        if n == 3 {
+            tx.on_symbol_lost(s, false);
+        } else {
+            carry(&out, &mut rx);
+            sent.push(s);
+        }
+    }
+    tx.on_block_ack(&rx.block_ack());
+    for s in &sent {
+        tx.on_symbol_acked(s.block);
+    }
+    let b = tx.blocks().next().unwrap();
+    assert_eq!((b.acked, b.reported, b.acked_since_report), (3, Some(3), 3));
+    assert_eq!(b.known_dofs(), 4, "the over-count this test is about");
+    let (policy, view) = (Redundancy::default(), PathView::default());
+    assert_eq!(policy.repairs_wanted(b, &view), 0);
+
+    let (t0, pto) = (Instant::from_micros(1_000_000), Duration::from_millis(450));
+    tx.update_waiting(t0);
+    assert_eq!(tx.release_deadline(pto), Some(t0 + pto));
+    assert!(tx.on_release_timeout(t0 + pto - Duration::from_micros(1), pto).is_empty());
+    assert_eq!(tx.on_release_timeout(t0 + pto, pto), [0]);
+    let b = tx.blocks().next().unwrap();
+    assert_eq!(b.known_dofs(), 3, "doubted: the receiver's count");
+    assert_eq!(policy.repairs_wanted(b, &view), 1);
+    // Nothing sent yet: the next timeout backs off.
+    assert_eq!(tx.release_deadline(pto), Some(t0 + pto + pto * 2));
+
+    let mut out = Vec::new();
+    let repair = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+    assert_eq!(tx.release_deadline(pto), None, "a symbol in flight: no timeout");
+    assert_eq!(carry(&out, &mut rx), [Received::Innovative]);
+    rx.deliver(|_| {});
+    tx.on_symbol_acked(repair.block);
+    tx.on_block_ack(&rx.block_ack());
+    tx.update_waiting(t0 + pto * 2);
+    assert!(tx.is_idle());
+    assert_eq!(tx.release_deadline(pto), None);
+}
+
+/// The same overtaken report with send and arrival times: the symbols sent before the
+/// report arrived are not counted on top of it (it holds them), so the sender sees the
+/// missing symbol at once; one sent after it is.
+#[test]
+fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
+    use crate::redundancy::{PathView, Redundancy, RedundancyController};
+    let mut tx = BlockSender::new(config(), 4);
+    let mut rx = BlockReceiver::new(config(), 4);
+    for i in 0..4u8 {
+        tx.push_source(&[i; 32]).unwrap();
+    }
+    tx.close_block();
+    let at = Instant::from_micros;
+    let mut sent = Vec::new();
+    for n in 0..4 {
+        let mut out = Vec::new();
+        let s = tx.write_next_source(&mut Writer::new(&mut out)).unwrap();
+        if n == 3 {
+            tx.on_symbol_lost(s, false);
+        } else {
+            carry(&out, &mut rx);
+            sent.push(s);
+        }
+    }
+    // Sent at 10 ms; the report (3 of 4) arrives at 80 ms, their ACKs at 100 ms.
+    tx.on_block_ack_at(&rx.block_ack(), at(80_000));
+    for s in &sent {
+        tx.on_symbol_acked_at(s.block, at(10_000));
+    }
+    let b = tx.blocks().next().unwrap();
+    assert_eq!((b.acked, b.acked_since_report, b.known_dofs()), (3, 0, 3));
+    assert_eq!(Redundancy::default().repairs_wanted(b, &PathView::default()), 1);
+    let mut out = Vec::new();
+    let repair = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
+    tx.on_symbol_acked_at(repair.block, at(100_000));
+    assert_eq!(tx.blocks().next().unwrap().known_dofs(), 4);
+}
+
+/// A block whose receiver never named it in a report (a lower block was undecoded) is
+/// doubted to one short of its length; an open block the receiver reported whole waits for
+/// more data, not for a timeout.
+#[test]
+fn release_timeout_without_a_report_and_for_open_blocks() {
+    let mut tx = BlockSender::new(config(), 4);
+    for i in 0..3u8 {
+        tx.push_source(&[i; 32]).unwrap();
+    }
+    for _ in 0..3 {
+        let s = tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+        tx.on_symbol_acked(s.block);
+    }
+    let t0 = Instant::from_micros(5_000);
+    let pto = Duration::from_millis(100);
+    // Open, all acknowledged, the receiver's report says it holds all three: no timeout.
+    tx.on_block_ack(&BlockAckFrame { lowest_undecoded: 0, dofs: 3, decoded_beyond: 0 });
+    tx.update_waiting(t0);
+    assert_eq!(tx.release_deadline(pto), None);
+    // Closed: the receiver must release it, so it waits on the receiver.
+    tx.close_block();
+    tx.update_waiting(t0);
+    assert_eq!(tx.release_deadline(pto), Some(t0 + pto));
+    // Without any report, a doubt leaves one degree of freedom to send.
+    let mut tx = BlockSender::new(config(), 4);
+    for i in 0..2u8 {
+        tx.push_source(&[i; 32]).unwrap();
+    }
+    tx.close_block();
+    for _ in 0..2 {
+        let s = tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+        tx.on_symbol_acked(s.block);
+    }
+    tx.update_waiting(t0);
+    assert_eq!(tx.on_release_timeout(t0 + pto, pto), [0]);
+    assert_eq!(tx.blocks().next().unwrap().known_dofs(), 1);
+}
+
+#[test]
+fn window_bounds_open_blocks_and_receiver_refuses_beyond_it() {
+    let mut tx = BlockSender::new(config(), 2);
+    for _ in 0..16 {
+        tx.push_source(&[0; 32]).unwrap();
+    }
+    assert!(!tx.has_room());
+    assert!(tx.push_source(&[0; 32]).is_err());
+    let mut rx = BlockReceiver::new(config(), 2);
+    let header = SymbolHeader { block: 2, id: SymbolId::Source { index: 0 } };
+    assert!(rx.on_symbol(&header, None, &[0; 32]).is_err());
+    // Hostile: block length conflicting with an index already seen.
+    let header = SymbolHeader { block: 0, id: SymbolId::Source { index: 5 } };
+    rx.on_symbol(&header, None, &[0; 32]).unwrap();
+    assert!(rx.on_symbol(&header, Some(3), &[0; 32]).is_err());
+}
