@@ -96,6 +96,15 @@ pub struct Scenario {
     /// An app-limited live video workload at this mean bitrate (bits/s) instead of a bulk
     /// transfer ([`crate::video`]). Opaque to the simulator, like `mode`.
     pub video: Option<u64>,
+    /// The most source symbols a block holds (the transport parameter `max_block_len`), if the
+    /// scenario sets it (FMTCP's 32 KB blocks). Opaque to the simulator, like `mode`.
+    pub block_len: Option<u16>,
+    /// The `sato` mode's group size limit l, reduction factor r and interleaved groups g (Sato
+    /// et al. §3), where the scenario sets them (their sweeps, Figs. 6–9). Opaque to the
+    /// simulator, like `mode`.
+    pub sato_limit: Option<usize>,
+    pub sato_reduction: Option<f64>,
+    pub sato_interleave: Option<usize>,
     /// Links shared by every path that names them in `via` (and by every flow): two paths of one
     /// connection through one bottleneck.
     pub bottlenecks: Vec<PathSpec>,

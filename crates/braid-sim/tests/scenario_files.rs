@@ -116,8 +116,12 @@ fn sato_dumbbell_is_shared() {
     assert_eq!(runs.len(), 10);
     let r = &runs[0];
     assert_eq!(r.flows, 16);
-    assert!(r.paths[0].shared);
-    assert_eq!(r.paths[0].forward.queue, QueueLimit::Packets(300));
+    // Every flow's own access link, then the one router all share.
+    assert!(!r.paths[0].shared);
+    assert_eq!(r.paths[0].via.as_deref(), Some("router"));
+    assert_eq!(r.paths[0].forward.rate_bps, 100_000_000);
+    assert_eq!(r.bottlenecks[0].forward.rate_bps, 50_000_000);
+    assert_eq!(r.bottlenecks[0].forward.queue, QueueLimit::Packets(300));
 }
 
 /// Sends one datagram on every path every 5 ms stamped with its send time; the receiver counts
@@ -321,4 +325,16 @@ fn video_file_is_issue_6s_live_video_scenario() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("video"), "{err}");
+}
+
+#[test]
+fn sato_sweeps_set_l_r_g() {
+    let l = load("sato-sweep-l.toml");
+    assert_eq!(l.len(), 4 * 3, "4 limits × 3 interleaves");
+    assert_eq!((l[0].sato_limit, l[0].sato_interleave, l[0].sato_reduction), (Some(10), Some(1), Some(0.7)));
+    assert!(l[0].label.contains("sato_limit=10"), "{}", l[0].label);
+    let r: Vec<_> =
+        load("sato-sweep-r.toml").iter().filter(|s| s.seed == 1).map(|s| s.sato_reduction).collect();
+    assert_eq!(r, [Some(0.5), Some(0.7), Some(1.0)]);
+    assert_eq!(load("sato-dumbbell.toml")[0].sato_limit, None);
 }

@@ -13,6 +13,7 @@ mod hystart;
 mod lia;
 mod model;
 mod newreno;
+mod newreno_ns3;
 mod rtt;
 mod window;
 
@@ -26,6 +27,7 @@ pub use cubic::Cubic;
 pub use lia::Lia;
 pub use model::ModelCc;
 pub use newreno::NewReno;
+pub use newreno_ns3::NewRenoNs3;
 pub use rtt::RttEstimator;
 
 use crate::Instant;
@@ -141,6 +143,12 @@ pub trait CongestionController: Send + fmt::Debug {
             self.on_timeout(now);
         }
     }
+
+    /// Retransmission timeouts the controller models itself, beyond the connection's probe
+    /// timeouts (an ns-3-style NewReno's lost retransmissions); counted in the path's timeouts.
+    fn timeouts(&self) -> u64 {
+        0
+    }
 }
 
 /// Which controller to build; flags map straight to it (`--cc cubic`).
@@ -156,16 +164,19 @@ pub enum CcAlgorithm {
     Lia,
     /// braid's own: model-based, coding-aware, small standing queue, see `model.rs`.
     Braid,
+    /// NewReno as ns-3 runs it, without SACK (a paper's baseline), see `newreno_ns3.rs`.
+    NewRenoNs3,
 }
 
 impl CcAlgorithm {
-    pub const ALL: [CcAlgorithm; 6] = [
+    pub const ALL: [CcAlgorithm; 7] = [
         CcAlgorithm::Braid,
         CcAlgorithm::NewReno,
         CcAlgorithm::Cubic,
         CcAlgorithm::Bbr,
         CcAlgorithm::Ctcp,
         CcAlgorithm::Lia,
+        CcAlgorithm::NewRenoNs3,
     ];
 
     pub fn name(self) -> &'static str {
@@ -176,6 +187,7 @@ impl CcAlgorithm {
             CcAlgorithm::Ctcp => "ctcp",
             CcAlgorithm::Lia => "lia",
             CcAlgorithm::Braid => "braid",
+            CcAlgorithm::NewRenoNs3 => "newreno-ns3",
         }
     }
 
@@ -188,6 +200,7 @@ impl CcAlgorithm {
             CcAlgorithm::Ctcp => Box::new(CtcpTokens::new(mss)),
             CcAlgorithm::Lia => Box::new(Lia::new(mss)),
             CcAlgorithm::Braid => Box::new(ModelCc::new(mss)),
+            CcAlgorithm::NewRenoNs3 => Box::new(NewRenoNs3::new(mss)),
         }
     }
 }
@@ -225,6 +238,7 @@ mod tests {
     #[test]
     fn parses_names_and_explains_mistakes() {
         assert_eq!("CUBIC".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
+        assert_eq!("newreno-ns3".parse::<CcAlgorithm>(), Ok(CcAlgorithm::NewRenoNs3));
         assert!("vegas".parse::<CcAlgorithm>().unwrap_err().contains("newreno, cubic, bbr"));
         assert_eq!(initial_window(1200), 12_000);
         assert_eq!(initial_window(9000), 18_000);

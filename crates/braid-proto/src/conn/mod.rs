@@ -423,7 +423,10 @@ impl Connection {
     }
 
     pub fn path_stats(&self) -> Vec<PathStats> {
-        self.paths.iter().map(|p| p.stats).collect()
+        self.paths
+            .iter()
+            .map(|p| PathStats { timeouts: p.stats.timeouts + p.cc.timeouts(), ..p.stats })
+            .collect()
     }
 
     /// Bytes this end holds of the peer's data (read-only, memory accounting): symbols in the

@@ -262,7 +262,7 @@ impl Mode {
             Mode::Fmtcp => Box::new(Fmtcp::default()),
             Mode::TcpIr => Box::new(TcpIr::new()),
             Mode::Dfec => Box::new(Dfec::default()),
-            Mode::Sato => Box::new(Sato::default()),
+            Mode::Sato => Box::new(Sato::new(adaptive.sato)),
         }
     }
 }

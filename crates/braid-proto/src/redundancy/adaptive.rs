@@ -7,7 +7,7 @@
 //! this is proactive repair; when losses are detected, in-flight symbols drop and the same rule
 //! asks for new repairs at once — no round trip per loss beyond detection.
 
-use super::{PathView, RedundancyController};
+use super::{PathView, RedundancyController, SatoConfig};
 use crate::blocks::SendBlock;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +31,8 @@ pub struct Redundancy {
     /// allows. Default 0.01. Idle tails are where an app-limited sender has spare capacity, so
     /// a bulk transfer (which never idles until its end) pays nothing for it.
     pub tail_target_failure: f64,
+    /// The `sato` mode's parameters l, r, g (Sato et al. §3; default: the paper's best).
+    pub sato: SatoConfig,
 }
 
 impl Default for Redundancy {
@@ -40,6 +42,7 @@ impl Default for Redundancy {
             min_loss: 0.0,
             margin_ahead_of_data: false,
             tail_target_failure: 0.01,
+            sato: SatoConfig::default(),
         }
     }
 }

@@ -28,7 +28,7 @@ pub use dfec::Dfec;
 pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
 pub use groups::{GroupTracker, RecoveredLoss};
 pub use per_path::{PerPath, RepairPlacement};
-pub use sato::Sato;
+pub use sato::{Sato, SatoConfig};
 pub use tcp_ir::TcpIr;
 
 use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};

@@ -53,13 +53,16 @@ impl Sato {
         Sato { config, groups: GroupTracker::new(Some(repaired)), layout: None }
     }
 
-    /// §3.1 and §3.4: group size min(cwnd − 1, l) and g groups, g = 1 when cwnd < 2g; `cwnd`
-    /// in packets.
+    /// §3.1 and §3.4: g groups, g = 1 when cwnd < 2g, interleaved within one cwnd, each of
+    /// min(cwnd / g − 1, l) segments and its parity (with g = 1: §3.1's min(cwnd − 1, l));
+    /// `cwnd` in packets. Groups of cwnd − 1 each would spread the g interleaved groups over
+    /// g windows, and hold a loss (duplicate-ACK suppression) for as many round trips.
     pub fn layout_for(&self, cwnd: u64) -> (usize, usize) {
         let cwnd = cwnd.max(1) as usize;
-        let size = (cwnd - 1).clamp(1, self.config.limit.max(1));
         let g = self.config.interleave.max(1);
-        (size, if cwnd < 2 * g { 1 } else { g })
+        let g = if cwnd < 2 * g { 1 } else { g };
+        let size = (cwnd / g).saturating_sub(1).clamp(1, self.config.limit.max(1));
+        (size, g)
     }
 
     /// The layout of the window being filled.
@@ -160,11 +163,14 @@ mod tests {
     #[test]
     fn group_size_follows_cwnd_and_interleave_drops_to_one_below_2g() {
         let s = Sato::default();
-        // min(cwnd − 1, 30); g = 3 unless cwnd < 6.
+        // min(cwnd / 3 − 1, 30), the 3 groups and their parities within one cwnd; g = 3
+        // unless cwnd < 6, then min(cwnd − 1, 30).
         assert_eq!(s.layout_for(100), (30, 3));
-        assert_eq!(s.layout_for(31), (30, 3));
-        assert_eq!(s.layout_for(20), (19, 3));
-        assert_eq!(s.layout_for(6), (5, 3));
+        assert_eq!(s.layout_for(93), (30, 3));
+        assert_eq!(s.layout_for(92), (29, 3));
+        assert_eq!(s.layout_for(31), (9, 3));
+        assert_eq!(s.layout_for(20), (5, 3));
+        assert_eq!(s.layout_for(6), (1, 3));
         assert_eq!(s.layout_for(5), (4, 1));
         assert_eq!(s.layout_for(2), (1, 1));
         assert_eq!(s.layout_for(1), (1, 1));
@@ -174,9 +180,9 @@ mod tests {
     fn layout_is_updated_when_the_parities_are_sent() {
         let mut s = Sato::default();
         let mut tx = sender(200);
-        // cwnd 10: groups of 9, 3 interleaved — a window of 27 segments.
+        // cwnd 30: groups of 9, 3 interleaved — a window of 27 segments (and 3 parities).
         send(&mut tx, 26);
-        assert!(s.parity_covers(ms(0), &mut tx.blocks(), &view(10, 50)).is_empty());
+        assert!(s.parity_covers(ms(0), &mut tx.blocks(), &view(30, 50)).is_empty());
         assert_eq!(s.layout(), Some((9, 3)));
         send(&mut tx, 1);
         // cwnd is 4 by now, but the window's layout was fixed when it began.
@@ -192,14 +198,14 @@ mod tests {
             s.parity_covers(ms(2), &mut tx.blocks(), &view(40, 50)),
             [XorCover { block: 0, start: 27, end: 30, interleave: 1 }]
         );
-        assert_eq!(s.layout(), Some((30, 3)));
+        assert_eq!(s.layout(), Some((12, 3)));
     }
 
     #[test]
     fn losses_are_held_until_known_unrecoverable_and_a_repaired_one_cuts_cwnd_by_r() {
         let mut s = Sato::default();
         let mut tx = sender(200);
-        let path = view(10, 50);
+        let path = view(30, 50);
         let sent = send(&mut tx, 27);
         let cover = s.parity_covers(ms(0), &mut tx.blocks(), &path)[0];
         assert!(tx.cover(cover));
@@ -227,7 +233,7 @@ mod tests {
         }
         assert_eq!(cc.window(), (before as f64 * 0.7).round() as u64);
 
-        // Next window (cwnd 10 again): a second loss in a group ends the suppression at once.
+        // Next window (cwnd 30 again): a second loss in a group ends the suppression at once.
         let sent = send(&mut tx, 27);
         let cover = s.parity_covers(ms(4), &mut tx.blocks(), &path)[0];
         assert!(tx.cover(cover));

@@ -34,6 +34,10 @@ struct RawScenario {
     stagger: Field,
     receive_window: Field,
     video: Field,
+    block_len: Field,
+    sato_limit: Field,
+    sato_reduction: Field,
+    sato_interleave: Field,
     #[serde(default)]
     bottleneck: Vec<RawBottleneck>,
     #[serde(default)]
@@ -338,6 +342,37 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
             })
         })
         .transpose()?;
+    let block_len = raw
+        .block_len
+        .as_ref()
+        .map(|f| {
+            cx.value("block_len", f, |v| match as_u64(v)? {
+                n @ 1..=65535 => Ok(n as u16),
+                _ => Err("a block holds 1 to 65535 symbols".to_owned()),
+            })
+        })
+        .transpose()?;
+    // Sato et al.'s l, r, g (§3.1, §3.3, §3.4), for the `sato` mode's parameter sweeps.
+    let sato_limit = raw
+        .sato_limit
+        .as_ref()
+        .map(|f| cx.value("sato_limit", f, |v| as_count(v, "the group size limit l")))
+        .transpose()?;
+    let sato_reduction = raw
+        .sato_reduction
+        .as_ref()
+        .map(|f| {
+            cx.value("sato_reduction", f, |v| match as_f64(v) {
+                Some(r) if r > 0.0 && r <= 1.0 => Ok(r),
+                _ => Err(expected("a reduction factor r in (0, 1]", v)),
+            })
+        })
+        .transpose()?;
+    let sato_interleave = raw
+        .sato_interleave
+        .as_ref()
+        .map(|f| cx.value("sato_interleave", f, |v| as_count(v, "the number of groups g")))
+        .transpose()?;
     let video = raw
         .video
         .as_ref()
@@ -407,6 +442,10 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         stagger,
         receive_window,
         video,
+        block_len,
+        sato_limit,
+        sato_reduction,
+        sato_interleave,
         bottlenecks,
         paths,
     })
@@ -574,6 +613,14 @@ fn as_mtu(v: &Value) -> Result<usize, String> {
 
 fn expected(what: &str, got: &Value) -> String {
     format!("expected {what}, found {} `{got}`", got.type_str())
+}
+
+/// A count of at least one (Sato's l and g).
+fn as_count(v: &Value, what: &str) -> Result<usize, String> {
+    match as_u64(v)? {
+        0 => Err(format!("{what} must be at least 1")),
+        n => usize::try_from(n).map_err(|_| format!("{what} is too large")),
+    }
 }
 
 fn as_u64(v: &Value) -> Result<u64, String> {

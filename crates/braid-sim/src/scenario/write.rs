@@ -33,6 +33,17 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     if let Some(v) = s.video {
         root.insert("video".into(), Value::String(format_rate(v)));
     }
+    if let Some(n) = s.block_len {
+        root.insert("block_len".into(), Value::Integer(n.into()));
+    }
+    for (key, count) in [("sato_limit", s.sato_limit), ("sato_interleave", s.sato_interleave)] {
+        if let Some(n) = count {
+            root.insert(key.into(), Value::Integer(i64::try_from(n).unwrap_or(i64::MAX)));
+        }
+    }
+    if let Some(r) = s.sato_reduction {
+        root.insert("sato_reduction".into(), Value::Float(r));
+    }
     if !s.bottlenecks.is_empty() {
         let bottlenecks = s
             .bottlenecks

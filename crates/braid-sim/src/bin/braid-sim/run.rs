@@ -89,6 +89,15 @@ fn connection_config(scenario: &Scenario, paths: usize, setup: &RunSetup) -> Con
     if let Some(window) = scenario.receive_window {
         config.params = config.params.with_receive_window(window);
     }
+    // The scenario's block length (a mode that needs longer blocks raises it, `Mode::min_block_len`).
+    if let Some(len) = scenario.block_len {
+        config.params.max_block_len = len;
+    }
+    // Sato et al.'s parameters, where the scenario sweeps them.
+    let sato = &mut config.redundancy.sato;
+    sato.limit = scenario.sato_limit.unwrap_or(sato.limit);
+    sato.reduction = scenario.sato_reduction.unwrap_or(sato.reduction);
+    sato.interleave = scenario.sato_interleave.unwrap_or(sato.interleave);
     // Links with an MTU: the endpoints may probe up to the largest (their "interface").
     if let Some(mtu) = scenario.max_mtu() {
         config.max_plpmtu = mtu;

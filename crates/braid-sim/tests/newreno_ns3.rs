@@ -1,0 +1,32 @@
+//! The ns-3-style NewReno (`--cc newreno-ns3`, Sato et al.'s baseline) end to end: the `tcp`
+//! model and the `sato` mode on it deliver every byte, in order, over a lossy path. The seed is
+//! in every failure message.
+
+mod common {
+    pub mod transfer;
+}
+
+use std::time::Duration;
+
+use braid_proto::cc::CcAlgorithm;
+use braid_proto::conn::Mode;
+use braid_proto::{ConnectionConfig, Instant};
+use braid_sim::{LinkConfig, LossModel, PathConfig};
+use common::transfer::Transfer;
+
+#[test]
+fn tcp_and_sato_on_ns3_newreno_deliver_over_a_lossy_path() {
+    let bytes = 2_000_000u64;
+    for (seed, mode) in [(1, Mode::Tcp), (2, Mode::Sato)] {
+        let link = || LinkConfig::new(20_000_000, Duration::from_millis(25));
+        let path = PathConfig { forward: link().with_loss(LossModel::bernoulli(0.02)), reverse: link() };
+        let config =
+            ConnectionConfig { mode, cc: Some(CcAlgorithm::NewRenoNs3), ..ConnectionConfig::default() };
+        let what = format!("{mode:?} on newreno-ns3, 2 % loss, seed {seed}");
+        let mut t = Transfer::new(what.clone(), config, &[path], seed, bytes);
+        t.finish(Instant::ZERO + Duration::from_secs(120));
+        let stats = t.sender().connection().path_stats();
+        let losses: u64 = stats.iter().map(|s| s.fast_losses).sum();
+        assert!(losses > 0, "{what}: no loss detected at 2 %");
+    }
+}
