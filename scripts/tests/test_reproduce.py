@@ -77,6 +77,20 @@ class Fixture:
                          row("dfec-table3", pt, "braid", 27)]
         write(self.results, "dfec-table3", rows)
 
+    def sato(self, sato_g=(40.0, 44.0, 46.0, 45.0, 43.0)):
+        """The dumbbell (tcp 39 with 30 timeouts, sato 45 with 3) and the three sweeps."""
+        write(self.results, "sato-dumbbell", [row("sato-dumbbell", "", "tcp", 39.0, timeouts=30),
+                                              row("sato-dumbbell", "", "sato", 45.0, timeouts=3)])
+        write(os.path.join(self.results, "sato-dumbbell"), "default",
+              [row("sato-dumbbell", "", "braid", 47.0), row("sato-dumbbell", "", "sato", 44.0)])
+        rows = [row("sato-sweep-l", f"sato_limit={l} sato_interleave={g}", "sato", 40.0 + l / 10 + g / 10)
+                for l in (10, 20, 30, 40) for g in (1, 3, 5)]
+        write(self.results, "sato-sweep-l", rows)
+        write(self.results, "sato-sweep-r", [row("sato-sweep-r", f"sato_reduction={r}", "sato", g)
+                                             for r, g in (("0.5", 43.0), ("0.7", 45.0), ("1.0", 44.0))])
+        write(self.results, "sato-sweep-g", [row("sato-sweep-g", f"sato_interleave={i + 1}", "sato", g)
+                                             for i, g in enumerate(sato_g)])
+
     def run(self):
         with redirect_stdout(io.StringIO()):
             rep = rp.Report(self.results, self.raw, self.out)
@@ -107,6 +121,23 @@ class Reproduce(unittest.TestCase):
             self.assertIn("scripts/reproduce.py --only fmtcp-receive-buffer", text)
             self.assertIn("| CTCP (002) | [ctcp-table4](#ctcp-table4) | **partly** |", text)
 
+    def test_sato_headline_and_trends(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            fx.sato()
+            rep, text = fx.run()
+            v = {exp: verdict for _, exp, verdict in rep.verdicts}
+            # Above the baseline everywhere (40.0 is the lowest), best l = 40, r = 0.7, g = 3.
+            self.assertEqual(v["sato-dumbbell"], rp.REPRODUCED)
+            self.assertIn("sato ≥ the baseline at every sweep point (20 of 20)", text)
+            self.assertIn("| sato@default | braid's NewReno (the mode's default) | 44.00 |", text)
+            # Best g = 1: a trend that does not hold.
+            fx.sato(sato_g=(46.0, 44.0, 45.0, 43.0, 42.0))
+            rep, text = fx.run()
+            v = {exp: verdict for _, exp, verdict in rep.verdicts}
+            self.assertEqual(v["sato-dumbbell"], rp.PARTLY)
+            self.assertIn("best g in 2–3 (measured: 1): **did not hold**", text)
+
     def test_rules(self):
         self.assertEqual(rp.ratio_verdict([0.95, 0.91]), rp.REPRODUCED)
         self.assertEqual(rp.ratio_verdict([0.95, 0.5]), rp.PARTLY)
@@ -115,10 +146,12 @@ class Reproduce(unittest.TestCase):
         self.assertEqual(rp.claims_verdict([("a", True), ("b", False)]), rp.PARTLY)
         self.assertEqual(rp.claims_verdict([("a", False), ("b", None)]), rp.NOT)
 
-    def test_seeds_are_written_into_the_copy(self):
-        text = 'name = "x"\nseed = 1\n[[path]]\nseed_like = 2\n'
-        self.assertEqual(rp.with_seeds(text, [1, 2, 3]), 'name = "x"\nseed = [1, 2, 3]\n[[path]]\nseed_like = 2\n')
+    def test_seeds_and_keys_are_written_into_the_copy(self):
+        text = 'name = "x"\nseed = 1\n[[path]]\nseed = 2\n'
+        self.assertEqual(rp.with_seeds(text, [1, 2, 3]), 'name = "x"\nseed = [1, 2, 3]\n[[path]]\nseed = 2\n')
         self.assertEqual(rp.with_seeds('name = "x"\n', [4]), 'name = "x"\nseed = [4]\n')
+        self.assertEqual(rp.with_keys(text, {"receive_window": '"128KiB"'}),
+                         'name = "x"\nreceive_window = "128KiB"\nseed = 1\n[[path]]\nseed = 2\n')
 
 
 if __name__ == "__main__":
