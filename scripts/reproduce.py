@@ -257,8 +257,13 @@ class Report:
         cmds = "; ".join(f"`braid-sim {' '.join(r['args'])} {e['scenario']}`" + (f" (modes `@{r['tag']}`)" if r["tag"] else "")
                          for r in e["runs"])
         written = [f"seeds {seeds}"] + [f"`{k} = {v}`" for k, v in e["keys"].items()]
+        commit = "; the commit it was built from not recorded"
+        path = os.path.join(self.results, exp, "commit.txt")
+        if os.path.exists(path):
+            with open(path) as f:
+                commit = f"; built from {f.read().strip()}"
         self.w(f"Rows: `docs/results/repro/{exp}/` — {cmds}; " + ", ".join(written)
-               + (" (written into the copy that ran)" if e["seeds"] or e["keys"] else "") + ".")
+               + (" (written into the copy that ran)" if e["seeds"] or e["keys"] else "") + commit + ".")
         self.w()
 
     def missing(self, paper, exp):
@@ -765,8 +770,19 @@ def run_experiment(name, results, sim):
             subprocess.run(cmd, check=True, stdout=log, cwd=ROOT)
         # The per-interval series are large and not used here.
         os.remove(os.path.join(dest, "timeseries.csv"))
+    with open(os.path.join(tmp, "commit.txt"), "w") as f:
+        f.write(source_commit() + "\n")
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
+
+
+def source_commit():
+    """The commit braid-sim was built from, marked when the code or scenarios had changes on top."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "crates", "scenarios", "Cargo.lock")
+    return commit + (" with uncommitted changes" if dirty else "")
 
 
 def main(argv=None):
