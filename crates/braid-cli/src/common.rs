@@ -8,8 +8,8 @@ use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
 use braid_runtime::{
-    ClientAuth, ClientConfig, Connection, ConnectionConfig, Emulation, Endpoint, Key, KeyFile, PathSpec,
-    ServerAuth,
+    ClientAuth, ClientConfig, Connection, ConnectionConfig, Emulation, Endpoint, Key, KeyFile, Limits,
+    PathSpec, ServerAuth,
 };
 use clap::Args;
 
@@ -324,4 +324,67 @@ pub fn keygen(out: &Path, pair: bool) -> Result<(), Fail> {
 /// The server's `--emulate` (one spec: everything it sends and receives).
 pub fn server_emulation(spec: Option<&str>) -> Result<Option<Emulation>, Fail> {
     spec.map(|e| e.parse::<Emulation>().map_err(|e| fail(e.to_string()))).transpose()
+}
+
+/// `braid server`'s limits (braid_runtime::Limits; the defaults fit a small router).
+#[derive(Args, Clone, Debug)]
+pub struct LimitOpts {
+    /// Most connections at once, handshakes included.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
+    /// Bytes of a peer's data one connection may hold (its receive windows): a number with an
+    /// optional KiB, MiB or GiB. Goodput per connection is at most this per round trip.
+    #[arg(long, value_name = "BYTES", default_value = "1MiB")]
+    pub connection_memory: String,
+    /// Streams a peer may open on one connection.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]
+    pub max_streams: u64,
+    /// New handshakes taken on per second (bursts of one second's worth); the rest are dropped
+    /// before any public-key work.
+    #[arg(long, value_name = "PER_SECOND", default_value_t = Limits::default().handshake_rate)]
+    pub handshake_rate: u32,
+}
+
+impl LimitOpts {
+    pub fn limits(&self) -> Result<Limits, Fail> {
+        let connection_memory = parse_bytes(&self.connection_memory)
+            .filter(|&b| (16 << 10..=1 << 40).contains(&b))
+            .ok_or_else(|| {
+                fail(format!(
+                    "--connection-memory {}: expected 16KiB to 1TiB, as bytes or with KiB, MiB or GiB (e.g. 4MiB)",
+                    self.connection_memory
+                ))
+            })?;
+        if self.max_connections == 0 {
+            return Err(fail("--max-connections: at least 1"));
+        }
+        if self.max_streams == 0 || self.max_streams > 1 << 32 {
+            return Err(fail("--max-streams: 1 to 4294967296"));
+        }
+        if self.handshake_rate == 0 {
+            return Err(fail("--handshake-rate: at least 1 a second"));
+        }
+        Ok(Limits {
+            max_connections: self.max_connections,
+            connection_memory,
+            max_streams: self.max_streams,
+            handshake_rate: self.handshake_rate,
+        })
+    }
+}
+
+/// `1048576`, `1024KiB`, `1MiB`, `1M`, `2GiB` (binary multiples).
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" | "kb" => 10,
+        "m" | "mib" | "mb" => 20,
+        "g" | "gib" | "gb" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
 }

@@ -54,6 +54,11 @@ pub struct ClientSection {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServerSection {
     pub listen: Option<String>,
+    pub max_connections: Option<usize>,
+    pub connection_memory: Option<String>,
+    pub max_streams: Option<u64>,
+    pub handshake_rate: Option<u32>,
+    pub metrics: Option<String>,
     pub dir: Option<PathBuf>,
     pub authorized: Option<PathBuf>,
     pub emulate: Option<String>,

@@ -88,7 +88,10 @@ pub async fn run(a: DemoArgs) -> Result<(), Fail> {
 
     // The server, in this process, with a key that lives only in memory.
     let key = Key::generate()?;
-    let server = Endpoint::server(ServerConfig::new(key.clone()), "127.0.0.1:0".parse().expect("addr"))?;
+    // The transport's own 16 MiB windows, not a small router's limits: the demo measures goodput.
+    let mut config = ServerConfig::new(key.clone());
+    config.limits.connection_memory = config.transport.params.initial_max_data;
+    let server = Endpoint::server(config, "127.0.0.1:0".parse().expect("addr"))?;
     let server_addr = server.local_addr()?;
     let accept = tokio::spawn(accept_loop(server));
 
@@ -130,7 +133,14 @@ pub async fn run(a: DemoArgs) -> Result<(), Fail> {
 }
 
 async fn accept_loop(mut server: braid_runtime::Server) {
-    let role = serve::Role { connect: false, dir: None, one_file: None, stats: Default::default() };
+    let role = serve::Role {
+        connect: false,
+        dir: None,
+        one_file: None,
+        stats: Default::default(),
+        limits: Default::default(),
+        metrics: None,
+    };
     let (done, _keep) = tokio::sync::mpsc::channel(1);
     while let Some(conn) = server.accept().await {
         tokio::spawn(serve::serve_connection(conn, role.clone(), done.clone()));

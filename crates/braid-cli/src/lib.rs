@@ -13,6 +13,8 @@ pub mod demo;
 #[doc(hidden)]
 pub mod fail;
 #[doc(hidden)]
+pub mod metrics;
+#[doc(hidden)]
 pub mod request;
 #[doc(hidden)]
 pub mod serve;

@@ -140,6 +140,11 @@ struct ServerArgs {
     transport: common::TransportOpts,
     #[command(flatten)]
     stats: stats::StatsOpts,
+    #[command(flatten)]
+    limits: common::LimitOpts,
+    /// Serve Prometheus metrics over HTTP on this TCP address (e.g. 127.0.0.1:9090).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 fn init_logs(verbose: u8) {
@@ -175,6 +180,11 @@ fn apply_config(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Fail> {
             merge_opt(m, "dir", &mut a.dir, s.dir);
             merge_opt(m, "authorized", &mut a.authorized, s.authorized);
             merge_opt(m, "emulate", &mut a.emulate, s.emulate);
+            merge(m, "max_connections", &mut a.limits.max_connections, s.max_connections);
+            merge(m, "connection_memory", &mut a.limits.connection_memory, s.connection_memory);
+            merge(m, "max_streams", &mut a.limits.max_streams, s.max_streams);
+            merge(m, "handshake_rate", &mut a.limits.handshake_rate, s.handshake_rate);
+            merge_opt(m, "metrics", &mut a.metrics, s.metrics);
             file.apply_key(m, &mut a.key);
             file.apply_transport(m, &mut a.transport);
             file.apply_stats(m, &mut a.stats);
@@ -237,20 +247,36 @@ fn main() -> ExitCode {
                 a.stats.check()?;
                 let key = a.key.server_auth(a.authorized.as_deref())?;
                 let listen = common::parse_listen(&a.listen, "--listen")?;
+                let limits = a.limits.limits()?;
+                let metrics =
+                    a.metrics.as_deref().map(|m| common::parse_listen(m, "--metrics")).transpose()?;
                 serve::run_server(
                     key,
                     listen,
                     a.transport.config()?,
                     common::server_emulation(a.emulate.as_deref())?,
-                    serve::Role { connect: true, dir: a.dir, one_file: None, stats: a.stats },
+                    serve::Role {
+                        connect: true,
+                        dir: a.dir,
+                        one_file: None,
+                        stats: a.stats,
+                        limits,
+                        metrics,
+                    },
                 )
                 .await
             }
             Command::Recv { listen, out, key, authorized, emulate, transport } => {
                 let key = key.server_auth(authorized.as_deref())?;
                 let listen = common::parse_listen(&listen, "--listen")?;
-                let role =
-                    serve::Role { connect: false, dir: None, one_file: Some(out), stats: Default::default() };
+                let role = serve::Role {
+                    connect: false,
+                    dir: None,
+                    one_file: Some(out),
+                    stats: Default::default(),
+                    limits: Default::default(),
+                    metrics: None,
+                };
                 let emulate = common::server_emulation(emulate.as_deref())?;
                 serve::run_server(key, listen, transport.config()?, emulate, role).await
             }

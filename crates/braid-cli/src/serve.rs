@@ -24,6 +24,10 @@ pub struct Role {
     pub one_file: Option<Option<PathBuf>>,
     /// Per-connection statistics (`braid server --stats`, `--stats-json`).
     pub stats: crate::stats::StatsOpts,
+    /// Connections, memory, streams, handshake rate.
+    pub limits: braid_runtime::Limits,
+    /// Where to serve Prometheus metrics (`--metrics`).
+    pub metrics: Option<SocketAddr>,
 }
 
 /// How long the server tries to reach a CONNECT target.
@@ -39,8 +43,13 @@ pub async fn run_server(
     let mut config = ServerConfig::new(key);
     config.transport = transport;
     config.emulate = emulate;
+    config.limits = role.limits;
     let mut server = Endpoint::server(config, listen)?;
     eprintln!("braid: listening on {} (UDP)", server.local_addr()?);
+    if let Some(addr) = role.metrics {
+        let local = crate::metrics::serve(addr, server.counters(), server.connections()).await?;
+        eprintln!("braid: metrics on http://{local}/metrics");
+    }
     let (done_tx, mut done_rx) = mpsc::channel::<Result<(), Fail>>(1);
     let one_file = role.one_file.is_some();
     loop {

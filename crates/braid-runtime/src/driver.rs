@@ -25,6 +25,7 @@ use crate::crypto::{self, ClientAuth, ClientHandshake, Hello, PacketKeys, Replay
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::endpoint::{Connection, Ended, Handle, PathReport, Shared, STREAM_SEND_BUFFER};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
+use crate::limits::{HandshakeBucket, Limit, LimitLog, Limits, ServerCounters};
 use crate::Error;
 
 /// Datagrams sent per connection per round before the driver reads its sockets again.
@@ -55,7 +56,9 @@ pub(crate) struct ServerSetup {
     pub transport: ConnectionConfig,
     pub socket: UdpSocket,
     pub emulate: Option<Emulation>,
-    pub max_connections: usize,
+    pub limits: Limits,
+    pub counters: Arc<ServerCounters>,
+    pub registry: Registry,
     pub incoming: mpsc::UnboundedSender<Connection>,
 }
 
@@ -78,6 +81,9 @@ struct ClientNoise {
     pair: bool,
 }
 
+// One per driver, built once and never moved on a hot path: boxing the server's fields would
+// only add an indirection.
+#[allow(clippy::large_enum_variant)]
 enum Role {
     Client {
         server: SocketAddr,
@@ -89,7 +95,8 @@ enum Role {
     Server {
         auth: ServerAuth,
         transport: ConnectionConfig,
-        max_connections: usize,
+        limits: Limits,
+        registry: Registry,
         incoming: mpsc::UnboundedSender<Connection>,
     },
 }
@@ -107,6 +114,10 @@ struct Probation {
     token: u64,
     next_challenge: Instant,
 }
+
+/// The server's connections, for [`crate::Server::connections`]: weak, so a connection whose
+/// every handle is gone still ends.
+pub(crate) type Registry = Arc<Mutex<HashMap<ConnectionId, (std::sync::Weak<Mutex<Shared>>, Arc<Notify>)>>>;
 
 /// Most bytes sent to an unvalidated address per byte received from it (RFC 9000 §8.1).
 pub(crate) const AMPLIFICATION: u64 = 3;
@@ -201,6 +212,11 @@ pub(crate) struct Driver {
     /// Server: ephemeral keys of the first messages accepted lately, so a replayed first
     /// message (accepted by the clock check for 120 s) creates nothing (PROTOCOL.md §13.3).
     seen_inits: HashMap<[u8; 32], Instant>,
+    /// Server: what the operator reads (`braid server --metrics`), the limits' log lines and
+    /// the handshake rate's bucket.
+    counters: Arc<ServerCounters>,
+    limit_log: LimitLog,
+    handshakes: HandshakeBucket,
 }
 
 /// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
@@ -255,7 +271,11 @@ fn random_u64() -> u64 {
 }
 
 impl Driver {
-    fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>) -> Driver {
+    fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>, counters: Arc<ServerCounters>) -> Driver {
+        let rate = match &role {
+            Role::Server { limits, .. } => limits.handshake_rate,
+            Role::Client { .. } => 0,
+        };
         Driver {
             epoch: tokio::time::Instant::now(),
             sockets,
@@ -268,6 +288,9 @@ impl Driver {
             busy: false,
             refused: false,
             seen_inits: HashMap::new(),
+            counters,
+            limit_log: LimitLog::default(),
+            handshakes: HandshakeBucket::new(rate, Instant::ZERO),
         }
     }
 
@@ -306,6 +329,7 @@ impl Driver {
                 timeout: setup.handshake_timeout,
             },
             wake.clone(),
+            Arc::default(),
         );
         let now = driver.now();
         let mode = setup.transport.mode;
@@ -353,10 +377,12 @@ impl Driver {
             Role::Server {
                 auth: setup.auth,
                 transport: setup.transport,
-                max_connections: setup.max_connections,
+                limits: setup.limits,
+                registry: setup.registry,
                 incoming: setup.incoming,
             },
             wake,
+            setup.counters,
         );
         tokio::spawn(driver.run());
         Ok(())
@@ -538,6 +564,8 @@ impl Driver {
 
     /// Sends on socket `i` (to `to` on the server; the client's sockets are connected).
     fn send_raw(&mut self, i: usize, to: SocketAddr, data: &[u8], now: Instant) {
+        ServerCounters::add(&self.counters.datagrams_sent, 1);
+        ServerCounters::add(&self.counters.bytes_sent, data.len() as u64);
         let s = &mut self.sockets[i];
         if let Some(link) = &mut s.egress {
             link.push(now, to, data);
@@ -554,6 +582,8 @@ impl Driver {
     }
 
     fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
+        ServerCounters::add(&self.counters.datagrams_received, 1);
+        ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
         let Some(&first) = data.first() else { return };
         match first {
             crypto::NOISE_INIT => self.on_init(data, from, now),
@@ -574,7 +604,7 @@ impl Driver {
     }
 
     fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
-        let Role::Server { auth, transport, max_connections, incoming } = &self.role else { return };
+        let Role::Server { auth, transport, limits, incoming, registry } = &self.role else { return };
         if incoming.is_closed() {
             return;
         }
@@ -587,11 +617,17 @@ impl Driver {
             }
             return;
         }
-        if self.conns.len() >= *max_connections {
-            tracing::warn!(%from, max_connections, "connection limit reached: handshake ignored");
+        if self.conns.len() >= limits.max_connections {
+            self.limit_log.hit(&self.counters, Limit::MaxConnections, limits.max_connections as u64, now);
+            return;
+        }
+        // Before any public-key work: a flood of first messages costs a lookup each.
+        if !self.handshakes.take(now) {
+            self.limit_log.hit(&self.counters, Limit::HandshakeRate, limits.handshake_rate.into(), now);
             return;
         }
         let Some(accepted) = crypto::server_accept_with(auth, data) else {
+            ServerCounters::add(&self.counters.handshakes_failed, 1);
             // No state kept; a 9-byte hint so a client with the wrong key can say so.
             tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
             if let Some(r) = crypto::refusal(data) {
@@ -601,6 +637,7 @@ impl Driver {
         };
         let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
         if self.seen_inits.contains_key(&ephemeral) {
+            ServerCounters::add(&self.counters.handshakes_replayed, 1);
             tracing::debug!(%from, "replayed handshake ignored");
             return;
         }
@@ -648,7 +685,12 @@ impl Driver {
         entry.init = data.to_vec();
         entry.response = accepted.response;
         let response = entry.response.clone();
+        registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(cid, (Arc::downgrade(&entry.handle.shared), self.wake.clone()));
         self.conns.insert(cid, entry);
+        ServerCounters::add(&self.counters.handshakes_accepted, 1);
         tracing::debug!(
             cid = %hex(&cid.0),
             %from,
@@ -840,7 +882,19 @@ impl Driver {
         for cid in cids {
             self.drive(cid, now);
         }
-        self.conns.retain(|_, e| !e.closed);
+        let mut gone = Vec::new();
+        self.conns.retain(|cid, e| {
+            if e.closed {
+                gone.push(*cid);
+            }
+            !e.closed
+        });
+        if let (false, Role::Server { registry, .. }) = (gone.is_empty(), &self.role) {
+            let mut registry = registry.lock().unwrap_or_else(|e| e.into_inner());
+            for cid in gone {
+                registry.remove(&cid);
+            }
+        }
         self.flush_sends();
     }
 
@@ -951,6 +1005,7 @@ impl Driver {
     }
 
     fn handle_events(&mut self, cid: ConnectionId) {
+        let now = self.now();
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let mut guard = e.handle.lock();
         let s = &mut *guard;
@@ -971,7 +1026,22 @@ impl Driver {
                         w.wake();
                     }
                 }
-                Event::Closed(reason) => ended = Some(ended_from(&reason, idle)),
+                Event::Closed(reason) => {
+                    if let CloseReason::Violation(why) = &reason {
+                        ServerCounters::add(&self.counters.connections_violated, 1);
+                        if let (Some(limit), Role::Server { limits, .. }) =
+                            (Limit::from_violation(why), &self.role)
+                        {
+                            let value = match limit {
+                                Limit::MaxStreams => limits.max_streams,
+                                _ => limits.connection_memory,
+                            };
+                            self.limit_log.hit(&self.counters, limit, value, now);
+                        }
+                    }
+                    ServerCounters::add(&self.counters.connections_closed, 1);
+                    ended = Some(ended_from(&reason, idle));
+                }
                 Event::PathFailed(path) => {
                     tracing::info!(path, "path failed: no answer; its data goes on the others")
                 }

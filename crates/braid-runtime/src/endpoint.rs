@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use crate::crypto::{ClientAuth, ServerAuth, TAG_LEN};
 use crate::driver::{self, Driver};
 use crate::emulate::Emulation;
+use crate::limits::{Limits, ServerCounters};
 use crate::socket::{self, PathSpec};
 use crate::stream::Stream;
 use crate::Error;
@@ -80,8 +81,10 @@ pub struct ServerConfig {
     /// The core's settings; a client's mode and congestion controller (sent in its hello)
     /// replace `mode` and `cc`.
     pub transport: ConnectionConfig,
-    /// Most connections at once (handshakes included). Default 1024.
-    pub max_connections: usize,
+    /// Connections, per-connection memory, streams and handshake rate ([`Limits`]; defaults
+    /// for a small router). The memory and stream limits replace `transport`'s windows and
+    /// stream count.
+    pub limits: Limits,
     /// Impairment of everything the server's socket sends and receives (`braid server
     /// --emulate`). Default none.
     pub emulate: Option<Emulation>,
@@ -92,7 +95,7 @@ impl ServerConfig {
         ServerConfig {
             auth: auth.into(),
             transport: ConnectionConfig::default(),
-            max_connections: 1024,
+            limits: Limits::default(),
             emulate: None,
         }
     }
@@ -148,17 +151,22 @@ impl Endpoint {
         let udp = socket::bind_udp(listen, None)?;
         let local = udp.local_addr()?;
         let mut transport = config.transport.clone();
+        config.limits.apply(&mut transport);
         fit_to_datagram(&mut transport);
         let (tx, rx) = mpsc::unbounded_channel();
+        let counters = Arc::new(ServerCounters::default());
+        let registry = driver::Registry::default();
         Driver::start_server(driver::ServerSetup {
             auth: config.auth,
             transport,
             socket: udp,
             emulate: config.emulate,
-            max_connections: config.max_connections,
+            limits: config.limits,
+            counters: counters.clone(),
+            registry: registry.clone(),
             incoming: tx,
         })?;
-        Ok(Server { incoming: rx, local })
+        Ok(Server { incoming: rx, local, counters, registry })
     }
 }
 
@@ -166,6 +174,8 @@ impl Endpoint {
 pub struct Server {
     incoming: mpsc::UnboundedReceiver<Connection>,
     local: SocketAddr,
+    counters: Arc<ServerCounters>,
+    registry: driver::Registry,
 }
 
 impl Server {
@@ -176,6 +186,36 @@ impl Server {
 
     pub fn local_addr(&self) -> Result<SocketAddr, Error> {
         Ok(self.local)
+    }
+
+    /// The server's counters: handshakes, limits hit, datagrams and bytes (live).
+    pub fn counters(&self) -> Arc<ServerCounters> {
+        self.counters.clone()
+    }
+
+    /// What reads the server's live connections from elsewhere (a metrics endpoint).
+    pub fn connections(&self) -> Connections {
+        Connections { registry: self.registry.clone() }
+    }
+}
+
+/// The server's live connections, handshaking ones included (see [`Server::connections`]).
+#[derive(Clone)]
+pub struct Connections {
+    registry: driver::Registry,
+}
+
+impl Connections {
+    /// A handle to each connection now (hold them briefly: a connection ends only once every
+    /// handle is gone).
+    pub fn snapshot(&self) -> Vec<Connection> {
+        let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        registry
+            .values()
+            .filter_map(|(shared, wake)| {
+                Some(Connection { handle: Handle::new(shared.upgrade()?, wake.clone()) })
+            })
+            .collect()
     }
 }
 
@@ -458,5 +498,17 @@ impl Connection {
     /// Datagram counters: sent, delivered, recovered, late, dropped, repair overhead.
     pub fn datagram_stats(&self) -> DatagramStats {
         self.handle.lock().core.datagram_stats()
+    }
+
+    /// Whether the core handshake is done and the connection has not ended.
+    pub fn is_established(&self) -> bool {
+        let s = self.handle.lock();
+        s.core.is_established() && s.ended.is_none()
+    }
+
+    /// Bytes of the peer's data held now (decoders and unread stream bytes).
+    pub fn receive_buffered(&self) -> u64 {
+        let b = self.handle.lock().core.receive_buffered();
+        b.decoder_bytes + b.stream_bytes
     }
 }

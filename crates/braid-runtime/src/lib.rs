@@ -22,6 +22,7 @@ mod driver;
 pub mod emulate;
 mod endpoint;
 mod gso;
+pub mod limits;
 pub mod socket;
 mod stream;
 
@@ -32,7 +33,8 @@ pub use braid_proto::datagram::{DatagramConfig, DatagramStats};
 pub use braid_proto::ConnectionConfig;
 pub use crypto::{ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 pub use emulate::Emulation;
-pub use endpoint::{ClientConfig, Connection, Endpoint, PathReport, Server, ServerConfig};
+pub use endpoint::{ClientConfig, Connection, Connections, Endpoint, PathReport, Server, ServerConfig};
+pub use limits::{Limit, Limits, ServerCounters};
 pub use socket::PathSpec;
 pub use stream::Stream;
 

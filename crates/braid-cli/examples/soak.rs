@@ -1,0 +1,398 @@
+//! Server soak: one `braid server` process on loopback, many concurrent client connections from
+//! this process with churn, then three hostile checks. Bounded in count and time: it stops by
+//! itself. Numbers and how to read them: docs/RELIABILITY.md, "Server soak".
+//!
+//!     cargo build --release -p braid-cli --bins --examples
+//!     target/release/examples/soak --connections 1000 --seconds 600
+//!
+//! Each of `--connections` workers loops until the time is up: connect (one in ten over an
+//! emulated lossy link: 50 Mbit/s, 5 ms, 1 % loss, both ways), make 1–4 echo transfers of mixed
+//! sizes (1 KiB to 1 MiB) checking every byte that comes back, hold the connection a few
+//! seconds, close it, start again. Every 10 s it prints the server's RSS (and RSS per live
+//! connection above the idle server's), open descriptors, CPU, and transfers done, failed and
+//! corrupted. Then: a replayed first message sent 2,000 times (bytes answered per byte
+//! received); a flood of 5,000 first messages with the right key that never finish
+//! (half-open: what the server holds) and 5,000 with a wrong key; a client that asks for a
+//! download and stops reading (the server's memory for it).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use braid_cli::request;
+use braid_proto::wire::ConnectionId;
+use braid_runtime::crypto::{ClientHandshake, Hello};
+use braid_runtime::{ClientConfig, Endpoint, Key};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[derive(Default)]
+struct Tally {
+    live: AtomicU64,
+    connects: AtomicU64,
+    connect_failures: AtomicU64,
+    transfers: AtomicU64,
+    failed: AtomicU64,
+    corrupted: AtomicU64,
+    bytes: AtomicU64,
+}
+
+struct Args {
+    connections: usize,
+    seconds: u64,
+    server_bin: PathBuf,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        connections: 1000,
+        seconds: 600,
+        server_bin: std::env::current_exe()
+            .expect("exe")
+            .parent()
+            .and_then(|p| p.parent())
+            .expect("dir")
+            .join("braid"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| die(&format!("{flag}: needs a value")));
+        match flag.as_str() {
+            "--connections" => {
+                a.connections = value().parse().unwrap_or_else(|_| die("--connections: a number (1 to 5000)"))
+            }
+            "--seconds" => {
+                a.seconds = value().parse().unwrap_or_else(|_| die("--seconds: a number (1 to 3600)"))
+            }
+            "--server-bin" => a.server_bin = value().into(),
+            _ => die(&format!("unknown flag {flag} (--connections N, --seconds S, --server-bin PATH)")),
+        }
+    }
+    if !(1..=5000).contains(&a.connections) || !(1..=3600).contains(&a.seconds) {
+        die("--connections 1 to 5000, --seconds 1 to 3600");
+    }
+    if !a.server_bin.exists() {
+        die(&format!(
+            "{}: no braid binary (cargo build --release -p braid-cli --bins)",
+            a.server_bin.display()
+        ));
+    }
+    a
+}
+
+fn die(msg: &str) -> ! {
+    eprintln!("soak: {msg}");
+    std::process::exit(2)
+}
+
+/// The server process's RSS (KiB), open descriptors, and CPU time (clock ticks).
+fn probe(pid: u32) -> (u64, usize, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    (rss, fds, ticks)
+}
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server(bin: &PathBuf, key_file: &std::path::Path, connections: usize) -> Server {
+    let port = free_port();
+    let child = Command::new(bin)
+        .args(["server", "--listen", &format!("127.0.0.1:{port}"), "--key"])
+        .arg(key_file)
+        .args(["--max-connections", &(connections + 100).to_string(), "--handshake-rate", "1000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| die(&format!("{}: {e}", bin.display())));
+    std::thread::sleep(Duration::from_millis(500));
+    Server { child, addr: SocketAddr::from(([127, 0, 0, 1], port)) }
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// One echo transfer of `len` bytes; whether every byte came back intact.
+async fn echo(conn: &braid_runtime::Connection, len: usize, seed: u64) -> Result<bool, String> {
+    let stream = conn.open_stream().map_err(|e| e.to_string())?;
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let data = pattern(seed, len);
+    let send = async {
+        wr.write_all(&[request::ECHO]).await?;
+        wr.write_all(&data).await?;
+        wr.shutdown().await
+    };
+    let mut back = Vec::with_capacity(len);
+    let recv = rd.read_to_end(&mut back);
+    let (s, r) = tokio::join!(send, recv);
+    s.map_err(|e| e.to_string())?;
+    r.map_err(|e| e.to_string())?;
+    Ok(back == data)
+}
+
+async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc<Tally>) {
+    let mut rng = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    // Spread the first handshakes over a few seconds.
+    tokio::time::sleep(Duration::from_millis(next() % 3000)).await;
+    while Instant::now() < until {
+        let mut config = ClientConfig::new(key.clone());
+        config.handshake_timeout = Duration::from_secs(20);
+        if i.is_multiple_of(10) {
+            config.emulate = vec![Some("50mbit,5ms,1%".parse().expect("spec"))];
+        }
+        let conn = match Endpoint::connect(config, addr).await {
+            Ok(c) => c,
+            Err(e) => {
+                tally.connect_failures.fetch_add(1, Ordering::Relaxed);
+                if tally.connect_failures.load(Ordering::Relaxed) <= 5 {
+                    eprintln!("soak: connect failed: {e}");
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        tally.connects.fetch_add(1, Ordering::Relaxed);
+        tally.live.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..1 + next() % 4 {
+            let len = match next() % 100 {
+                0..=1 => 1 << 20,
+                2..=19 => 128 << 10,
+                20..=59 => 16 << 10,
+                _ => 1 << 10,
+            };
+            let outcome = tokio::time::timeout(Duration::from_secs(60), echo(&conn, len, next())).await;
+            tally.transfers.fetch_add(1, Ordering::Relaxed);
+            match outcome {
+                Ok(Ok(true)) => {
+                    tally.bytes.fetch_add(len as u64, Ordering::Relaxed);
+                }
+                Ok(Ok(false)) => {
+                    tally.corrupted.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Err(e)) => {
+                    if tally.failed.fetch_add(1, Ordering::Relaxed) < 5 {
+                        eprintln!("soak: transfer failed: {e}");
+                    }
+                }
+                Err(_) => {
+                    if tally.failed.fetch_add(1, Ordering::Relaxed) < 5 {
+                        eprintln!("soak: transfer timed out (60 s)");
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(next() % 2000)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(next() % 5000)).await;
+        conn.close(0, "soak churn");
+        tally.live.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Sends `datagrams` to the server from one socket at about `per_second`; the bytes answered.
+fn send_and_count(server: SocketAddr, datagrams: &[Vec<u8>], per_second: u64) -> (u64, u64) {
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.set_read_timeout(Some(Duration::from_millis(1))).expect("timeout");
+    let (mut sent, mut answered) = (0u64, 0u64);
+    let mut buf = [0u8; 2048];
+    let start = Instant::now();
+    for (n, d) in datagrams.iter().enumerate() {
+        let _ = sock.send_to(d, server);
+        sent += d.len() as u64;
+        while let Ok((len, _)) = sock.recv_from(&mut buf) {
+            answered += len as u64;
+        }
+        let due = start + Duration::from_micros(n as u64 * 1_000_000 / per_second);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    let drain = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < drain {
+        if let Ok((len, _)) = sock.recv_from(&mut buf) {
+            answered += len as u64;
+        }
+    }
+    (sent, answered)
+}
+
+fn main() {
+    let a = args();
+    let dir = std::env::temp_dir().join(format!("braid-soak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let key_file = dir.join("soak.key");
+    let key = Key::generate().expect("key");
+    key.write_file(&key_file).expect("key file");
+    let server = start_server(&a.server_bin, &key_file, a.connections);
+    let pid = server.child.id();
+    let (idle_rss, idle_fds, _) = probe(pid);
+    println!(
+        "soak: server pid {pid} on {}, idle RSS {:.1} MiB, {idle_fds} fds; {} connections for {} s",
+        server.addr,
+        idle_rss as f64 / 1024.0,
+        a.connections,
+        a.seconds
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let tally = Arc::new(Tally::default());
+    let until = Instant::now() + Duration::from_secs(a.seconds);
+    let ticks_per_s = 100.0; // USER_HZ
+    runtime.block_on(async {
+        let workers: Vec<_> = (0..a.connections)
+            .map(|i| tokio::spawn(worker(i, key.clone(), server.addr, until, tally.clone())))
+            .collect();
+        let started = Instant::now();
+        let (mut last_ticks, mut last_at) = (probe(pid).2, Instant::now());
+        let (mut peak_rss, mut peak_fds, mut peak_live, mut max_per_conn) = (0u64, 0usize, 0u64, 0f64);
+        println!("   t s   live   RSS MiB  KiB/conn   fds   CPU %   transfers  failed  corrupted  connects  connect-fail");
+        while Instant::now() < until + Duration::from_secs(70) && !workers.iter().all(|w| w.is_finished()) {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            let (rss, fds, ticks) = probe(pid);
+            let live = tally.live.load(Ordering::Relaxed);
+            let cpu = (ticks - last_ticks) as f64 / ticks_per_s / last_at.elapsed().as_secs_f64() * 100.0;
+            (last_ticks, last_at) = (ticks, Instant::now());
+            let per_conn = if live > 0 { rss.saturating_sub(idle_rss) as f64 / live as f64 } else { 0.0 };
+            if live as usize >= a.connections * 9 / 10 {
+                max_per_conn = max_per_conn.max(per_conn);
+            }
+            (peak_rss, peak_fds, peak_live) = (peak_rss.max(rss), peak_fds.max(fds), peak_live.max(live));
+            println!(
+                "{:>6} {:>6} {:>9.1} {:>9.1} {:>5} {:>7.1} {:>11} {:>7} {:>10} {:>9} {:>13}",
+                started.elapsed().as_secs(),
+                live,
+                rss as f64 / 1024.0,
+                per_conn,
+                fds,
+                cpu,
+                tally.transfers.load(Ordering::Relaxed),
+                tally.failed.load(Ordering::Relaxed),
+                tally.corrupted.load(Ordering::Relaxed),
+                tally.connects.load(Ordering::Relaxed),
+                tally.connect_failures.load(Ordering::Relaxed),
+            );
+        }
+        for w in workers {
+            w.abort();
+        }
+        println!(
+            "soak: done: peak {peak_live} live connections, peak RSS {:.1} MiB, at most {max_per_conn:.1} KiB per connection (≥ 90 % live), peak {peak_fds} fds; {} transfers ({:.1} MB echoed), {} failed, {} corrupted; {} connects, {} failed",
+            peak_rss as f64 / 1024.0,
+            tally.transfers.load(Ordering::Relaxed),
+            tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,
+            tally.failed.load(Ordering::Relaxed),
+            tally.corrupted.load(Ordering::Relaxed),
+            tally.connects.load(Ordering::Relaxed),
+            tally.connect_failures.load(Ordering::Relaxed),
+        );
+    });
+    // Let the churned connections end (idle timeout 30 s) before the hostile checks.
+    std::thread::sleep(Duration::from_secs(35));
+    let (rss, fds, _) = probe(pid);
+    println!(
+        "soak: after the clients left: RSS {:.1} MiB, {fds} fds (idle: {idle_fds})",
+        rss as f64 / 1024.0
+    );
+
+    // A replayed first message.
+    let hello = Hello { paths: 1, ..Hello::default() };
+    let one = ClientHandshake::new(&key, ConnectionId([9; 8]), &hello).init_datagram().to_vec();
+    let (sent, answered) = send_and_count(server.addr, &vec![one; 2000], 2000);
+    println!(
+        "hostile: one first message sent 2,000 times: {sent} bytes in, {answered} answered ({:.3}×)",
+        answered as f64 / sent as f64
+    );
+
+    // Half-open: first messages with the right key that never go further, and with a wrong one.
+    let before = probe(pid).0;
+    let good: Vec<Vec<u8>> = (0..5000u64)
+        .map(|n| {
+            ClientHandshake::new(&key, ConnectionId((n + 100).to_be_bytes()), &hello).init_datagram().to_vec()
+        })
+        .collect();
+    let (sent, answered) = send_and_count(server.addr, &good, 1000);
+    let (after, _, _) = probe(pid);
+    println!(
+        "hostile: 5,000 authenticated first messages never finished (1,000/s): {sent} bytes in, {answered} answered ({:.3}×); server RSS {:.1} → {:.1} MiB",
+        answered as f64 / sent as f64,
+        before as f64 / 1024.0,
+        after as f64 / 1024.0
+    );
+    let wrong = Key::generate().expect("key");
+    let bad: Vec<Vec<u8>> = (0..5000u64)
+        .map(|n| {
+            ClientHandshake::new(&wrong, ConnectionId((n + 10_000).to_be_bytes()), &hello)
+                .init_datagram()
+                .to_vec()
+        })
+        .collect();
+    let (sent, answered) = send_and_count(server.addr, &bad, 1000);
+    println!(
+        "hostile: 5,000 first messages with a wrong key: {sent} bytes in, {answered} answered ({:.4}×); server RSS {:.1} MiB",
+        answered as f64 / sent as f64,
+        probe(pid).0 as f64 / 1024.0
+    );
+
+    // A client that asks for a 20 s download and reads nothing.
+    std::thread::sleep(Duration::from_secs(35)); // the half-open ones time out
+    let before = probe(pid).0;
+    runtime.block_on(async {
+        let conn = Endpoint::connect(ClientConfig::new(key.clone()), server.addr).await.expect("connect");
+        let mut stream = conn.open_stream().expect("stream");
+        let mut req = vec![request::BENCH, 1];
+        req.extend_from_slice(&20_000u32.to_be_bytes());
+        stream.write_all(&req).await.expect("request");
+        let mut peak = 0;
+        for _ in 0..15 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            peak = peak.max(probe(pid).0);
+        }
+        println!(
+            "hostile: a client that stops reading a download: server RSS {:.1} MiB before, at most {:.1} MiB over 15 s (the connection's window is 1 MiB)",
+            before as f64 / 1024.0,
+            peak as f64 / 1024.0
+        );
+        drop(stream);
+        conn.close(0, "done");
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,164 @@
+//! `braid server --metrics ADDR`: the server's numbers in Prometheus' text exposition format
+//! (OpenMetrics text, which Prometheus scrapes as is) over plain HTTP, at any path.
+//!
+//! Server-wide counters (handshakes, limits hit, datagrams and bytes, connections ended) and,
+//! for each live connection, labelled by its peer address: its paths with their state, smoothed
+//! RTT, congestion window and loss estimate, and the repair symbols it sent and the source
+//! symbols it recovered from repair ("useful" repair at this end). Repair the peer sent that
+//! was not needed is that peer's repair sent less this end's recovered; it is not counted apart.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use braid_proto::conn::PathState;
+use braid_runtime::{Connections, Limit, ServerCounters};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::common::{fail, Fail};
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Binds `addr` now (an error is one line), then answers every request with the metrics.
+pub async fn serve(
+    addr: SocketAddr,
+    counters: Arc<ServerCounters>,
+    conns: Connections,
+) -> Result<SocketAddr, Fail> {
+    let listener = TcpListener::bind(addr).await.map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
+    let local = listener.local_addr().map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut tcp, _)) = listener.accept().await else { continue };
+            let (counters, conns) = (counters.clone(), conns.clone());
+            tokio::spawn(async move {
+                // The request is not parsed: every path is the metrics. Read what came (bounded).
+                let mut request = [0u8; 4096];
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tcp.read(&mut request)).await;
+                let body = render(&counters, &conns);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = tcp.write_all(head.as_bytes()).await;
+                let _ = tcp.write_all(body.as_bytes()).await;
+                let _ = tcp.shutdown().await;
+            });
+        }
+    });
+    Ok(local)
+}
+
+fn counter(registry: &mut Registry, name: &str, help: &str, value: u64) {
+    let c: Counter = Counter::default();
+    c.inc_by(value);
+    registry.register(name, help, c);
+}
+
+/// The exposition text now.
+pub fn render(counters: &ServerCounters, conns: &Connections) -> String {
+    let mut r = Registry::with_prefix("braid");
+    let get = ServerCounters::get;
+    counter(
+        &mut r,
+        "handshakes_accepted",
+        "First messages that authenticated",
+        get(&counters.handshakes_accepted),
+    );
+    counter(
+        &mut r,
+        "handshake_failures",
+        "First messages that did not authenticate",
+        get(&counters.handshakes_failed),
+    );
+    counter(
+        &mut r,
+        "handshakes_replayed",
+        "Replayed first messages ignored",
+        get(&counters.handshakes_replayed),
+    );
+    counter(&mut r, "connections_closed", "Connections ended", get(&counters.connections_closed));
+    counter(
+        &mut r,
+        "connections_violated",
+        "Connections a peer's violation closed",
+        get(&counters.connections_violated),
+    );
+    counter(&mut r, "datagrams_received", "Datagrams received", get(&counters.datagrams_received));
+    counter(
+        &mut r,
+        "datagrams_sent",
+        "Datagrams sent (handshakes and challenges; packets are per path)",
+        get(&counters.datagrams_sent),
+    );
+    counter(&mut r, "bytes_received", "UDP payload bytes received", get(&counters.bytes_received));
+    counter(
+        &mut r,
+        "bytes_sent",
+        "UDP payload bytes sent (handshakes and challenges)",
+        get(&counters.bytes_sent),
+    );
+    let limits = Family::<Labels, Counter>::default();
+    for limit in Limit::ALL {
+        limits.get_or_create(&vec![("limit", limit.name().to_string())]).inc_by(counters.limit_hits(limit));
+    }
+    r.register("limit_hits", "Times a limit turned something away", limits.clone());
+
+    let connections = Family::<Labels, Gauge>::default();
+    let paths = Family::<Labels, Gauge>::default();
+    let srtt = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    let cwnd = Family::<Labels, Gauge>::default();
+    let loss = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    let path_bytes_sent = Family::<Labels, Counter>::default();
+    let path_bytes_received = Family::<Labels, Counter>::default();
+    let repair_sent = Family::<Labels, Counter>::default();
+    let recovered = Family::<Labels, Counter>::default();
+    let held = Family::<Labels, Gauge>::default();
+    for state in ["established", "handshake"] {
+        let _ = connections.get_or_create(&vec![("state", state.to_string())]);
+    }
+    for state in ["active", "failed", "removed"] {
+        let _ = paths.get_or_create(&vec![("state", state.to_string())]);
+    }
+    for conn in conns.snapshot() {
+        let state = if conn.is_established() { "established" } else { "handshake" };
+        connections.get_or_create(&vec![("state", state.to_string())]).inc();
+        let peer = conn.remote_address().to_string();
+        let stats = conn.stats();
+        repair_sent.get_or_create(&vec![("peer", peer.clone())]).inc_by(stats.repair_symbols_sent);
+        recovered.get_or_create(&vec![("peer", peer.clone())]).inc_by(stats.symbols_recovered);
+        held.get_or_create(&vec![("peer", peer.clone())]).set(conn.receive_buffered() as i64);
+        for p in conn.paths() {
+            let state = match p.stats.state {
+                PathState::Active => "active",
+                PathState::Failed => "failed",
+                PathState::Removed => "removed",
+            };
+            paths.get_or_create(&vec![("state", state.to_string())]).inc();
+            let labels = vec![("peer", peer.clone()), ("path", p.id.to_string())];
+            srtt.get_or_create(&labels).set(p.srtt.as_secs_f64());
+            cwnd.get_or_create(&labels).set(p.cwnd as i64);
+            loss.get_or_create(&labels).set(p.loss);
+            path_bytes_sent.get_or_create(&labels).inc_by(p.bytes_sent);
+            path_bytes_received.get_or_create(&labels).inc_by(p.bytes_received);
+        }
+    }
+    r.register("connections", "Live connections by state", connections);
+    r.register("paths", "Paths of live connections by state", paths);
+    r.register("path_srtt_seconds", "Smoothed round-trip time per path", srtt);
+    r.register("path_cwnd_bytes", "Congestion window per path", cwnd);
+    r.register("path_loss_ratio", "The core's loss estimate per path", loss);
+    r.register("path_sent_bytes", "Bytes sent per path (datagrams, AEAD tag included)", path_bytes_sent);
+    r.register("path_received_bytes", "Bytes received per path", path_bytes_received);
+    r.register("repair_symbols_sent", "Repair symbols sent per connection", repair_sent);
+    r.register("repair_symbols_useful", "Source symbols recovered from repair per connection", recovered);
+    r.register("receive_buffered_bytes", "Bytes of the peer's data held per connection", held);
+    let mut out = String::new();
+    encode(&mut out, &r).expect("writing to a String");
+    out
+}

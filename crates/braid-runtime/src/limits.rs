@@ -1,0 +1,212 @@
+//! What a server lets its peers have, and the counters an operator reads.
+//!
+//! The defaults fit a small router (a few hundred MB of memory, one or two cores): a few hundred
+//! connections, 1 MiB of a peer's data held per connection, 100 streams each, 50 new
+//! handshakes a second. When a limit turns something away, one log line names the limit (at
+//! most one line per limit every [`LOG_EVERY`], with the count since the last line), and
+//! [`ServerCounters::limit_hits`] counts it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use braid_proto::{ConnectionConfig, Instant};
+
+/// A server's limits (`braid server --max-connections`, `--connection-memory`, `--max-streams`,
+/// `--handshake-rate`, or `[server]` in the config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most connections at once, handshakes included. Default 256; each costs about its
+    /// `connection_memory` plus its decoders and send buffers at most.
+    pub max_connections: usize,
+    /// Bytes of a peer's data one connection may hold: its flow-control windows, connection
+    /// and stream (a peer sending past them breaks the protocol and is closed). The block
+    /// decoders hold at most `blocks_in_flight × max_block_len × symbol size` on top (1.2 MiB
+    /// with the default parameters). Default 1 MiB; tune up for long fat paths (the window
+    /// caps goodput at window / RTT: 1 MiB at 100 ms is 84 Mbit/s).
+    pub connection_memory: u64,
+    /// Streams a peer may open on one connection. Default 100.
+    pub max_streams: u64,
+    /// New handshakes the server takes on per second (a token bucket as deep as one second's
+    /// worth); beyond it first messages are dropped before any public-key work. Default 50.
+    pub handshake_rate: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: 256, connection_memory: 1 << 20, max_streams: 100, handshake_rate: 50 }
+    }
+}
+
+impl Limits {
+    /// The core's settings with these limits in force: the windows and the stream count it
+    /// announces to peers (and enforces).
+    pub fn apply(&self, transport: &mut ConnectionConfig) {
+        transport.params.initial_max_data = self.connection_memory;
+        transport.params.initial_max_stream_data = self.connection_memory;
+        transport.params.max_streams = self.max_streams;
+    }
+}
+
+/// Which limit was hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    MaxConnections,
+    HandshakeRate,
+    MaxStreams,
+    ConnectionMemory,
+}
+
+impl Limit {
+    pub const ALL: [Limit; 4] =
+        [Limit::MaxConnections, Limit::HandshakeRate, Limit::MaxStreams, Limit::ConnectionMemory];
+
+    /// The limit's name, as the flag spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::MaxConnections => "max-connections",
+            Limit::HandshakeRate => "handshake-rate",
+            Limit::MaxStreams => "max-streams",
+            Limit::ConnectionMemory => "connection-memory",
+        }
+    }
+
+    /// The limit a peer's protocol violation (the core's close reason) ran into, if any.
+    pub fn from_violation(reason: &str) -> Option<Limit> {
+        if reason.contains("stream limit") {
+            Some(Limit::MaxStreams)
+        } else if reason.contains("flow-control window") {
+            Some(Limit::ConnectionMemory)
+        } else {
+            None
+        }
+    }
+}
+
+/// A server's counters, shared with the application ([`crate::Server::counters`]).
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// First messages that authenticated and became connections.
+    pub handshakes_accepted: AtomicU64,
+    /// First messages that did not authenticate (wrong key, unknown client key, stale clock).
+    pub handshakes_failed: AtomicU64,
+    /// Authenticated first messages seen before (replays): nothing created.
+    pub handshakes_replayed: AtomicU64,
+    /// Connections that ended, and how many of those a peer's violation closed.
+    pub connections_closed: AtomicU64,
+    pub connections_violated: AtomicU64,
+    /// Per [`Limit::ALL`]: times the limit turned something away.
+    pub limit_hits: [AtomicU64; 4],
+    /// Datagrams received and sent on the server's socket, and their bytes.
+    pub datagrams_received: AtomicU64,
+    pub datagrams_sent: AtomicU64,
+    pub bytes_received: AtomicU64,
+    pub bytes_sent: AtomicU64,
+}
+
+impl ServerCounters {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn limit_hits(&self, limit: Limit) -> u64 {
+        self.limit_hits[limit as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// At most one log line per limit this often.
+pub const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Notes each hit; logs the first, then at most one line per [`LOG_EVERY`] per limit.
+#[derive(Debug, Default)]
+pub(crate) struct LimitLog {
+    last: [Option<Instant>; 4],
+    unlogged: [u64; 4],
+}
+
+impl LimitLog {
+    pub(crate) fn hit(&mut self, counters: &ServerCounters, limit: Limit, value: u64, now: Instant) {
+        let i = limit as usize;
+        ServerCounters::add(&counters.limit_hits[i], 1);
+        self.unlogged[i] += 1;
+        if self.last[i].is_some_and(|t| now.saturating_duration_since(t) < LOG_EVERY) {
+            return;
+        }
+        tracing::warn!(
+            "limit {} ({value}) reached: {} (turned away {} time(s) since the last such line)",
+            limit.name(),
+            match limit {
+                Limit::MaxConnections => "new handshakes are ignored",
+                Limit::HandshakeRate => "new handshakes are dropped",
+                Limit::MaxStreams => "a peer opened more streams; its connection is closed",
+                Limit::ConnectionMemory => "a peer sent past its window; its connection is closed",
+            },
+            self.unlogged[i]
+        );
+        self.last[i] = Some(now);
+        self.unlogged[i] = 0;
+    }
+}
+
+/// New handshakes per second: a token bucket one second deep.
+#[derive(Debug)]
+pub(crate) struct HandshakeBucket {
+    rate: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl HandshakeBucket {
+    pub(crate) fn new(rate: u32, now: Instant) -> HandshakeBucket {
+        HandshakeBucket { rate: f64::from(rate), tokens: f64::from(rate), last: now }
+    }
+
+    /// Takes a token if there is one.
+    pub(crate) fn take(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = self.last.max(now);
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.rate.max(1.0));
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_allows_the_rate_and_a_second_of_burst() {
+        let mut b = HandshakeBucket::new(10, Instant::ZERO);
+        let burst = (0..100).filter(|_| b.take(Instant::ZERO)).count();
+        assert_eq!(burst, 10);
+        // Over the next ten seconds, ten a second.
+        let later = (1..=1000u64).filter(|i| b.take(Instant::from_micros(i * 10_000))).count();
+        assert!((99..=101).contains(&later), "{later}");
+    }
+
+    #[test]
+    fn violations_name_their_limit() {
+        use braid_proto::streams::PeerViolation;
+        assert_eq!(
+            Limit::from_violation(&PeerViolation::StreamLimit(9).to_string()),
+            Some(Limit::MaxStreams)
+        );
+        assert_eq!(
+            Limit::from_violation(&PeerViolation::ConnectionWindow.to_string()),
+            Some(Limit::ConnectionMemory)
+        );
+        assert_eq!(
+            Limit::from_violation(&PeerViolation::StreamWindow(3).to_string()),
+            Some(Limit::ConnectionMemory)
+        );
+        assert_eq!(Limit::from_violation("bad frame"), None);
+    }
+}
