@@ -153,6 +153,9 @@ pub struct Streams {
     max_data_dirty: bool,
     dirty_streams: Vec<u64>,
     events: VecDeque<StreamEvent>,
+    /// A frame written since [`Streams::take_flushed`] emptied its stream's send buffer: the end
+    /// of what the application had written there (a request, a response).
+    flushed: bool,
 }
 
 impl Streams {
@@ -176,6 +179,7 @@ impl Streams {
             max_data_dirty: false,
             dirty_streams: Vec::new(),
             events: VecDeque::new(),
+            flushed: false,
         }
     }
 
@@ -328,10 +332,19 @@ impl Streams {
             self.sent_data += len as u64;
             if !s.buf.is_empty() || (s.fin && !s.fin_sent) {
                 self.ready.push_back(id);
+            } else {
+                self.flushed = true;
             }
             return true;
         }
         false
+    }
+
+    /// Whether a frame written since the last call emptied its stream's send buffer (see
+    /// `Connection::fill_pipe`: the symbol holding the end of a request beside a bulk stream is
+    /// the tail of that request and gets its repair margin at once).
+    pub fn take_flushed(&mut self) -> bool {
+        std::mem::take(&mut self.flushed)
     }
 
     /// A frame from the pipe, in any order.

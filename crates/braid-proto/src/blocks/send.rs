@@ -396,6 +396,22 @@ impl BlockSender {
         }
     }
 
+    /// The open block holds the end of what the application wrote on some stream (a request, a
+    /// response) while other streams still have data: it closes at its current length and is
+    /// marked as a tail ([`SendBlock::app_idle`]), so its repair margin goes out at once. Unlike
+    /// [`BlockSender::on_app_idle`] the blocks cut before it are left alone: they hold the bulk
+    /// data before it, which the next blocks' symbols follow closely enough for loss detection.
+    pub fn close_block_as_tail(&mut self) {
+        // The newest block holds the symbol just cut (a full block closed as it filled).
+        if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
+            if !block.closed {
+                block.closed = true;
+                block.encoder.flush();
+            }
+            block.app_idle = true;
+        }
+    }
+
     /// The application has nothing more to send for now (its send buffers are empty, not merely
     /// blocked by flow control): the open block closes at its current length, and the blocks cut
     /// but not yet all sent — the burst just cut (a video frame, a response; at most the two

@@ -384,12 +384,15 @@ impl CongestionController for ModelCc {
 
     fn window(&self) -> u64 {
         let floor = 4 * self.mss;
-        // Startup grows the window by what is acknowledged, as slow start does (BBR's cwnd
-        // during Startup), so it never waits on a young bandwidth estimate.
+        // Startup grows the window by what is acknowledged, as slow start does, capped at
+        // Startup's cwnd gain × the estimated BDP (BBR's cwnd during Startup,
+        // draft-ietf-ccwg-bbr §4.6.4): uncapped, the window doubled past the pipe each round
+        // while the rate samples lagged, and the overshoot became a loss burst and a
+        // head-of-line wait a round later.
         let startup = self.initial_window.saturating_add(self.delivered);
         let Some(bdp) = self.bdp() else { return startup.clamp(floor, MAX_WINDOW) };
         let mut window = match self.state {
-            State::Startup => (STARTUP_CWND_GAIN * bdp).max(startup as f64),
+            State::Startup => (startup as f64).min((STARTUP_CWND_GAIN * bdp).max(self.initial_window as f64)),
             State::ProbeRtt => bdp / 2.0,
             _ => self.cwnd_gain() * bdp + 2.0 * self.mss as f64,
         };

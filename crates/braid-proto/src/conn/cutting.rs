@@ -109,6 +109,13 @@ impl Connection {
             }
             unsent += 1;
             s.partial.clear();
+            if s.streams.take_flushed() && more {
+                // The symbol ends what the application wrote on some stream (a request beside a
+                // bulk transfer) while other streams still send: its block closes and gets its
+                // margin at once, as a burst's tail does. A reactive repair would cost that
+                // request a round trip plus the loss detection delay.
+                s.sender.close_block_as_tail();
+            }
             if !more {
                 // Nothing else to send for now: close the block so it can complete; if the
                 // application is idle (not blocked by flow control), the blocks in flight are

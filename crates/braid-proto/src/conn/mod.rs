@@ -809,7 +809,8 @@ impl Connection {
             if let Some(newest) = newest.filter(|_| congestion) {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
-            let uncounted = congestion && !self.config.mode.estimate_counts_congestion();
+            let uncounted = self.config.mode.loss_is_overflow(&path.rtt)
+                && !self.config.mode.estimate_counts_congestion();
             path.record_losses(lost.len(), uncounted);
         }
         self.apply_fec_actions(now, probe);
@@ -1125,6 +1126,7 @@ impl Connection {
             smoothed_rtt: p.rtt.smoothed(),
             min_rtt: p.rtt.min(),
             loss: p.cc.loss_estimate().unwrap_or(p.loss.rate()),
+            loss_long: p.loss_long.rate(),
             window: p.cc.window(),
             in_flight: p.in_flight,
             mss: self.config.max_datagram as u64,

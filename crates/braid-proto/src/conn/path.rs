@@ -104,6 +104,9 @@ pub(crate) struct Path {
     pub cc: Box<dyn CongestionController>,
     /// Random-loss rate, an EWMA over packets (CTCP Algorithm 1's p).
     pub loss: LossEstimator,
+    /// The same over about 8× as many packets: steadier, for repair that must not come up
+    /// short when the fast estimate dips between losses (a tail's margin).
+    pub loss_long: LossEstimator,
     /// Received packet numbers, as disjoint ranges, highest first.
     received: Vec<AckRange>,
     largest_received_at: Option<Instant>,
@@ -172,6 +175,7 @@ impl Path {
             rtt: RttEstimator::default(),
             cc,
             loss: LossEstimator::new(1.0 / 64.0),
+            loss_long: LossEstimator::new(1.0 / 512.0),
             received: Vec::new(),
             largest_received_at: None,
             ack_pending: false,
@@ -425,6 +429,7 @@ impl Path {
                 }
                 largest_sent = largest_sent.max(Some(packet.time));
                 self.loss.sample(false);
+                self.loss_long.sample(false);
                 self.stats.packets_acked += 1;
                 outcome.acked.push(packet);
             }
@@ -490,6 +495,7 @@ impl Path {
         if !congestion {
             for _ in 0..count {
                 self.loss.sample(true);
+                self.loss_long.sample(true);
             }
         }
     }

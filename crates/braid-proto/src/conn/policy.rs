@@ -209,28 +209,15 @@ impl Mode {
         matches!(self, Mode::Mptcp | Mode::MptcpDfec)
     }
 
-    /// Whether losses just detected on a path with this RTT state count as congestion.
+    /// Whether losses just detected on a path with this RTT state count as congestion (the
+    /// congestion controller hears of them).
     pub(crate) fn loss_is_congestion(self, rtt: &RttEstimator) -> bool {
         match self {
             Mode::Braid => {
-                let (latest, min) = (rtt.latest(), rtt.min());
-                let queue = latest.saturating_sub(min);
                 // The RTT a quarter above the path's minimum: a queue, whatever its size in
                 // packets.
-                let slow = latest > min.mul_f64(1.25) + Duration::from_millis(2);
-                // A short queue on a long path never shows a quarter's rise: then a loss is
-                // congestion when the queue is near the fullest it has been seen on this path
-                // (the last QUEUE_FULL of max − min), where a drop-tail queue drops.
-                // The range must be a queue, not jitter: at least HyStart++'s threshold (RFC 9406
-                // §4.2: min RTT / 8, clamped to 4–16 ms). On the testbed a 2-ms floor let a few
-                // ms of host jitter call 2 % random loss congestion (0.41 × ideal instead of 0.83).
-                let range = rtt.max().saturating_sub(min);
-                let significant =
-                    range >= (min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
-                let full = significant
-                    && queue > Duration::from_millis(2)
-                    && queue.as_secs_f64() >= QUEUE_FULL * range.as_secs_f64();
-                slow || full
+                let slow = rtt.latest() > rtt.min().mul_f64(1.25) + Duration::from_millis(2);
+                slow || queue_near_full(rtt)
             }
             Mode::Tcp
             | Mode::Fmtcp
@@ -241,6 +228,20 @@ impl Mode {
             | Mode::MptcpDfec => true,
             // CTCP reacts to loss through its own estimate (Algorithm 2's loss-spike rule).
             Mode::Ctcp => false,
+        }
+    }
+
+    /// Whether losses just detected are left out of the path's random-loss estimate, which sizes
+    /// proactive repair. braid: only a queue near the fullest seen, where a drop-tail queue
+    /// drops. A queue a quarter above the minimum RTT is not enough: braid's controller keeps a
+    /// standing queue of that size (Startup's and ProbeBW's cwnd gain of 2), and leaving out
+    /// every loss under it let the estimate decay to 0 at 5 % random loss, so no repair went
+    /// ahead of need and a request's lost symbol waited a round trip for reactive repair.
+    /// Other modes: what they call congestion.
+    pub(crate) fn loss_is_overflow(self, rtt: &RttEstimator) -> bool {
+        match self {
+            Mode::Braid => queue_near_full(rtt),
+            _ => self.loss_is_congestion(rtt),
         }
     }
 
@@ -275,6 +276,20 @@ impl std::str::FromStr for Mode {
             format!("unknown mode `{s}` (expected one of: {})", names.join(", "))
         })
     }
+}
+
+/// A short queue on a long path never shows a quarter's rise in RTT: a loss is congestion when
+/// the queue is near the fullest it has been seen on this path (the last [`QUEUE_FULL`] of
+/// max − min), where a drop-tail queue drops. The range must be a queue, not jitter: at least
+/// HyStart++'s threshold (RFC 9406 §4.2: min RTT / 8, clamped to 4–16 ms). On the testbed a
+/// 2-ms floor let a few ms of host jitter call 2 % random loss congestion (0.41 × ideal instead
+/// of 0.83).
+fn queue_near_full(rtt: &RttEstimator) -> bool {
+    let min = rtt.min();
+    let queue = rtt.latest().saturating_sub(min);
+    let range = rtt.max().saturating_sub(min);
+    let significant = range >= (min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+    significant && queue > Duration::from_millis(2) && queue.as_secs_f64() >= QUEUE_FULL * range.as_secs_f64()
 }
 
 #[cfg(test)]

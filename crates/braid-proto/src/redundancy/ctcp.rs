@@ -175,6 +175,7 @@ mod tests {
             smoothed_rtt: Duration::from_millis(100),
             min_rtt: Duration::from_millis(100),
             loss,
+            loss_long: loss,
             window: 100_000,
             in_flight: 0,
             mss: 1000,

@@ -178,6 +178,7 @@ mod tests {
             smoothed_rtt: Duration::from_millis(100),
             min_rtt: Duration::from_millis(100),
             loss: 0.05,
+            loss_long: 0.05,
             window: 100_000,
             in_flight: 0,
             mss: 1000,

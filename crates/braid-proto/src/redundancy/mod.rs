@@ -44,6 +44,8 @@ pub struct PathView {
     pub min_rtt: Duration,
     /// The path's random-loss estimate (CTCP Algorithm 1's p).
     pub loss: f64,
+    /// A steadier estimate of the same, over about 8× as many packets (braid's tail margins).
+    pub loss_long: f64,
     /// Congestion window and bytes in flight.
     pub window: u64,
     pub in_flight: u64,
@@ -220,6 +222,7 @@ pub(crate) mod testing {
             smoothed_rtt: Duration::from_millis(srtt_ms),
             min_rtt: Duration::from_millis(srtt_ms),
             loss: 0.0,
+            loss_long: 0.0,
             window: packets * 1000,
             in_flight: 0,
             mss: 1000,

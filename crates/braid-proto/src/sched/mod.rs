@@ -295,6 +295,7 @@ pub(crate) mod testing {
                 smoothed_rtt: rtt,
                 min_rtt: rtt,
                 loss,
+                loss_long: loss,
                 window: window * 1000,
                 in_flight: in_flight * 1000,
                 mss: 1000,
