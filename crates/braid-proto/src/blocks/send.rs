@@ -402,12 +402,9 @@ impl BlockSender {
     /// [`BlockSender::on_app_idle`] the blocks cut before it are left alone: they hold the bulk
     /// data before it, which the next blocks' symbols follow closely enough for loss detection.
     pub fn close_block_as_tail(&mut self) {
+        self.close_block();
         // The newest block holds the symbol just cut (a full block closed as it filled).
         if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
-            if !block.closed {
-                block.closed = true;
-                block.encoder.flush();
-            }
             block.app_idle = true;
         }
     }
