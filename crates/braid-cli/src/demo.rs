@@ -140,6 +140,7 @@ async fn accept_loop(mut server: braid_runtime::Server) {
         stats: Default::default(),
         limits: Default::default(),
         metrics: None,
+        tun: None,
     };
     let (done, _keep) = tokio::sync::mpsc::channel(1);
     while let Some(conn) = server.accept().await {

@@ -24,3 +24,5 @@ pub mod socks;
 pub mod stats;
 #[doc(hidden)]
 pub mod transfer;
+#[doc(hidden)]
+pub mod tunnel;

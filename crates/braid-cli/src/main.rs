@@ -3,7 +3,7 @@
 //! (`braid socks`), `braid bench`, `braid demo` and `braid keygen`. Every failure is one line on
 //! stderr and a non-zero exit.
 
-use braid_cli::{bench, common, config, demo, serve, socks, stats, transfer};
+use braid_cli::{bench, common, config, demo, serve, socks, stats, transfer, tunnel};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -106,6 +106,14 @@ enum Command {
     /// No root and no key file: a server runs in this process on 127.0.0.1 with a key that lives
     /// only in memory, and each mode makes a real transfer through real UDP sockets to it.
     Demo(demo::DemoArgs),
+    /// Bond the whole device: a TUN device whose TCP, UDP and pings go through a `braid server
+    /// --tun` (root; see docs/TUN.md).
+    Tun {
+        #[command(flatten)]
+        tun: tunnel::client::TunOpts,
+        #[command(flatten)]
+        client: ClientOpts,
+    },
     /// A SOCKS5 proxy (RFC 1928 CONNECT) whose connections leave from the braid server.
     Socks {
         /// Local TCP address to accept SOCKS clients on.
@@ -121,6 +129,15 @@ enum Command {
 
 #[derive(Args)]
 struct ServerArgs {
+    /// Accept tunnels from `braid tun`, handing out addresses from --tun-pool.
+    #[arg(long)]
+    tun: bool,
+    /// The tunnels' addresses (an IPv4 network; its first host is the server's side).
+    #[arg(long, value_name = "CIDR", default_value = "10.77.0.0/24")]
+    tun_pool: String,
+    /// Let tunnels reach this host's own addresses and loopback (refused by default).
+    #[arg(long)]
+    tun_allow_local: bool,
     /// UDP address to listen on.
     #[arg(short, long, default_value = "0.0.0.0:4433")]
     listen: String,
@@ -212,6 +229,7 @@ fn apply_config(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Fail> {
             merge(m, "json", json, s.json);
             file.apply_client(m, client);
         }
+        Command::Tun { client, .. } => file.apply_client(m, client),
         Command::Socks { listen, auth, client } => {
             let s = std::mem::take(&mut file.socks);
             merge(m, "listen", listen, s.listen);
@@ -250,6 +268,14 @@ fn main() -> ExitCode {
                 let limits = a.limits.limits()?;
                 let metrics =
                     a.metrics.as_deref().map(|m| common::parse_listen(m, "--metrics")).transpose()?;
+                let tun = match a.tun {
+                    true => Some(std::sync::Arc::new(tunnel::server::TunServer {
+                        pool: tunnel::pool::Pool::parse(&a.tun_pool).map_err(common::fail)?,
+                        allow_local: a.tun_allow_local,
+                        dropped: Default::default(),
+                    })),
+                    false => None,
+                };
                 serve::run_server(
                     key,
                     listen,
@@ -262,6 +288,7 @@ fn main() -> ExitCode {
                         stats: a.stats,
                         limits,
                         metrics,
+                        tun,
                     },
                 )
                 .await
@@ -276,6 +303,7 @@ fn main() -> ExitCode {
                     stats: Default::default(),
                     limits: Default::default(),
                     metrics: None,
+                    tun: None,
                 };
                 let emulate = common::server_emulation(emulate.as_deref())?;
                 serve::run_server(key, listen, transport.config()?, emulate, role).await
@@ -295,6 +323,7 @@ fn main() -> ExitCode {
             Command::Bench { time, reverse, json, client } => bench::run(&client, time, reverse, json).await,
             Command::Demo(a) => demo::run(a).await,
             Command::Socks { listen, auth, client } => socks::socks(&listen, auth.as_deref(), &client).await,
+            Command::Tun { tun, client } => tunnel::client::run(&tun, &client).await,
         }
     });
     match result {

@@ -28,6 +28,8 @@ pub struct Role {
     pub limits: braid_runtime::Limits,
     /// Where to serve Prometheus metrics (`--metrics`).
     pub metrics: Option<SocketAddr>,
+    /// Accept tunnels (`braid server --tun`).
+    pub tun: Option<std::sync::Arc<crate::tunnel::server::TunServer>>,
 }
 
 /// How long the server tries to reach a CONNECT target.
@@ -135,6 +137,17 @@ async fn serve_stream(mut stream: Stream, role: &Role, conn: &Connection) -> Opt
         }
         request::ECHO => {
             let _ = crate::bench::echo(&mut stream).await;
+            None
+        }
+        crate::tunnel::TUN_OPEN => {
+            crate::tunnel::server::open(stream, conn.clone(), role.tun.clone()).await;
+            None
+        }
+        crate::tunnel::TUN_CONNECT => {
+            let target = request::read_short_string(&mut stream).await.ok()?;
+            if let Some(stream) = crate::tunnel::server::connect(stream, &target, role.tun.as_deref()).await {
+                connect(stream, &target).await;
+            }
             None
         }
         other => {
