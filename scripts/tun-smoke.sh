@@ -41,11 +41,13 @@ import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.200.2.2", 9999))
 while True:
     d, a = s.recvfrom(65536); s.sendto(d, a)' & UDP_PID=$!
+# Wait for the world's servers and then braid's (python starts slowly on a loaded machine).
+for _ in $(seq 100); do ip netns exec $W curl -s -o /dev/null http://10.200.2.2:8080/ && break; sleep 0.1; done
 "$BRAID" keygen -o "$TMP/key" >/dev/null
 ip netns exec $S "$BRAID" server --listen 10.200.1.2:4433 --key "$TMP/key" --tun --tun-pool 10.77.0.0/24 2>"$TMP/server.log" & SRV_PID=$!
-sleep 0.5
+for _ in $(seq 100); do grep -q listening "$TMP/server.log" && break; sleep 0.1; done
 ip netns exec $C "$BRAID" tun --server 10.200.1.2:4433 --key "$TMP/key" --name braid0 --route 10.200.2.0/24 2>"$TMP/tun.log" & TUN_PID=$!
-for _ in $(seq 50); do ip -n $C link show braid0 >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 150); do ip -n $C link show braid0 >/dev/null 2>&1 && break; sleep 0.1; done
 ip -n $C link show braid0 >/dev/null 2>&1 || { cat "$TMP/tun.log"; echo "FAIL: no braid0"; exit 1; }
 sleep 0.3
 FAIL=0
