@@ -1,0 +1,186 @@
+//! Timers: what `handle_timeout` does when one fires (idle, handshake retry, loss/probe, the
+//! receive release, pacing) and when `poll_timeout` says the next one is due.
+
+use std::time::Duration;
+
+use braid_fec::CodeFamily;
+
+use super::path::Path;
+use super::{CloseReason, Connection, State};
+use crate::sched::{PathInfo, Pick};
+use crate::streams::Side;
+use crate::Instant;
+
+impl Connection {
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.state == State::Closed {
+            return;
+        }
+        if now - self.last_heard >= self.idle_timeout {
+            self.finish(CloseReason::IdleTimeout);
+            return;
+        }
+        self.redundancy.handle_timeout(now);
+        self.on_datagram_timeout(now);
+        self.on_release_timeout(now);
+        for i in 0..self.paths.len() {
+            if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
+                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold(i));
+                let (lost, probe) = self.paths[i].on_timer(now);
+                self.after_losses(now, i, Vec::new(), lost, probe);
+                if probe {
+                    self.check_failure(now, i);
+                }
+                if self.state == State::Handshake && self.side == Side::Client {
+                    self.handshake_due = Some(now);
+                    if probe {
+                        // The flight is presumed lost: try the next path (PROTOCOL.md §9.1), so
+                        // a first path that is down or in a loss burst cannot keep the
+                        // connection from coming up over the others.
+                        self.handshake_path = (self.handshake_path + 1) % self.paths.len().max(1);
+                    }
+                }
+            }
+        }
+        self.on_probe_timers(now);
+        for p in &mut self.paths {
+            let timer = super::pmtu::probe_timer(p.pto_base());
+            p.pmtu.on_timeout(now, timer);
+        }
+    }
+
+    /// How long a block may wait on the receiver with nothing in flight before it is doubted:
+    /// the largest probe timeout of the paths that carry data (the BLOCK_ACK that releases it
+    /// may come back on the slowest one).
+    fn release_timeout(&self) -> Option<Duration> {
+        self.paths.iter().filter(|p| p.can_send()).map(|p| p.pto_base()).max()
+    }
+
+    fn release_deadline(&self) -> Option<Instant> {
+        self.session.as_ref()?.sender.release_deadline(self.release_timeout()?)
+    }
+
+    /// A sender must never sit idle with data the receiver has not released: a block that
+    /// waited a release timeout with nothing in flight is doubted (its count falls back to the
+    /// receiver's report, see `BlockSender::on_release_timeout`), which makes a coding
+    /// controller send a new repair; where the controller would still send nothing (the `tcp`
+    /// model; XOR, whose parity may not be ready), a source goes out again. Either symbol also
+    /// makes the receiver send a fresh BLOCK_ACK, which corrects or releases the block.
+    fn on_release_timeout(&mut self, now: Instant) {
+        let Some(timeout) = self.release_timeout() else { return };
+        let view = self.control_path().map(|i| self.path_view(i)).unwrap_or_default();
+        let xor = self.config.params.code == CodeFamily::Xor;
+        let Some(s) = self.session.as_mut() else { return };
+        for id in s.sender.on_release_timeout(now, timeout) {
+            let Some(b) = s.sender.block(id) else { continue };
+            let repair = !xor && self.redundancy.repairs_wanted(b, &view) > 0;
+            if !repair {
+                let last = b.len().saturating_sub(1) as u16;
+                s.sender.queue_retransmission(id, last);
+            }
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let mut next = self.last_heard + self.idle_timeout;
+        for p in &self.paths {
+            if let Some(t) = p.loss_timeout() {
+                next = next.min(t);
+            }
+            if p.ack_pending {
+                next = next.min(ack_deadline(p));
+            }
+        }
+        if let Some(t) = self.next_symbol_time() {
+            next = next.min(t);
+        }
+        if let Some(t) = self.next_probe() {
+            next = next.min(t);
+        }
+        if let Some((_, at)) = self.measurement_due() {
+            next = next.min(at.max(self.last_poll));
+        }
+        if self.session.is_some() {
+            let mut paths = [PathInfo::default(); 8];
+            let n = self.path_infos(self.last_poll, &mut paths);
+            if let Some(t) = self.scheduler.poll_timeout(self.last_poll, &paths[..n]) {
+                next = next.min(t.max(self.last_poll));
+            }
+        }
+        if let Some(t) = self.release_deadline() {
+            next = next.min(t);
+        }
+        if self.session.is_some() {
+            for i in 0..self.paths.len() {
+                if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
+                    next = next.min(t);
+                }
+            }
+        }
+        if let Some(t) = self.handshake_due {
+            next = next.min(t);
+        }
+        if let Some(t) = self.datagram_timeout() {
+            next = next.min(t);
+        }
+        if self.session.is_some() {
+            for p in self.paths.iter().filter(|p| p.can_send()) {
+                if let Some(t) = p.pmtu.timeout(super::pmtu::probe_timer(p.pto_base())) {
+                    next = next.min(t.max(self.last_poll));
+                }
+            }
+        }
+        if !self.parts_out.is_empty() {
+            next = next.min(self.last_poll);
+        }
+        Some(next)
+    }
+
+    /// When `poll_transmit` would next send a symbol if nothing else happened: it takes the
+    /// lowest-RTT path with room whose pacer allows and sends only if that path has a symbol (or
+    /// `fill_pipe` can make a new source), and more paths qualify as their pacers allow. Waking
+    /// at every pacer instead spun the connection whenever the chosen path had nothing to carry
+    /// (pipe data behind a full block window, a repair wanted on another path), until the next
+    /// ACK. Pacers already past count from the last poll (the time cannot be earlier), where
+    /// more paths may qualify. Never later than the first send; an earlier wake-up only polls
+    /// for nothing.
+    fn next_symbol_time(&self) -> Option<Instant> {
+        let s = self.session.as_ref()?;
+        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty())
+            && s.sender.has_room();
+        // With per-path placement new data joins the open block, which only its path may carry.
+        let new_source_on = |c: usize| {
+            new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
+        };
+        let mss = self.config.max_datagram as u64;
+        let mut next: Option<Instant> = None;
+        for &(path, _, _) in &self.copies {
+            let Some(p) = self.paths.get(path) else { continue };
+            if self.data_room(path) >= mss {
+                let at = p.next_send.max(self.last_poll);
+                next = Some(next.map_or(at, |n: Instant| n.min(at)));
+            }
+        }
+        for i in (0..self.paths.len()).filter(|&i| self.data_room(i) >= mss) {
+            let at = self.paths[i].next_send.max(self.last_poll);
+            if next.is_some_and(|n| n <= at) {
+                continue;
+            }
+            // The path `poll_transmit` would choose at `at`.
+            let chosen = self.pinned_path(at).map(Pick::path).or_else(|| self.choose_path(at));
+            if chosen.is_some_and(|c| new_source_on(c.path) || self.has_symbol(c)) {
+                next = Some(at);
+            }
+        }
+        next
+    }
+}
+
+/// ACKs are sent within 1 ms of an ack-eliciting packet (RFC 9000 §13.2.1 allows up to the
+/// peer's max_ack_delay; a short delay keeps the sender's loss detection quick).
+pub(super) fn ack_deadline(p: &Path) -> Instant {
+    p.last_received + Duration::from_millis(1)
+}

@@ -1,0 +1,483 @@
+//! The transmit side: `poll_transmit` builds the next datagram (close, handshake, ACKs and
+//! control frames, PMTU probes, copies, pieces of oversized symbols, source and repair symbols)
+//! and records what each packet carried for loss detection.
+
+use std::time::Duration;
+
+use super::path::{PathState, SentPacket};
+use super::timers::ack_deadline;
+use super::{BlockRecord, Connection, State, Transmit, BLOCK_LOG_LIMIT, COPIES_PER_PATH, MIN_INITIAL};
+use crate::pipe::OwnedFrame;
+use crate::redundancy::{RedundancyEvent, SymbolEvent};
+use crate::sched::Pick;
+use crate::streams::Side;
+use crate::wire::{Frame, PacketHeader, PacketType, Writer};
+use crate::Instant;
+
+impl Connection {
+    /// Writes the next datagram into `buf` (cleared first), if one is due now.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        buf.clear();
+        self.last_poll = self.last_poll.max(now);
+        if let Some((code, reason)) = self.close_pending.take() {
+            // Any path this end may address (none: the peer was never heard, nothing to tell).
+            let heard = self.paths.iter().position(|p| p.heard && p.state() != PathState::Removed);
+            let path = self.control_path().or(heard)?;
+            self.begin_packet(path, PacketType::Data, buf);
+            let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
+            close.write(&mut Writer::new(buf)).expect("valid");
+            return Some(self.end_packet(now, path, buf, false, Vec::new()));
+        }
+        if self.state == State::Closed {
+            return None;
+        }
+        if self.handshake_due.is_some_and(|t| t <= now) {
+            // Each handshake flight goes out twice, 2 ms apart: on a lossy path a lost Initial
+            // otherwise costs a whole probe timeout (1 s before any RTT is known).
+            self.handshake_copies += 1;
+            self.handshake_due = (self.handshake_copies % 2 == 1).then(|| now + Duration::from_millis(2));
+            let ty = if self.side == Side::Client { PacketType::Initial } else { PacketType::Accept };
+            let path = self.handshake_path;
+            self.begin_packet(path, ty, buf);
+            Frame::Handshake(self.config.params.clone()).write(&mut Writer::new(buf)).expect("valid");
+            if self.side == Side::Client && buf.len() < MIN_INITIAL {
+                buf.resize(MIN_INITIAL, 0);
+            }
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        self.session.as_ref()?;
+        // A failed path's probe: a PING alone (PROTOCOL.md §12.2). Nothing that must arrive
+        // rides on it, since its loss is never declared.
+        if let Some(path) = self.paths.iter().position(|p| p.probe_pending) {
+            self.paths[path].probe_pending = false;
+            self.begin_packet(path, PacketType::Data, buf);
+            Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        // The rest of a SYMBOL frame that did not fit its path (PROTOCOL.md §14.4).
+        if let Some(t) = self.send_part(now, buf) {
+            return Some(t);
+        }
+        // RFC 8899 §4.1: a PLPMTU probe, PING and PADDING, on a confirmed path.
+        if let Some(t) = self.send_pmtu_probe(now, buf) {
+            return Some(t);
+        }
+        // A path the scheduler will not use until it is measured: a PING alone (§12.1).
+        if let Some((path, _)) = self.measurement_due().filter(|&(_, at)| at <= now) {
+            self.begin_packet(path, PacketType::Data, buf);
+            Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        // Unreliable datagrams go before stream data (PROTOCOL.md §15.5).
+        if let Some(t) = self.send_datagrams(now, buf) {
+            return Some(t);
+        }
+        let size = self.block_symbol_size();
+        if let Some(s) =
+            self.session.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
+        {
+            s.sender.set_symbol_size(size);
+            // Blocks cut but never sent are cut again at the new size (PROTOCOL.md §14.3); in
+            // pipe order they come before what was not cut yet.
+            let taken = s.sender.take_unsent_blocks();
+            if !taken.is_empty() {
+                let earlier: Vec<OwnedFrame> = s.recut.drain(..).collect();
+                let partial = std::mem::take(&mut s.partial);
+                s.recut.extend(OwnedFrame::from_symbols([taken.as_slice()]));
+                s.recut.extend(earlier);
+                s.recut.extend(OwnedFrame::from_symbols([partial.as_slice()]));
+            }
+        }
+        self.fill_pipe();
+        self.mark_app_limited();
+        self.apply_parity_covers(now);
+        if let Some(t) = self.send_copy(now, buf) {
+            return Some(t);
+        }
+        let ready = self.pinned_path(now).map(Pick::path).or_else(|| self.choose_path(now));
+        let ack_due = self
+            .paths
+            .iter()
+            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
+            .or_else(|| {
+                let updates = self.session.as_ref().is_some_and(|s| s.streams.has_window_updates());
+                (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
+            });
+        let max = self.config.max_datagram;
+        if let Some(pick) = ready {
+            self.cut_block_for(pick.path);
+        }
+        if let Some(pick) = ready.filter(|&p| self.has_symbol(p)) {
+            let path = pick.path;
+            self.begin_packet(path, PacketType::Data, buf);
+            // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
+            // promise the code may not keep (an XOR block has no complete group to repair):
+            // then the control frames go out alone.
+            let start = buf.len();
+            let symbol = self.write_symbol(now, path, buf, false, pick.block);
+            let limit = self.paths[path].pmtu.plpmtu();
+            let parted = buf.len() > limit && self.part_symbol(path, start, buf, limit);
+            if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates() && !parted) {
+                self.queue_copies(path, symbol, &buf[start..]);
+            }
+            self.write_control(now, path, buf, 2, limit);
+            return Some(match symbol {
+                Some(symbol) => {
+                    let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+                    self.redundancy.on_symbol(now, event);
+                    self.scheduler.on_symbol(now, event);
+                    self.end_packet(now, path, buf, true, vec![symbol])
+                }
+                None => self.end_packet(now, path, buf, false, Vec::new()),
+            });
+        }
+        // TCP-IR's parity goes out at its fixed rate even when the window is full.
+        if self.redundancy.repair_ignores_window() {
+            if let Some(path) = self.control_path().filter(|&p| self.repair_due(p)) {
+                self.begin_packet(path, PacketType::Data, buf);
+                let start = buf.len();
+                let symbol = self.write_symbol(now, path, buf, true, None);
+                let limit = self.paths[path].pmtu.plpmtu();
+                if buf.len() > limit {
+                    self.part_symbol(path, start, buf, limit);
+                }
+                self.write_control(now, path, buf, 2, max);
+                return Some(match symbol {
+                    Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
+                    None => self.end_packet(now, path, buf, false, Vec::new()),
+                });
+            }
+        }
+        let path = ack_due?;
+        self.begin_packet(path, PacketType::Data, buf);
+        if self.paths[path].can_send() {
+            self.write_control(now, path, buf, 32, max);
+        } else {
+            // The ACK of a failed path's probe goes back on that path (PROTOCOL.md §12.2);
+            // frames that must arrive go on paths that answer.
+            self.write_acks(now, path, buf, 32, max);
+        }
+        Some(self.end_packet(now, path, buf, false, Vec::new()))
+    }
+
+    /// A SYMBOL frame (`buf[start..]`) too large for `path`'s PLPMTU (`limit`): its first piece
+    /// stays in the packet as a SYMBOL_PART, the others wait in `parts_out` and go out next
+    /// (PROTOCOL.md §14.4). The symbol is recorded with the first piece's packet. Returns
+    /// whether it parted the frame.
+    fn part_symbol(&mut self, path: usize, start: usize, buf: &mut Vec<u8>, limit: usize) -> bool {
+        let frame = buf[start..].to_vec();
+        let room = limit.saturating_sub(start + PART_OVERHEAD);
+        if room == 0 || frame.len() > crate::wire::MAX_PARTED_FRAME {
+            return false;
+        }
+        buf.truncate(start);
+        self.stats.symbol_parts_sent += frame.len().div_ceil(room) as u64;
+        let id = self.next_part_id;
+        self.next_part_id += 1;
+        let total = frame.len() as u64;
+        for (i, piece) in frame.chunks(room).enumerate() {
+            let part = PartOut { path, id, total, offset: (i * room) as u64, data: piece.to_vec() };
+            if i == 0 {
+                write_part(&part, buf);
+            } else {
+                self.parts_out.push_back(part);
+            }
+        }
+        true
+    }
+
+    /// Sends the next waiting piece of a parted SYMBOL frame; pieces for a path that can no
+    /// longer send are dropped (the symbol is then lost with its first piece's packet's fate
+    /// unknown to the receiver: the block's count falls back on BLOCK_ACK, §11.5).
+    fn send_part(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        while let Some(part) = self.parts_out.pop_front() {
+            if !self.paths.get(part.path).is_some_and(|p| p.can_send()) {
+                continue;
+            }
+            let path = part.path;
+            self.begin_packet(path, PacketType::Data, buf);
+            write_part(&part, buf);
+            let limit = self.paths[path].pmtu.plpmtu();
+            self.write_control(now, path, buf, 2, limit);
+            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+        }
+        None
+    }
+
+    /// RFC 8899 §4.1: a probe is a PING padded to the probe size. It is kept out of the path's
+    /// `sent` record, so it is not in flight for congestion control and its loss is neither
+    /// congestion nor data loss (§3 item 7, §4.4); the PMTU state machine times it out itself.
+    fn send_pmtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (path, size) = self.paths.iter().enumerate().find_map(|(i, p)| {
+            (p.can_send() && p.rtt.has_sample()).then(|| p.pmtu.probe_due(now).map(|s| (i, s))).flatten()
+        })?;
+        self.begin_packet(path, PacketType::Data, buf);
+        Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+        buf.resize(size.max(buf.len()), 0); // PADDING frames (§8)
+        let p = &mut self.paths[path];
+        let number = p.next_number;
+        p.next_number += 1;
+        p.stats.packets_sent += 1;
+        p.stats.bytes_sent += buf.len() as u64;
+        p.pmtu.on_probe_sent(now, number, size);
+        Some(Transmit { path: path as u8, size: buf.len() })
+    }
+
+    /// The redundant scheduler: a copy of the symbol just written (`frame`, its SYMBOL frame)
+    /// for every other path with room in its window, sent when its pacer allows.
+    fn queue_copies(&mut self, sent_on: usize, symbol: crate::blocks::OutgoingSymbol, frame: &[u8]) {
+        let mss = self.config.max_datagram as u64;
+        for i in 0..self.paths.len() {
+            if i != sent_on && self.data_room(i) >= mss {
+                if self.copies.iter().filter(|c| c.0 == i).count() >= COPIES_PER_PATH {
+                    let oldest = self.copies.iter().position(|c| c.0 == i).expect("counted");
+                    self.copies.remove(oldest);
+                }
+                self.copies.push_back((i, symbol, frame.to_vec()));
+            }
+        }
+    }
+
+    /// Sends the oldest queued copy (see [`Self::queue_copies`]) whose path may send now;
+    /// copies whose block was decoded meanwhile are dropped.
+    fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let mss = self.config.max_datagram as u64;
+        let session = self.session.as_ref()?;
+        let mut may_send = [false; 8];
+        for (i, may) in may_send.iter_mut().enumerate().take(self.paths.len()) {
+            *may = self.data_room(i) >= mss && self.paths[i].next_send <= now;
+        }
+        let paths = self.paths.len();
+        self.copies.retain(|c| c.0 < paths && session.sender.block(c.1.block).is_some_and(|b| !b.decoded));
+        let i = self.copies.iter().position(|c| may_send[c.0])?;
+        if let Some((path, symbol, frame)) = self.copies.remove(i) {
+            self.begin_packet(path, PacketType::Data, buf);
+            buf.extend_from_slice(&frame);
+            if let Some(s) = self.session.as_mut() {
+                s.sender.on_copy_sent(symbol.block);
+            }
+            self.stats.copies_sent += 1;
+            self.write_control(now, path, buf, 2, self.config.max_datagram);
+            let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+            self.redundancy.on_symbol(now, event);
+            self.scheduler.on_symbol(now, event);
+            return Some(self.end_packet(now, path, buf, true, vec![symbol]));
+        }
+        None
+    }
+
+    pub(super) fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {
+        let header =
+            PacketHeader { ty, dcid: self.cid, path: path as u8, number: self.paths[path].next_number };
+        header.write(&mut Writer::new(buf));
+    }
+
+    pub(super) fn end_packet(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &[u8],
+        ack_eliciting: bool,
+        symbols: Vec<crate::blocks::OutgoingSymbol>,
+    ) -> Transmit {
+        let p = &mut self.paths[path];
+        let number = p.next_number;
+        p.next_number += 1;
+        let window_update = std::mem::take(&mut self.window_update_written);
+        let abandons = std::mem::take(&mut self.abandon_written);
+        let ack_eliciting = ack_eliciting || window_update || abandons != 0;
+        let packet = SentPacket {
+            time: now,
+            size: buf.len() as u64,
+            ack_eliciting,
+            symbols,
+            window_update,
+            abandons,
+            delivered: 0,
+            delivered_time: now,
+            first_sent: now,
+            datagrams: None,
+        };
+        p.on_sent(now, number, packet);
+        Transmit { path: path as u8, size: buf.len() }
+    }
+
+    /// ACKs for every path with something to acknowledge (at most `ranges` ranges each), the
+    /// decoder state, and flow-control updates — as many as keep the packet within `max` bytes.
+    /// What does not fit stays due (an ACK-only packet carries it).
+    pub(super) fn write_control(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &mut Vec<u8>,
+        ranges: usize,
+        max: usize,
+    ) {
+        self.write_acks(now, path, buf, ranges, max);
+        // PATH_ABANDON takes 2 bytes (PROTOCOL.md §12.3).
+        for id in 0..8u8 {
+            if self.abandon_pending & (1 << id) != 0 && buf.len() + 2 <= max {
+                Frame::PathAbandon(id).write(&mut Writer::new(buf)).expect("valid path id");
+                self.abandon_pending &= !(1 << id);
+                self.abandon_written |= 1 << id;
+            }
+        }
+        if let Some(s) = self.session.as_mut() {
+            if s.block_ack_dirty {
+                // Written in place, taken back if it does not fit.
+                let start = buf.len();
+                Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(buf)).expect("valid");
+                if buf.len() <= max {
+                    s.block_ack_dirty = false;
+                } else {
+                    buf.truncate(start);
+                }
+            }
+            // MAX_DATA and MAX_STREAM_DATA frames take at most 1 + 8 and 1 + 8 + 8 bytes.
+            let room = max.saturating_sub(buf.len());
+            if room >= 9 && s.streams.has_window_updates() {
+                let (data, streams) = s.streams.poll_window_updates_limited((room - 9) / 17);
+                self.window_update_written |= data.is_some() || !streams.is_empty();
+                let mut w = Writer::new(buf);
+                if let Some(max) = data {
+                    Frame::MaxData(max).write(&mut w).expect("valid");
+                }
+                for (stream, max) in streams {
+                    Frame::MaxStreamData { stream, max }.write(&mut w).expect("valid");
+                }
+            }
+        }
+    }
+
+    /// The ACK frames of `write_control` alone, for a packet sent on `path`. The ACK of a probe
+    /// waits for a packet on the probe's own path (PROTOCOL.md §12.2).
+    fn write_acks(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>, ranges: usize, max: usize) {
+        // A path's ACKs go back on that path only (PROTOCOL.md §12.4): piggybacked on whichever
+        // path sends next, a slow path's ACKs would return sometimes at the fast path's delay and
+        // sometimes at its own, and the mixture of round trips makes the later-sent, quickly
+        // acknowledged packets declare the earlier ones lost (packet and time threshold).
+        for p in self.paths.iter_mut().filter(|p| p.ack_pending && (usize::from(p.id) == path)) {
+            let (unacked, here) = (p.unacked_eliciting, p.ack_here);
+            let start = buf.len();
+            // Written in place, taken back if it does not fit.
+            if p.write_ack(now, ranges, &mut Writer::new(buf)) && buf.len() > max {
+                buf.truncate(start);
+                p.ack_pending = true;
+                p.unacked_eliciting = unacked;
+                p.ack_here = here;
+            }
+        }
+    }
+
+    /// The next symbol for `path`: a repair for the oldest block short of symbols, else a new
+    /// source, else nothing; or, if the scheduler named a `block`, that block's next unsent
+    /// source, else a new repair of it. Queued retransmissions go first either way.
+    /// `repair_only`: nothing but a repair (a parity sent beyond the window).
+    fn write_symbol(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &mut Vec<u8>,
+        repair_only: bool,
+        block: Option<u64>,
+    ) -> Option<crate::blocks::OutgoingSymbol> {
+        let view = self.path_view(path);
+        let id = path as u8;
+        let s = self.session.as_mut()?;
+        let mut w = Writer::new(buf);
+        let retransmission =
+            if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
+        if let Some(sent) = retransmission {
+            self.stats.retransmissions += 1;
+            self.paths[path].stats.retransmissions += 1;
+            let event = RedundancyEvent::Sent { repair: false, retransmission: true };
+            self.redundancy.on_event(now, event, &view);
+            return Some(sent);
+        }
+        // The scheduler's block, if it names one and it has a symbol to give; else the default.
+        // (With per-path placement blocks belong to paths: the default choice respects that.)
+        if let Some(block) = block.filter(|_| !repair_only && !s.sender.is_per_path()) {
+            let sent = match s.sender.write_next_source_of(block, &mut w) {
+                Some(sent) => {
+                    self.stats.source_symbols_sent += 1;
+                    if sent.source == Some(0) && self.block_log.len() < BLOCK_LOG_LIMIT {
+                        // (`log_block`, on the one field `s` does not borrow)
+                        self.block_log.push(BlockRecord::FirstSent { block, at: now });
+                    }
+                    Some(sent)
+                }
+                None => {
+                    let sent = s.sender.write_repair(block, &mut w).ok().flatten();
+                    self.stats.repair_symbols_sent += u64::from(sent.is_some());
+                    sent
+                }
+            };
+            if let Some(sent) = sent {
+                let event = RedundancyEvent::Sent { repair: sent.is_repair(), retransmission: false };
+                self.redundancy.on_event(now, event, &view);
+                return Some(sent);
+            }
+        }
+        let short = s
+            .sender
+            .blocks()
+            .find(|b| b.may_carry(id) && self.redundancy.repairs_wanted(b, &view) > 0)
+            .map(|b| b.id);
+        if let Some(block) = short {
+            if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
+                self.stats.repair_symbols_sent += 1;
+                let event = RedundancyEvent::Sent { repair: true, retransmission: false };
+                self.redundancy.on_event(now, event, &view);
+                return Some(sent);
+            }
+        }
+        if repair_only {
+            return None;
+        }
+        let Some(sent) = s.sender.write_next_source_on(id, &mut w) else {
+            // No new data: the spare capacity carries proactive repair.
+            let block = s
+                .sender
+                .blocks()
+                .find(|b| b.may_carry(id) && self.redundancy.spare_repairs(b, &view) > 0)
+                .map(|b| b.id)?;
+            let sent = s.sender.write_repair(block, &mut w).ok()??;
+            self.stats.repair_symbols_sent += 1;
+            self.redundancy.on_event(
+                now,
+                RedundancyEvent::Sent { repair: true, retransmission: false },
+                &view,
+            );
+            return Some(sent);
+        };
+        self.stats.source_symbols_sent += 1;
+        self.redundancy.on_event(now, RedundancyEvent::Sent { repair: false, retransmission: false }, &view);
+        if sent.source == Some(0) {
+            self.log_block(BlockRecord::FirstSent { block: sent.block, at: now });
+        }
+        Some(sent)
+    }
+}
+
+/// Bytes a SYMBOL_PART frame adds to its piece: type, id, total, offset and length varints.
+const PART_OVERHEAD: usize = 1 + 8 + 4 + 4 + 4;
+
+/// A piece of a SYMBOL frame waiting to go out on `path`.
+pub(super) struct PartOut {
+    path: usize,
+    id: u64,
+    total: u64,
+    offset: u64,
+    data: Vec<u8>,
+}
+
+/// Writes a SYMBOL_PART frame (PROTOCOL.md §14.4).
+fn write_part(part: &PartOut, buf: &mut Vec<u8>) {
+    let frame = Frame::SymbolPart(crate::wire::SymbolPartFrame {
+        id: part.id,
+        total: part.total,
+        offset: part.offset,
+        data: &part.data,
+    });
+    frame.write(&mut Writer::new(buf)).expect("a piece within its frame");
+}
