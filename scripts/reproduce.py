@@ -70,6 +70,17 @@ EXPERIMENTS = OrderedDict([
                                         keys=FMTCP_BLOCK)),
     ("dfec-table3", experiment("scenarios/dfec-table3.toml", run(["--modes", "mptcp-dfec,mptcp,braid"]),
                                seeds=[1, 2, 3])),
+    # dFEC Table III with the paper's web pages and live video; TCP-dFEC and TCP-IR on one path.
+    ("dfec-table3-web", experiment("scenarios/dfec-table3-web.toml", run(["--modes", "mptcp-dfec,mptcp,braid"]),
+                                   seeds=[1, 2, 3])),
+    ("dfec-table3-video", experiment("scenarios/dfec-table3-video.toml",
+                                     run(["--modes", "mptcp-dfec,mptcp,braid"]), seeds=[1, 2, 3])),
+    ("dfec-tcp-bulk", experiment("scenarios/dfec-tcp-bulk.toml", run(["--modes", "dfec,tcp-ir,tcp,braid"]),
+                                 seeds=[1, 2, 3])),
+    ("dfec-tcp-web", experiment("scenarios/dfec-tcp-web.toml", run(["--modes", "dfec,tcp-ir,tcp,braid"]),
+                                seeds=[1, 2, 3])),
+    ("dfec-tcp-video", experiment("scenarios/dfec-tcp-video.toml", run(["--modes", "dfec,tcp-ir,tcp,braid"]),
+                                  seeds=[1, 2, 3])),
     ("sato-dumbbell", experiment("scenarios/sato-dumbbell.toml", run(["--modes", "tcp,sato", *NS3]),
                                  run(["--modes", "sato,tcp,braid"], tag="default"), seeds=[1])),
     ("sato-sweep-l", experiment("scenarios/sato-sweep-l.toml", run(["--modes", "sato", *NS3]))),
@@ -136,9 +147,10 @@ class Rows:
     def load(cls, results, exp):
         """The experiment's rows: its untagged run's, and each tagged run's with `@tag` on the mode."""
         rows = []
-        path = os.path.join(results, exp, "summary.csv")
-        if os.path.exists(path):
-            rows += read_csv(path)
+        for name in ("summary.csv", "video.csv"):
+            path = os.path.join(results, exp, name)
+            if os.path.exists(path):
+                rows += read_csv(path)
         for path in sorted(glob.glob(os.path.join(results, exp, "*", "summary.csv"))):
             tag = os.path.basename(os.path.dirname(path))
             for r in read_csv(path):
@@ -563,6 +575,311 @@ class Report:
         self.w()
         self.verdict(paper, exp, claims_verdict(claims), "reproduced when every claim holds, partly when some do.", "")
 
+    # ---- dFEC: web pages, live video, and the one-path comparisons (TCP-dFEC, TCP-IR)
+
+    def time_ratio(self, rows, pt, mode, base):
+        """Completion time of `mode` over `base` for one fixed-size transfer: base goodput / mode goodput
+        (an unfinished run counts with its goodput so far, which makes its time a lower bound)."""
+        a, b = rows.mean(pt, mode), rows.mean(pt, base)
+        return b / a if a and b else None
+
+    def star(self, rows, pt, *modes):
+        return "*" if any(rows.unfinished(pt, m) for m in modes) else ""
+
+    def claims_line(self, claims, extra=""):
+        self.w("Claims: " + "; ".join(f"{c}: **{'held' if ok else 'did not hold' if ok is not None else 'n/a'}**"
+                                      for c, ok in claims) + (f" ({extra})" if extra else "") + ".")
+        self.w()
+
+    def ratio_grid(self, rows, title, mode, base, first_key, first_values, first_name, loss_key, fmt_first=str):
+        """One table: a row per value of `first_key` (page, RTT), a column per loss value; cells
+        `mode / base` completion-time ratios."""
+        losses = list(OrderedDict.fromkeys(parse_point(p).get(loss_key) for p in rows.points))
+        self.w(title)
+        self.w()
+        self.w(f"| {first_name} | " + " | ".join(pct(fnum(l), 0) for l in losses) + " |")
+        self.w("|---|" + "---:|" * len(losses))
+        for fv in first_values:
+            cells = []
+            for l in losses:
+                pt = next((p for p in rows.points if all(parse_point(p).get(k) == v for k, v in
+                                                         ((first_key[0], fv[0]), (first_key[1], fv[1]), (loss_key, l)))), None)
+                r = self.time_ratio(rows, pt, mode, base) if pt else None
+                cells.append(fmt(r) + (self.star(rows, pt, mode, base) if pt else ""))
+            self.w(f"| {fmt_first(fv)} | " + " | ".join(cells) + " |")
+        self.w()
+
+    PAGES = OrderedDict([("1080KiB", "google (6 objects, 1,080 KiB)"), ("3204KiB", "youtube (26, 3,204 KiB)"),
+                         ("6072KiB", "espn (111, 6,072 KiB)")])
+
+    def dfec_mp_web(self):
+        paper, exp = "MPTCP-dFEC (000)", "dfec-table3-web"
+        self.w(f"### {exp}")
+        self.w()
+        self.w("Setting (§V-B, Table III with Table II's pages, Fig. 16): B1 and B2 as in dfec-table3; HTTP/2 page "
+               "loads of google (6 objects, 1,080 KiB), youtube (26, 3,204 KiB) and espn (111, 6,072 KiB). Paper "
+               "(text of Fig. 16): \"FEC brings benefit improving the completion time in all cases\"; at 0 % loss "
+               "\"less benefit and a FEC overhead of up to 5 %\"; elsewhere \"a benefit of more than 40 % with "
+               "YouTube and a constant 10 to 20 % benefit with ESPN\". braid: a page is one fresh connection "
+               "carrying the page's bytes (HTTP/2 puts its objects on one ordered byte stream, so the page is "
+               "complete with its last byte); load time = that transfer's completion from the connection's start "
+               "(handshake, slow start included; the request's own round trip is not modelled); a 120 s limit.")
+        self.w()
+        rows = self.rows(exp)
+        if not rows:
+            return self.missing(paper, exp)
+        self.source_line(exp, rows)
+        firsts = list(OrderedDict.fromkeys((parse_point(p).get("transfer"), parse_point(p).get("B2.rtt"))
+                                           for p in rows.points))
+        name = lambda fv: f"{self.PAGES.get(fv[0], fv[0]).split(' ')[0]}, B2 {fv[1]}"
+        self.ratio_grid(rows, "Completion time, mptcp-dfec / mptcp (columns: B1 loss; below 1 = mptcp-dfec "
+                        "faster; `*` = a run unfinished at 120 s):", "mptcp-dfec", "mptcp", ("transfer", "B2.rtt"),
+                        firsts, "page, B2 RTT", "B1.loss", name)
+        self.ratio_grid(rows, "braid's default beside it: completion time, braid / mptcp:", "braid", "mptcp",
+                        ("transfer", "B2.rtt"), firsts, "page, B2 RTT", "B1.loss", name)
+        everywhere, youtube, espn, zero_over = [], [], [], []
+        for pt in rows.points:
+            v = parse_point(pt)
+            r = self.time_ratio(rows, pt, "mptcp-dfec", "mptcp")
+            loss = fnum(v.get("B1.loss")) or 0
+            if r is None:
+                continue
+            everywhere.append((pt, r <= 1))
+            if loss > 0 and v.get("transfer") == "3204KiB":
+                youtube.append(r <= 0.6)
+            if loss > 0 and v.get("transfer") == "6072KiB":
+                espn.append(r <= 0.9)
+            if loss == 0:
+                zero_over.append(rows.mean(pt, "mptcp-dfec", "repair_overhead"))
+        worst = max((o for o in zero_over if o is not None), default=None)
+        claims = [("mptcp-dfec's pages no slower than mptcp's at every point",
+                   all(ok for _, ok in everywhere) if everywhere else None),
+                  ("youtube ≥ 40 % faster at every lossy point", all(youtube) if youtube else None),
+                  ("espn ≥ 10 % faster at every lossy point", all(espn) if espn else None),
+                  ("repair ≤ 5 % at 0 % loss", None if worst is None else worst <= 0.05)]
+        slower = [pretty(p) for p, ok in everywhere if not ok]
+        self.claims_line(claims, f"slower at {len(slower)} of {len(everywhere)} points"
+                         + (f": {'; '.join(slower)}" if slower else "")
+                         + f"; largest repair at 0 % loss {pct(worst)}")
+        self.w("Reading: mptcp-dfec is slower than mptcp where B1 has no loss (its parities cost window and "
+               "bring nothing) and gains where B1 is lossy. The google page with B2 at 400 ms is its worst point: "
+               "per-path placement cuts the first block for B2 one window long (10 symbols, the initial window), "
+               "dFEC's parity after 9 sources takes one of those 10 window slots, so the block's last source waits "
+               "one 400 ms round trip on B2 and holds the whole page's in-order delivery (time series of seed 1: "
+               "in-order goodput near 0 from 0.2 to 0.5 s, then the page in one burst at 0.6 s). Cutting the block "
+               "to the sources that fit the window beside their parities (w · r / (r + 1), r the ratio; "
+               "conn/placement.rs, tried locally, not landed) raised that point from 7.2 to 10.9 Mbit/s (mptcp "
+               "12.5) but moved other points both ways on one seed, so it is not applied here.")
+        self.w()
+        self.verdict(paper, exp, claims_verdict(claims), "reproduced when every claim holds, partly when some do, "
+                     "not when none does.", "")
+
+    def dfec_mp_video(self):
+        paper, exp = "MPTCP-dFEC (000)", "dfec-table3-video"
+        self.w(f"### {exp}")
+        self.w()
+        self.w("Setting (§V-B, Table III, Fig. 15): B1 and B2 as in dfec-table3; one minute of live H.264 at 3.4 "
+               "Mbit/s, 25 fps. Paper (text of Fig. 15; its metric the ratio of fully received frames): "
+               "\"MPTCP-dFEC brings a smaller benefit compared to bulk, but constant of ca. 10 to 20 % for 25 ms "
+               "and more than 20 % for 100 ms and 400 ms at times\". braid: the simulator's live source (an I-frame "
+               "5 × a P-frame every 50 frames, sizes from the seed); a frame counts when complete within the "
+               "fastest path's one-way delay (B1's 12.5 ms) + 200 ms of its capture (`video_playout`, a player "
+               "that drops a late frame).")
+        self.w()
+        rows = self.rows(exp)
+        if not rows:
+            return self.missing(paper, exp)
+        self.source_line(exp, rows)
+        self.w("| B1 loss | B2 RTT | mptcp-dfec frames on time | mptcp | dfec / mptcp | dfec repair | braid |")
+        self.w("|---:|---:|---:|---:|---:|---:|---:|")
+        at_least, gain_slow = [], []
+        for pt in rows.points:
+            v = parse_point(pt)
+            d, m = rows.mean(pt, "mptcp-dfec", "on_time_share"), rows.mean(pt, "mptcp", "on_time_share")
+            b = rows.mean(pt, "braid", "on_time_share")
+            rep = rows.mean(pt, "mptcp-dfec", "repair_overhead")
+            loss, rtt = fnum(v.get("B1.loss")) or 0, v.get("B2.rtt", "")
+            if d is not None and m is not None:
+                at_least.append((pt, d >= m))
+                if loss > 0 and rtt in ("100ms", "400ms"):
+                    gain_slow.append((rtt, d >= 1.2 * m and d > m))
+            self.w(f"| {pct(loss, 0)} | {rtt} | {pct(d)} | {pct(m)} | {fmt(d / m if d is not None and m else None)} | "
+                   f"{pct(rep)} | {pct(b)} |")
+        self.w()
+        per_rtt = {}
+        for rtt, ok in gain_slow:
+            per_rtt[rtt] = per_rtt.get(rtt, False) or ok
+        claims = [("mptcp-dfec ≥ mptcp's frames on time at every point",
+                   all(ok for _, ok in at_least) if at_least else None),
+                  ("> 20 % more frames at some lossy point with B2 at 100 ms and at 400 ms",
+                   all(per_rtt.values()) if per_rtt else None)]
+        misses = [pretty(p) for p, ok in at_least if not ok]
+        self.claims_line(claims, "below mptcp at: " + "; ".join(misses) if misses else "")
+        self.w("Reading: with 20 Mbit/s on B1 the 3.4 Mbit/s stream fits B1's window at every loss rate, so where "
+               "B2 is as fast as B1 every mode is on time and there is nothing to gain (the paper's 10–20 % at "
+               "25 ms came with background traffic that this setting does not have). With B2 at 400 ms, mptcp's "
+               "minimum-RTT scheduler spills frames onto B2 after B1's losses shrink its window, and those frames "
+               "are late.")
+        self.w()
+        self.verdict(paper, exp, claims_verdict(claims), "reproduced when every claim holds, partly when some do, "
+                     "not when none does.", "")
+
+    def one_path_rows(self, rows):
+        return [(pt, parse_point(pt)) for pt in rows.points]
+
+    def dfec_tcp_bulk(self):
+        paper, exp = "TCP-dFEC / TCP-IR (000)", "dfec-tcp-bulk"
+        self.w(f"### {exp}")
+        self.w()
+        self.w("Setting (§V-A, Figs. 10(b) and 11): one path, RTT 25 / 100 / 400 ms, loss 0 / 1 / 2 / 3 / 5 % (Table "
+               "III's values; the paper's Fig. 11 has one curve per RTT), a bulk transfer; TCP-dFEC and TCP-IR "
+               "against TCP. Paper (text): TCP-dFEC \"brings a clear benefit of up to 40 %\" in completion time; "
+               "its FEC overhead \"is about 1 % for 25 and 100 ms and 3.5 % for 400 ms\" at 0 % loss and \"up to 9 % "
+               "with 5 % link loss\"; TCP-IR gives \"no gains in terms of completion time for bulk transfers\", "
+               "\"increases the completion time\" at low loss, and its overhead reaches \"approximately 20 %\" at 5 %. "
+               "braid: 20 Mbit/s (B1's rate), one-BDP queue, a 10 MB transfer (the paper's size is not stated), a "
+               "300 s limit; all three on CUBIC (`tcp` is braid's model of TCP).")
+        self.w()
+        rows = self.rows(exp)
+        if not rows:
+            return self.missing(paper, exp)
+        self.source_line(exp, rows)
+        self.w("| RTT | loss | dfec | tcp-ir | tcp | dfec / tcp time | tcp-ir / tcp time | dfec repair | tcp-ir repair "
+               "| braid | braid / tcp time |")
+        self.w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        faster, ir_none, over0, over5, ir5 = [], [], {}, [], []
+        for pt, v in self.one_path_rows(rows):
+            loss, rtt = fnum(v.get("link.loss")) or 0, v.get("link.rtt", "")
+            d, i, t, b = (rows.mean(pt, m) for m in ("dfec", "tcp-ir", "tcp", "braid"))
+            rd, ri, rb = (self.time_ratio(rows, pt, m, "tcp") for m in ("dfec", "tcp-ir", "braid"))
+            od, oi = rows.mean(pt, "dfec", "repair_overhead"), rows.mean(pt, "tcp-ir", "repair_overhead")
+            if loss > 0 and rd is not None:
+                faster.append(rd < 1)
+            if ri is not None:
+                ir_none.append(ri >= 0.9)
+            if loss == 0 and od is not None:
+                over0[rtt] = od
+            if loss >= 0.05:
+                over5.append(od)
+                ir5.append(oi)
+            st = lambda m: "*" if rows.unfinished(pt, m) else ""
+            self.w(f"| {rtt} | {pct(loss, 0)} | {fmt(d)}{st('dfec')} | {fmt(i)}{st('tcp-ir')} | {fmt(t)}{st('tcp')} | "
+                   f"{fmt(rd)} | {fmt(ri)} | {pct(od)} | {pct(oi)} | {fmt(b)}{st('braid')} | {fmt(rb)} |")
+        self.w()
+        self.w("Goodput in Mbit/s; `time` = completion-time ratio (the other's goodput / its own, same transfer); "
+               "`*` = unfinished at 300 s (goodput so far; its time ratio is then a bound).")
+        self.w()
+        paper0 = {"25ms": 0.01, "100ms": 0.01, "400ms": 0.035}
+        near0 = [od <= 2 * paper0.get(r, 0.01) for r, od in over0.items()]
+        claims = [("dfec faster than tcp at every lossy point", all(faster) if faster else None),
+                  ("dfec's repair at 0 % loss ≤ 2 × the paper's (2 % at 25 and 100 ms, 7 % at 400 ms)",
+                   all(near0) if near0 else None),
+                  ("dfec's repair at 5 % loss ≤ 2 × the paper's 9 %",
+                   all(o is not None and o <= 0.18 for o in over5) if over5 else None),
+                  ("tcp-ir no more than 10 % faster than tcp at any point", all(ir_none) if ir_none else None),
+                  ("tcp-ir's repair at 5 % loss ≥ 15 % (the paper: about 20 %)",
+                   all(o is not None and o >= 0.15 for o in ir5) if ir5 else None)]
+        self.claims_line(claims, "dfec repair at 0 %: " + ", ".join(f"{r} {pct(o)}" for r, o in over0.items()))
+        self.w("Reading: the gains are much larger than the paper's \"up to 40 %\" because braid's `tcp` model "
+               "falls further at 1–5 % loss than the paper's Linux TCP did (it is near Mathis et al.'s 1.22 MSS / "
+               "(RTT √p)); dFEC's repaired losses do not reduce its window, so it stays several times above it. At "
+               "0 % loss dFEC's overhead is what its ratio costs while it climbs from 9 towards 256 (× 1.33 every "
+               "3 RTT): a 10 MB transfer at 100 ms ends before the ratio is high, so the paper's 1 % is not reached.")
+        self.w()
+        self.verdict(paper, exp, claims_verdict(claims), "reproduced when every claim holds, partly when some do, "
+                     "not when none does.", "")
+
+    def dfec_tcp_web(self):
+        paper, exp = "TCP-dFEC / TCP-IR (000)", "dfec-tcp-web"
+        self.w(f"### {exp}")
+        self.w()
+        self.w("Setting (§V-A, Figs. 10(a) and 13): one path as in dfec-tcp-bulk; HTTP/2 loads of Table II's "
+               "pages (google, youtube, espn), each a fresh connection carrying the page's bytes, as in "
+               "dfec-table3-web; a 120 s limit. Paper (text): TCP-dFEC \"brings a clear benefit as the link gets "
+               "lossier\"; at 0 % loss \"little benefit and a relatively high FEC overhead with ca. 5 to 6 % for "
+               "25 ms with Google\"; elsewhere it \"reduces the completion time by more than 30 % with YouTube and "
+               "20 % with ESPN\"; TCP-IR on the Google page \"provides no benefit in terms of completion times "
+               "regardless of RTTs or loss rates\" (Fig. 10(a)).")
+        self.w()
+        rows = self.rows(exp)
+        if not rows:
+            return self.missing(paper, exp)
+        self.source_line(exp, rows)
+        firsts = list(OrderedDict.fromkeys((parse_point(p).get("transfer"), parse_point(p).get("link.rtt"))
+                                           for p in rows.points))
+        name = lambda fv: f"{self.PAGES.get(fv[0], fv[0]).split(' ')[0]}, {fv[1]}"
+        self.ratio_grid(rows, "Completion time, dfec / tcp (columns: loss; `*` = a run unfinished at 120 s):",
+                        "dfec", "tcp", ("transfer", "link.rtt"), firsts, "page, RTT", "link.loss", name)
+        self.ratio_grid(rows, "Completion time, tcp-ir / tcp:", "tcp-ir", "tcp", ("transfer", "link.rtt"), firsts,
+                        "page, RTT", "link.loss", name)
+        self.ratio_grid(rows, "braid's default beside them: completion time, braid / tcp:", "braid", "tcp",
+                        ("transfer", "link.rtt"), firsts, "page, RTT", "link.loss", name)
+        youtube, espn, ir_google, google0 = [], [], [], None
+        for pt, v in self.one_path_rows(rows):
+            loss, page = fnum(v.get("link.loss")) or 0, v.get("transfer")
+            r = self.time_ratio(rows, pt, "dfec", "tcp")
+            if loss > 0 and r is not None and page == "3204KiB":
+                youtube.append(r <= 0.7)
+            if loss > 0 and r is not None and page == "6072KiB":
+                espn.append(r <= 0.8)
+            ri = self.time_ratio(rows, pt, "tcp-ir", "tcp")
+            if page == "1080KiB" and ri is not None:
+                ir_google.append(ri >= 0.9)
+            if page == "1080KiB" and loss == 0 and v.get("link.rtt") == "25ms":
+                google0 = rows.mean(pt, "dfec", "repair_overhead")
+        claims = [("youtube ≥ 30 % faster with dfec at every lossy point", all(youtube) if youtube else None),
+                  ("espn ≥ 20 % faster at every lossy point", all(espn) if espn else None),
+                  ("google at 0 % loss, 25 ms: dfec's repair within 0.5–2 × the paper's 5–6 %",
+                   None if google0 is None else 0.025 <= google0 <= 0.12),
+                  ("tcp-ir on google no more than 10 % faster than tcp at any point",
+                   all(ir_google) if ir_google else None)]
+        self.claims_line(claims, f"google 0 %, 25 ms: dfec repair {pct(google0)}; tcp-ir ≥ 10 % faster on google "
+                         f"at {sum(not ok for ok in ir_google)} of {len(ir_google)} points")
+        self.verdict(paper, exp, claims_verdict(claims), "reproduced when every claim holds, partly when some do, "
+                     "not when none does.", "")
+
+    def dfec_tcp_video(self):
+        paper, exp = "TCP-dFEC / TCP-IR (000)", "dfec-tcp-video"
+        self.w(f"### {exp}")
+        self.w()
+        self.w("Setting (§V-A, Fig. 12): one path as in dfec-tcp-bulk; one minute of live H.264 at 3.4 Mbit/s, "
+               "25 fps. Paper (text): \"TCP-dFEC brings a steady benefit, although more variable compared to bulk: "
+               "a constant benefit of ca. 20 % with 25 ms, and a larger benefit of up to 30 to 40 % with 100 and "
+               "400 ms\" (fully received frames against TCP). braid: as dfec-table3-video, a frame counts when "
+               "complete within the path's one-way delay + 200 ms of its capture (a fixed 200 ms could never be met "
+               "at 400 ms RTT).")
+        self.w()
+        rows = self.rows(exp)
+        if not rows:
+            return self.missing(paper, exp)
+        self.source_line(exp, rows)
+        self.w("| RTT | loss | dfec frames on time | tcp-ir | tcp | dfec / tcp | dfec repair | braid |")
+        self.w("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        at_least, gain = [], []
+        for pt, v in self.one_path_rows(rows):
+            loss, rtt = fnum(v.get("link.loss")) or 0, v.get("link.rtt", "")
+            d, i, t, b = (rows.mean(pt, m, "on_time_share") for m in ("dfec", "tcp-ir", "tcp", "braid"))
+            rep = rows.mean(pt, "dfec", "repair_overhead")
+            if d is not None and t is not None:
+                at_least.append((pt, d >= t))
+                if loss > 0:
+                    gain.append(d >= 1.2 * t and d > t)
+            self.w(f"| {rtt} | {pct(loss, 0)} | {pct(d)} | {pct(i)} | {pct(t)} | "
+                   f"{fmt(d / t if d is not None and t else None)} | {pct(rep)} | {pct(b)} |")
+        self.w()
+        claims = [("dfec ≥ tcp's frames on time at every point", all(ok for _, ok in at_least) if at_least else None),
+                  ("≥ 20 % more frames than tcp at every lossy point", all(gain) if gain else None)]
+        misses = [pretty(p) for p, ok in at_least if not ok]
+        self.claims_line(claims, (f"below tcp at: {'; '.join(misses)}; " if misses else "")
+                         + f"≥ 20 % more at {sum(gain)} of {len(gain)} lossy points")
+        self.w("Reading: at 100 and 400 ms and 2 % loss or more neither dfec nor the tcp model sustains 3.4 "
+               "Mbit/s (the tcp model's bulk rate there is below 1 Mbit/s, dfec-tcp-bulk), the stream falls "
+               "behind and almost no frame is on time; the paper's TCP, with background traffic and Linux's "
+               "recovery, kept a share of its frames there. The ratio is then between two near-zero shares.")
+        self.w()
+        self.verdict(paper, exp, claims_verdict(claims), "reproduced when every claim holds, partly when some do, "
+                     "not when none does.", "")
+
     # ---- Sato
 
     def sato(self):
@@ -693,6 +1010,11 @@ class Report:
         self.w("## MPTCP-dFEC (Ferlin et al.)")
         self.w()
         self.dfec()
+        self.dfec_mp_web()
+        self.dfec_mp_video()
+        self.dfec_tcp_bulk()
+        self.dfec_tcp_web()
+        self.dfec_tcp_video()
         self.w("## TCP with adaptive FEC (Sato, Koga, Ikenaga)")
         self.w()
         self.sato()
@@ -769,7 +1091,15 @@ def run_experiment(name, results, sim):
         with open(os.path.join(dest, "table.md"), "w") as log:
             subprocess.run(cmd, check=True, stdout=log, cwd=ROOT)
         # The per-interval series are large and not used here.
-        os.remove(os.path.join(dest, "timeseries.csv"))
+        ts = os.path.join(dest, "timeseries.csv")
+        if os.path.exists(ts):
+            os.remove(ts)
+        # A video run writes its rows to video.csv; summary.csv is then a header alone.
+        summary = os.path.join(dest, "summary.csv")
+        if os.path.exists(os.path.join(dest, "video.csv")) and os.path.exists(summary):
+            with open(summary) as f:
+                if sum(1 for _ in f) <= 1:
+                    os.remove(summary)
     with open(os.path.join(tmp, "commit.txt"), "w") as f:
         f.write(source_commit() + "\n")
     shutil.rmtree(out, ignore_errors=True)

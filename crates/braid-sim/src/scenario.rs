@@ -13,6 +13,8 @@
 //! receive_window = "128KB"   # the connections' flow-control window (handed to the factory)
 //! video = "3.4Mbit/s"        # instead of a bulk transfer: a live video source at this bitrate
 //!                            # (25 fps, see `video`), for `duration`
+//! video_playout = "200ms"    # a frame is on time within the fastest path's one-way delay + this
+//!                            # (default: within 200 ms of capture, whatever the paths' delay)
 //!
 //! [[bottleneck]]             # a link pair shared by every path that names it in `via`
 //! name = "core"
@@ -96,6 +98,11 @@ pub struct Scenario {
     /// An app-limited live video workload at this mean bitrate (bits/s) instead of a bulk
     /// transfer ([`crate::video`]). Opaque to the simulator, like `mode`.
     pub video: Option<u64>,
+    /// The video deadline measured from when a frame could first arrive: the fastest path's
+    /// one-way propagation delay plus this playout margin (a player that buffers this much
+    /// beyond the path's delay). Unset: the runner's fixed deadline after capture. Opaque to
+    /// the simulator, like `mode`.
+    pub video_playout: Option<Duration>,
     /// The most source symbols a block holds (the transport parameter `max_block_len`), if the
     /// scenario sets it (FMTCP's 32 KB blocks). Opaque to the simulator, like `mode`.
     pub block_len: Option<u16>,
@@ -168,6 +175,19 @@ pub const DEFAULT_LIMIT: Duration = Duration::from_secs(3600);
 pub const MAX_SWEEP_RUNS: usize = 10_000;
 
 impl Scenario {
+    /// The least one-way propagation delay of the data direction over the paths (a path through
+    /// a [[bottleneck]] adds the bottleneck's), as configured at the start.
+    pub fn min_forward_delay(&self) -> Duration {
+        self.paths
+            .iter()
+            .map(|p| {
+                let via = p.via.as_ref().and_then(|v| self.bottlenecks.iter().find(|b| &b.name == v));
+                p.forward.delay + via.map_or(Duration::ZERO, |b| b.forward.delay)
+            })
+            .min()
+            .unwrap_or(Duration::ZERO)
+    }
+
     /// The largest `mtu` any link of the scenario starts or changes to, if any link sets one:
     /// what a factory may take as the endpoints' interface MTU (the largest datagram worth
     /// probing for).

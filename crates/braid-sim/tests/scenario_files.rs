@@ -338,3 +338,43 @@ fn sato_sweeps_set_l_r_g() {
     assert_eq!(r, [Some(0.5), Some(0.7), Some(1.0)]);
     assert_eq!(load("sato-dumbbell.toml")[0].sato_limit, None);
 }
+
+#[test]
+fn dfec_workload_files_sweep_table_iii_with_pages_and_video() {
+    // One path (TCP-dFEC, TCP-IR): 3 RTTs × 5 losses, times 3 pages for the web file.
+    let pages: Vec<u64> = vec![1080 << 10, 3204 << 10, 6072 << 10];
+    let web = load("dfec-tcp-web.toml");
+    assert_eq!(web.len(), 3 * 3 * 5);
+    let mut sizes: Vec<u64> = web.iter().filter_map(|r| r.transfer).collect();
+    sizes.dedup();
+    assert_eq!(sizes, pages);
+    assert_eq!(load("dfec-tcp-bulk.toml").len(), 15);
+    let mp_web = load("dfec-table3-web.toml");
+    assert_eq!(mp_web.len(), 3 * 15);
+    for r in mp_web.iter().chain(&load("dfec-table3-video.toml")) {
+        assert_eq!(r.paths.len(), 2, "{}", r.title());
+        assert_eq!((r.paths[0].forward.rate_bps, r.paths[1].forward.rate_bps), (20_000_000, 10_000_000));
+        assert_eq!(r.paths[1].forward.loss.mean_loss(), 0.0);
+    }
+    // Video: the deadline is the fastest path's one-way delay + 200 ms of playout.
+    for (file, n) in [("dfec-tcp-video.toml", 15), ("dfec-table3-video.toml", 15)] {
+        let runs = load(file);
+        assert_eq!(runs.len(), n, "{file}");
+        for r in &runs {
+            assert_eq!((r.video, r.video_playout), (Some(3_400_000), Some(Duration::from_millis(200))));
+        }
+    }
+    let mp = load("dfec-table3-video.toml");
+    assert!(mp.iter().all(|r| r.min_forward_delay() == Duration::from_micros(12_500)));
+    let one: Vec<u128> =
+        load("dfec-tcp-video.toml").iter().map(|r| r.min_forward_delay().as_millis()).collect();
+    assert_eq!(one.iter().min().zip(one.iter().max()), Some((&12, &200)));
+    // Only a video workload has frames to judge.
+    let err = Scenario::parse(
+        "transfer = 1000\nvideo_playout = \"200ms\"\n[[path]]\nrate = \"1Mbit/s\"\ndelay = \"1ms\"\n",
+        "v.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("video_playout"), "{err}");
+}

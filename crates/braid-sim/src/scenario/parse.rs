@@ -34,6 +34,7 @@ struct RawScenario {
     stagger: Field,
     receive_window: Field,
     video: Field,
+    video_playout: Field,
     block_len: Field,
     sato_limit: Field,
     sato_reduction: Field,
@@ -383,6 +384,12 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
             })
         })
         .transpose()?;
+    let video_playout =
+        raw.video_playout.as_ref().map(|f| cx.value("video_playout", f, as_duration)).transpose()?;
+    if video_playout.is_some() && video.is_none() {
+        let span = raw.video_playout.as_ref().map_or(0..0, |f| f.span());
+        return Err(cx.error(span, "video_playout: only a `video` workload has frames to judge"));
+    }
     if video.is_some() && duration.is_none() {
         return Err(cx.error(0..0, "a `video` workload runs for a `duration`: set one"));
     }
@@ -442,6 +449,7 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         stagger,
         receive_window,
         video,
+        video_playout,
         block_len,
         sato_limit,
         sato_reduction,

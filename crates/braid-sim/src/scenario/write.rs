@@ -33,6 +33,9 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     if let Some(v) = s.video {
         root.insert("video".into(), Value::String(format_rate(v)));
     }
+    if let Some(d) = s.video_playout {
+        root.insert("video_playout".into(), Value::String(format_duration(d)));
+    }
     if let Some(n) = s.block_len {
         root.insert("block_len".into(), Value::Integer(n.into()));
     }

@@ -298,6 +298,12 @@ fn record_blocks(
 /// The live-video deadline: a frame counts when complete within this time of its capture.
 pub const VIDEO_DEADLINE: Duration = Duration::from_millis(200);
 
+/// A scenario's video deadline: [`VIDEO_DEADLINE`] after capture, or, where the scenario sets
+/// `video_playout`, the fastest path's one-way delay plus that margin.
+pub fn video_deadline(scenario: &Scenario) -> Duration {
+    scenario.video_playout.map_or(VIDEO_DEADLINE, |playout| scenario.min_forward_delay() + playout)
+}
+
 /// One run of a `video` scenario.
 pub struct VideoRow {
     pub label: String,
@@ -332,6 +338,7 @@ pub fn run_video(scenario: &Scenario, setup: &RunSetup) -> Result<VideoRow, Stri
         .map_err(|e| e.to_string())?;
     let (mut net, flows, limit) = (built.network, built.flows, built.limit);
     net.run_until(limit);
+    let deadline = video_deadline(scenario);
     let (mut source, mut repair, mut retransmissions) = (0, 0, 0);
     let mut intact = true;
     // Several flows: the share is over all their frames, the percentiles the worst flow's.
@@ -339,7 +346,7 @@ pub fn run_video(scenario: &Scenario, setup: &RunSetup) -> Result<VideoRow, Stri
     for &(client, server) in &flows {
         let (tx, rx) = (net.endpoint(client), net.endpoint(server));
         intact &= rx.corrupt_at().is_none();
-        let s = VideoStats::compute(tx.captured(), rx.completed(), VIDEO_DEADLINE, limit);
+        let s = VideoStats::compute(tx.captured(), rx.completed(), deadline, limit);
         stats.frames += s.frames;
         stats.on_time += s.on_time;
         stats.steady_frames += s.steady_frames;
