@@ -138,6 +138,39 @@ class Reproduce(unittest.TestCase):
             self.assertEqual(v["sato-dumbbell"], rp.PARTLY)
             self.assertIn("best g in 2–3 (measured: 1): **did not hold**", text)
 
+    def test_dfec_workloads(self):
+        """Pages: completion-time ratios from goodput; video: frames on time from video.csv."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            rows = []
+            for page in ("1080KiB", "3204KiB", "6072KiB"):
+                for loss in (0, 0.05):
+                    pt = f"transfer={page} path.link.rtt=100ms path.link.loss={loss:g}"
+                    # dfec 2 × tcp's goodput (half its time) when lossy; tcp-ir as tcp.
+                    rows += [row("dfec-tcp-web", pt, "dfec", 10.0 if loss else 9.0),
+                             row("dfec-tcp-web", pt, "tcp", 5.0 if loss else 9.5),
+                             row("dfec-tcp-web", pt, "tcp-ir", 5.0 if loss else 9.5, repair=0.06)]
+            write(fx.results, "dfec-tcp-web", rows)
+            d = os.path.join(fx.results, "dfec-tcp-video")
+            os.makedirs(d)
+            with open(os.path.join(d, "video.csv"), "w") as f:
+                f.write("run,scenario,point,seed,mode,frames,on_time,on_time_share,repair_overhead\n")
+                for loss, dfec, tcp in ((0, 0.99, 1.0), (0.01, 0.9, 0.5), (0.05, 0.0, 0.0)):
+                    pt = f"path.link.rtt=25ms path.link.loss={loss:g}"
+                    f.write(f"0,dfec-tcp-video,{pt},1,dfec,100,0,{dfec},0.05\n")
+                    f.write(f"1,dfec-tcp-video,{pt},1,tcp,100,0,{tcp},0\n")
+            rep, text = fx.run()
+            v = {exp: verdict for _, exp, verdict in rep.verdicts}
+            self.assertIn("| google, 100ms | 1.06 | 0.50 |", text)
+            self.assertIn("youtube ≥ 30 % faster with dfec at every lossy point: **held**", text)
+            # No row for google at 25 ms: that claim is n/a, the others decide.
+            self.assertEqual(v["dfec-tcp-web"], rp.REPRODUCED)
+            # 0 % loss is not judged (0.99 < 1.0); 5 % has no benefit (both 0): one claim of two.
+            self.assertIn("| 25ms | 1 % | 90.0 % | — | 50.0 % | 1.80 |", text)
+            self.assertEqual(v["dfec-tcp-video"], rp.PARTLY)
+            self.assertIn("≥ 20 % more at 1 of 2 lossy points", text)
+            self.assertEqual(v["dfec-table3-web"], rp.NOT_RUN)
+
     def test_rules(self):
         self.assertEqual(rp.ratio_verdict([0.95, 0.91]), rp.REPRODUCED)
         self.assertEqual(rp.ratio_verdict([0.95, 0.5]), rp.PARTLY)
