@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -21,11 +21,12 @@ use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use crate::connection::Connection;
 use crate::crypto::{self, ClientAuth, ClientHandshake, Hello, PacketKeys, ReplayWindow, ServerAuth};
 use crate::emulate::{EmulatedLink, Emulation};
-use crate::endpoint::{Connection, Ended, Handle, PathReport, Shared, STREAM_SEND_BUFFER};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
 use crate::limits::{HandshakeBucket, Limit, LimitLog, Limits, ServerCounters};
+use crate::shared::{Ended, Handle, Registry, STREAM_SEND_BUFFER};
 use crate::Error;
 
 /// Datagrams sent per connection per round before the driver reads its sockets again.
@@ -114,10 +115,6 @@ struct Probation {
     token: u64,
     next_challenge: Instant,
 }
-
-/// The server's connections, for [`crate::Server::connections`]: weak, so a connection whose
-/// every handle is gone still ends.
-pub(crate) type Registry = Arc<Mutex<HashMap<ConnectionId, (std::sync::Weak<Mutex<Shared>>, Arc<Notify>)>>>;
 
 /// Most bytes sent to an unvalidated address per byte received from it (RFC 9000 §8.1).
 pub(crate) const AMPLIFICATION: u64 = 3;
@@ -228,38 +225,6 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// The shared state of a new connection; `peer`: the address every path starts at.
-fn shared(
-    core: braid_proto::Connection,
-    paths: usize,
-    peer: SocketAddr,
-    epoch: tokio::time::Instant,
-) -> Arc<Mutex<Shared>> {
-    Arc::new(Mutex::new(Shared {
-        core,
-        ended: None,
-        readers: HashMap::new(),
-        writers: HashMap::new(),
-        incoming_streams: Default::default(),
-        accept_waker: None,
-        idle_wakers: Vec::new(),
-        datagram_waker: None,
-        epoch,
-        paths: (0..paths)
-            .map(|i| PathReport { id: i as u8, remote: (i == 0).then_some(peer), ..PathReport::default() })
-            .collect(),
-    }))
-}
-
-fn ended_from(reason: &CloseReason, idle: Duration) -> Ended {
-    match reason {
-        CloseReason::Local { .. } => Ended::Local,
-        CloseReason::Peer { code, reason } => Ended::Peer { code: *code, reason: reason.clone() },
-        CloseReason::Violation(v) => Ended::Violation(v.clone()),
-        CloseReason::IdleTimeout => Ended::TimedOut(idle),
-    }
-}
-
 fn random_u64() -> u64 {
     let mut b = [0u8; 8];
     // Only the connection id comes from this; a failure falls back to the clock.
@@ -347,7 +312,7 @@ impl Driver {
         };
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let pair = matches!(setup.auth, ClientAuth::Pair { .. });
-        let handle = Handle::new(shared(core, paths, setup.server, driver.epoch), wake);
+        let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
         let entry = Entry::new(handle.clone(), paths, None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
@@ -676,7 +641,7 @@ impl Driver {
         }
         let paths = usize::from(accepted.hello.paths);
         let core = braid_proto::Connection::server(config, now);
-        let handle = Handle::new(shared(core, paths, from, self.epoch), self.wake.clone());
+        let handle = Handle::for_core(core, paths, from, self.epoch, self.wake.clone());
         handle.lock().paths[0].remote = Some(from);
         let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
         // Path 0's address is validated by the handshake: the client's first core packet is
@@ -1040,7 +1005,7 @@ impl Driver {
                         }
                     }
                     ServerCounters::add(&self.counters.connections_closed, 1);
-                    ended = Some(ended_from(&reason, idle));
+                    ended = Some(Ended::from_close(&reason, idle));
                 }
                 Event::PathFailed(path) => {
                     tracing::info!(path, "path failed: no answer; its data goes on the others")
@@ -1158,8 +1123,11 @@ mod tests {
     /// A server entry with a fresh core, as `on_init` makes one (no keys needed here).
     fn entry(now: Instant) -> Entry {
         let core = braid_proto::Connection::server(ConnectionConfig::default(), now);
-        let handle = Handle::new(
-            shared(core, 1, "127.0.0.1:9".parse().unwrap(), tokio::time::Instant::now()),
+        let handle = Handle::for_core(
+            core,
+            1,
+            "127.0.0.1:9".parse().unwrap(),
+            tokio::time::Instant::now(),
             Arc::new(Notify::new()),
         );
         Entry::new(handle, 1, None, now)

@@ -17,12 +17,14 @@
 //! and an echo server.
 #![deny(unsafe_code)]
 
+mod connection;
 pub mod crypto;
 mod driver;
 pub mod emulate;
 mod endpoint;
 mod gso;
 pub mod limits;
+mod shared;
 pub mod socket;
 mod stream;
 
@@ -31,10 +33,12 @@ use std::time::Duration;
 
 pub use braid_proto::datagram::{DatagramConfig, DatagramStats};
 pub use braid_proto::ConnectionConfig;
+pub use connection::Connection;
 pub use crypto::{ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 pub use emulate::Emulation;
-pub use endpoint::{ClientConfig, Connection, Connections, Endpoint, PathReport, Server, ServerConfig};
+pub use endpoint::{ClientConfig, Connections, Endpoint, Server, ServerConfig};
 pub use limits::{Limit, Limits, ServerCounters};
+pub use shared::PathReport;
 pub use socket::PathSpec;
 pub use stream::Stream;
 

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use braid_proto::streams::StreamError;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::endpoint::{Handle, STREAM_SEND_BUFFER};
+use crate::shared::{Handle, STREAM_SEND_BUFFER};
 
 /// A bidirectional stream of a [`crate::Connection`]. Reads end (`Ok(0)`) when the peer
 /// finished its side; `shutdown` finishes ours. Dropping a stream without `shutdown` finishes it

@@ -1,0 +1,153 @@
+//! What the driver task and the application's handles share about one connection: the core
+//! behind a mutex, the wakers of tasks waiting on it, and the runtime's per-path report. Both
+//! the driver and the public types ([`crate::Connection`], [`crate::Stream`]) import this
+//! module; it imports neither of them.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::Waker;
+use std::time::Duration;
+
+use braid_proto::conn::PathStats;
+use braid_proto::wire::ConnectionId;
+use braid_proto::CloseReason;
+use tokio::sync::Notify;
+
+use crate::Error;
+
+/// Why a connection ended, as the application sees it.
+#[derive(Debug, Clone)]
+pub(crate) enum Ended {
+    Local,
+    Peer { code: u64, reason: String },
+    TimedOut(Duration),
+    Violation(String),
+}
+
+impl Ended {
+    /// The core's reason, as the application reads it (`idle`: the idle timeout in force).
+    pub(crate) fn from_close(reason: &CloseReason, idle: Duration) -> Ended {
+        match reason {
+            CloseReason::Local { .. } => Ended::Local,
+            CloseReason::Peer { code, reason } => Ended::Peer { code: *code, reason: reason.clone() },
+            CloseReason::Violation(v) => Ended::Violation(v.clone()),
+            CloseReason::IdleTimeout => Ended::TimedOut(idle),
+        }
+    }
+
+    pub(crate) fn error(&self) -> Error {
+        match self {
+            Ended::Local => Error::Closed("closed by this end".into()),
+            Ended::Peer { code: 0, .. } => Error::ClosedByPeer(String::new()),
+            Ended::Peer { code, reason } => Error::ClosedByPeer(format!(" (code {code}: {reason})")),
+            Ended::TimedOut(d) => Error::TimedOut(*d),
+            Ended::Violation(v) => Error::Violation(v.clone()),
+        }
+    }
+}
+
+/// A path's live numbers (see [`crate::Connection::paths`]).
+#[derive(Debug, Clone, Default)]
+pub struct PathReport {
+    pub id: u8,
+    pub local: Option<SocketAddr>,
+    pub remote: Option<SocketAddr>,
+    pub srtt: Duration,
+    pub cwnd: u64,
+    /// The core's loss estimate for the path.
+    pub loss: f64,
+    pub stats: PathStats,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Datagrams the emulated link dropped (random loss, queue overflow), both directions.
+    pub emulated_drops: u64,
+    /// The largest UDP payload path MTU discovery allows on the path now (PROTOCOL.md §14).
+    pub plpmtu: usize,
+}
+
+/// What the driver and the application share about one connection (behind a mutex; no
+/// `.await` is ever held across it).
+pub(crate) struct Shared {
+    pub core: braid_proto::Connection,
+    pub ended: Option<Ended>,
+    pub readers: HashMap<u64, Waker>,
+    pub writers: HashMap<u64, Waker>,
+    pub incoming_streams: VecDeque<u64>,
+    pub accept_waker: Option<Waker>,
+    pub idle_wakers: Vec<Waker>,
+    /// A task waiting in [`crate::Connection::recv_datagram`].
+    pub datagram_waker: Option<Waker>,
+    /// The driver's clock origin (the core's `Instant` counts from it).
+    pub epoch: tokio::time::Instant,
+    /// The runtime's part of each path's report (addresses, bytes received, emulated drops);
+    /// the rest comes from the core when read ([`crate::Connection::paths`]).
+    pub paths: Vec<PathReport>,
+}
+
+/// The application's reference to a connection (streams hold one too); the driver closes the
+/// connection once every handle is gone and everything written was delivered.
+#[derive(Clone)]
+pub(crate) struct Handle {
+    pub shared: Arc<Mutex<Shared>>,
+    pub wake: Arc<Notify>,
+    /// The application changed this connection (wrote, read, closed): the driver drives it at
+    /// its next wake-up even without a datagram or an expired timer.
+    pub poked: Arc<AtomicBool>,
+}
+
+impl Handle {
+    pub fn new(shared: Arc<Mutex<Shared>>, wake: Arc<Notify>) -> Handle {
+        Handle { shared, wake, poked: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// The handle of a new connection; `peer`: the address every path starts at.
+    pub fn for_core(
+        core: braid_proto::Connection,
+        paths: usize,
+        peer: SocketAddr,
+        epoch: tokio::time::Instant,
+        wake: Arc<Notify>,
+    ) -> Handle {
+        let shared = Shared {
+            core,
+            ended: None,
+            readers: HashMap::new(),
+            writers: HashMap::new(),
+            incoming_streams: VecDeque::new(),
+            accept_waker: None,
+            idle_wakers: Vec::new(),
+            datagram_waker: None,
+            epoch,
+            paths: (0..paths)
+                .map(|i| PathReport {
+                    id: i as u8,
+                    remote: (i == 0).then_some(peer),
+                    ..PathReport::default()
+                })
+                .collect(),
+        };
+        Handle::new(Arc::new(Mutex::new(shared)), wake)
+    }
+
+    /// Marks the connection for the driver and wakes it.
+    pub fn poke(&self) {
+        self.poked.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Bytes a stream may hold unsent before writes wait (the core accepts everything; this is
+/// the runtime's back-pressure).
+pub(crate) const STREAM_SEND_BUFFER: usize = 1 << 20;
+
+/// The server's connections, for [`crate::Server::connections`]: weak, so a connection whose
+/// every handle is gone still ends.
+pub(crate) type Registry = Arc<Mutex<HashMap<ConnectionId, (Weak<Mutex<Shared>>, Arc<Notify>)>>>;
