@@ -16,7 +16,7 @@ use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
 use braid_proto::streams::StreamEvent;
-use braid_proto::wire::ConnectionId;
+use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -549,11 +549,10 @@ impl Driver {
     fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
         ServerCounters::add(&self.counters.datagrams_received, 1);
         ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
-        let Some(&first) = data.first() else { return };
-        match first {
-            crypto::NOISE_INIT => self.on_init(data, from, now),
-            crypto::NOISE_RESPONSE => self.on_response(data, now),
-            crypto::REFUSED => {
+        match DatagramType::of(data) {
+            Some(DatagramType::NoiseInit) => self.on_init(data, from, now),
+            Some(DatagramType::NoiseResponse) => self.on_response(data, now),
+            Some(DatagramType::Refused) => {
                 if let Role::Client { noise: Some(n), .. } = &mut self.role {
                     if data.len() == 9
                         && self.conns.contains_key(&ConnectionId(data[1..9].try_into().expect("8")))
@@ -562,9 +561,9 @@ impl Driver {
                     }
                 }
             }
-            crypto::PATH_HELLO => self.on_path_hello(i, data, from, now),
-            0x20..=0x22 => self.on_packet(i, data, from, now),
-            _ => tracing::trace!("dropped a datagram of unknown type {first:#x} from {from}"),
+            Some(DatagramType::PathHello) => self.on_path_hello(i, data, from, now),
+            Some(DatagramType::Packet(_)) => self.on_packet(i, data, from, now),
+            None => tracing::trace!("dropped a datagram of unknown type from {from}"),
         }
     }
 

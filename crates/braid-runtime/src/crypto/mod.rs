@@ -9,7 +9,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use braid_proto::wire::{ConnectionId, PacketHeader, PacketType, Reader, MAX_PATHS};
+use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader, MAX_PATHS};
 use snow::{HandshakeState, StatelessTransportState};
 
 mod keys;
@@ -29,17 +29,17 @@ const NOISE_PARAMS_IK: &str = "Noise_IK_25519_ChaChaPoly_BLAKE2s";
 /// Binds the handshake to this protocol and version (Noise prologue).
 const PROLOGUE: &[u8] = b"braid/1";
 
-/// First byte of a Noise handshake message from the client: version 1, type 3 (PROTOCOL.md §13.2).
-pub const NOISE_INIT: u8 = 1 << 5 | 3;
-/// First byte of the server's Noise answer: version 1, type 4.
-pub const NOISE_RESPONSE: u8 = 1 << 5 | 4;
-/// First byte of a path announcement: version 1, type 5 (PROTOCOL.md §13.5).
-pub const PATH_HELLO: u8 = 1 << 5 | 5;
+/// First byte of a Noise handshake message from the client (PROTOCOL.md §13.2).
+pub const NOISE_INIT: u8 = DatagramType::NoiseInit.first_byte();
+/// First byte of the server's Noise answer.
+pub const NOISE_RESPONSE: u8 = DatagramType::NoiseResponse.first_byte();
+/// First byte of a path announcement (PROTOCOL.md §13.6).
+pub const PATH_HELLO: u8 = DatagramType::PathHello.first_byte();
 
-/// The server's answer to a first message that does not decrypt under its key: version 1,
-/// type 6, then the connection id it named (9 bytes: no amplification). Unauthenticated, so the
-/// client treats it as a hint for its error message only, never as a reason to stop early.
-pub const REFUSED: u8 = 1 << 5 | 6;
+/// The server's answer to a first message that does not decrypt under its key, then the
+/// connection id it named (9 bytes: no amplification). Unauthenticated, so the client treats it
+/// as a hint for its error message only, never as a reason to stop early.
+pub const REFUSED: u8 = DatagramType::Refused.first_byte();
 
 /// The client's first message is exactly this long, so the server's answer (≈ 60 bytes) never
 /// amplifies a spoofed source (PROTOCOL.md §13.2).
@@ -281,25 +281,17 @@ pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted
     Some(Accepted { cid, hello, keys, response, client_key })
 }
 
-fn type_code(ty: PacketType) -> u64 {
-    match ty {
-        PacketType::Initial => 0,
-        PacketType::Accept => 1,
-        PacketType::Data => 2,
-    }
-}
-
 /// The AEAD nonce of a core packet: its packet number, path and type (PROTOCOL.md §13.3).
 /// Together with the connection's own keys (which bind its connection id) and the canonical
 /// header check in [`PacketKeys::open`], every header field is authenticated although snow's
 /// transport takes no associated data.
 fn packet_nonce(header: &PacketHeader) -> u64 {
-    header.number | u64::from(header.path) << 56 | type_code(header.ty) << 59
+    header.number | u64::from(header.path) << 56 | u64::from(header.ty.code()) << 59
 }
 
-/// Nonce of a path announcement (type 5, its own counter space).
+/// Nonce of a path announcement (its own type, its own counter space).
 fn hello_nonce(path: u8, counter: u64) -> u64 {
-    counter | u64::from(path) << 56 | 5 << 59
+    counter | u64::from(path) << 56 | u64::from(DatagramType::PathHello.code()) << 59
 }
 
 /// One connection's transport keys.
@@ -399,7 +391,7 @@ pub fn hello_cid(datagram: &[u8]) -> Option<ConnectionId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use braid_proto::wire::Writer;
+    use braid_proto::wire::{PacketType, Writer};
 
     fn pair(key_client: &Key, key_server: &Key) -> Option<(PacketKeys, PacketKeys)> {
         let cid = ConnectionId([7; 8]);
