@@ -12,6 +12,7 @@ pub mod datagram;
 pub mod pipe;
 pub mod redundancy;
 pub mod sched;
+pub mod session;
 pub mod streams;
 pub mod time;
 pub mod wire;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
+use braid_proto::session::{Announcer, PathAddress, Repeater, ReplayWindow, CHALLENGE_BIT};
 use braid_proto::streams::StreamEvent;
 use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{CloseReason, ConnectionConfig, Event, Instant};
@@ -22,7 +23,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::connection::Connection;
-use crate::crypto::{self, ClientAuth, ClientHandshake, Hello, PacketKeys, ReplayWindow, ServerAuth};
+use crate::crypto::{self, ClientAuth, ClientHandshake, Hello, PacketKeys, ServerAuth, HELLO_LEN};
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
 use crate::limits::{HandshakeBucket, Limit, LimitLog, Limits, ServerCounters};
@@ -37,10 +38,6 @@ const RECV_BATCH: usize = 256;
 const SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Once the application dropped every handle, undelivered data gets this long before closing.
 const LINGER: Duration = Duration::from_secs(3);
-/// Path announcements are repeated this often until the server echoes them.
-const HELLO_INTERVAL: Duration = Duration::from_millis(250);
-/// A client announces its paths again this often (PROTOCOL.md §13.6): 34 bytes per path.
-const REANNOUNCE: Duration = Duration::from_secs(2);
 
 pub(crate) struct ClientSetup {
     pub auth: ClientAuth,
@@ -74,8 +71,7 @@ struct PathSocket {
 /// The client's side of the Noise handshake, until it completes.
 struct ClientNoise {
     noise: ClientHandshake,
-    next_send: Instant,
-    attempts: u32,
+    repeat: Repeater,
     /// The server sent a refusal hint (unauthenticated: only changes the error message).
     refused: bool,
     /// Key pairs (the refusal then names --server-key and --authorized).
@@ -102,42 +98,17 @@ enum Role {
     },
 }
 
-/// A path's new address before the peer proved it is there (NAT rebinding, or a forger): the
-/// server sends it at most [`AMPLIFICATION`] × the bytes that came from it (RFC 9000 §8.1's
-/// limit, applied as §9.3 does to a migration) and challenges it with a path announcement
-/// carrying a fresh random token; the peer's sealed echo of the token, from that address,
-/// validates it (RFC 9000 §8.2's PATH_CHALLENGE / PATH_RESPONSE).
-#[derive(Debug, Clone)]
-struct Probation {
-    addr: SocketAddr,
-    received: u64,
-    sent: u64,
-    token: u64,
-    next_challenge: Instant,
-}
-
-/// Most bytes sent to an unvalidated address per byte received from it (RFC 9000 §8.1).
-pub(crate) const AMPLIFICATION: u64 = 3;
-
 /// Driver-private state of one connection.
 struct Entry {
     handle: Handle,
     keys: Option<PacketKeys>,
     replay: Vec<ReplayWindow>,
     hello_replay: Vec<ReplayWindow>,
-    /// Highest packet number received per path (the address of the newest packet wins: NAT
-    /// rebinding keeps the connection).
-    top: Vec<Option<u64>>,
-    /// Server: per path, the address the peer last proved it is at (the handshake's for path 0,
-    /// the first announcement's for the others, else an answered challenge).
-    validated: Vec<Option<SocketAddr>>,
-    /// Server: per path, a new address on probation (RFC 9000 §8.2 / §9.3).
-    probation: Vec<Option<Probation>>,
-    hello_acked: Vec<bool>,
-    hello_next: Instant,
-    /// Client: when every path is announced again ([`REANNOUNCE`]).
-    reannounce: Instant,
-    hello_counter: u64,
+    /// Per path, where its packets go. The server follows the newest packet (NAT rebinding
+    /// keeps the connection), a new address within its budget until it answers a challenge.
+    addresses: Vec<PathAddress>,
+    /// Client: its path announcements.
+    announcer: Announcer,
     /// Server: the client's first message and our answer, to repeat if it comes again.
     init: Vec<u8>,
     response: Vec<u8>,
@@ -160,27 +131,23 @@ impl Entry {
         self.dirty
             || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
             || self.next_timeout.is_some_and(|t| t <= now)
-            || (is_client && now >= self.hello_next && self.hello_acked.iter().any(|a| !a))
-            || (is_client && self.keys.is_some() && now >= self.reannounce)
-            || self.probation.iter().flatten().any(|p| now >= p.next_challenge)
+            || (is_client && self.keys.is_some() && self.announcer.is_due(now))
+            || self.addresses.iter().any(|a| a.challenge_due(now))
             || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
             // Only the entry's own reference left: the application let go.
             || (self.established && Arc::strong_count(&self.handle.shared) <= 1)
     }
 
-    fn new(handle: Handle, paths: usize, keys: Option<PacketKeys>, now: Instant) -> Entry {
+    /// `addresses`: one per path.
+    fn new(handle: Handle, addresses: Vec<PathAddress>, keys: Option<PacketKeys>, now: Instant) -> Entry {
+        let paths = addresses.len();
         Entry {
             handle,
             keys,
             replay: vec![ReplayWindow::default(); paths],
             hello_replay: vec![ReplayWindow::default(); paths],
-            top: vec![None; paths],
-            validated: vec![None; paths],
-            probation: vec![None; paths],
-            hello_acked: vec![false; paths],
-            hello_next: now,
-            reannounce: now + REANNOUNCE,
-            hello_counter: 0,
+            addresses,
+            announcer: Announcer::new(paths, now),
             init: Vec::new(),
             response: Vec::new(),
             established: false,
@@ -233,6 +200,17 @@ fn random_u64() -> u64 {
         return t.as_nanos() as u64;
     }
     u64::from_le_bytes(b)
+}
+
+/// Says when a path's address went on probation (sent at most 3x what came from it until it
+/// answers a challenge).
+fn log_probation(address: &PathAddress, p: usize, from: SocketAddr) {
+    if address.probation().is_some_and(|pr| pr.addr == from && pr.sent == 0) {
+        tracing::debug!(
+            "path {p}: challenging {from} before sending it more than {}x what it sent",
+            braid_proto::session::AMPLIFICATION
+        );
+    }
 }
 
 impl Driver {
@@ -313,14 +291,14 @@ impl Driver {
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let pair = matches!(setup.auth, ClientAuth::Pair { .. });
         let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
-        let entry = Entry::new(handle.clone(), paths, None, now);
+        let entry = Entry::new(handle.clone(), vec![PathAddress::validated(setup.server); paths], None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
         }
         driver.conns.insert(cid, entry);
         if let Role::Client { noise: n, .. } = &mut driver.role {
-            *n = Some(Box::new(ClientNoise { noise, next_send: now, attempts: 0, refused: false, pair }));
+            *n = Some(Box::new(ClientNoise { noise, repeat: Repeater::new(now), refused: false, pair }));
         }
         tokio::spawn(driver.run());
         Ok(handle)
@@ -434,7 +412,7 @@ impl Driver {
         }
         if let Role::Client { noise, deadline, .. } = &self.role {
             if let Some(n) = noise {
-                at(n.next_send);
+                at(n.repeat.next());
             }
             at(*deadline);
         }
@@ -444,10 +422,7 @@ impl Driver {
                     at(t);
                 }
                 if matches!(self.role, Role::Client { .. }) {
-                    if e.hello_acked.iter().any(|a| !a) {
-                        at(e.hello_next);
-                    }
-                    at(e.reannounce);
+                    at(e.announcer.timeout());
                 }
             }
             if let Some(o) = e.orphaned_at {
@@ -642,10 +617,11 @@ impl Driver {
         let core = braid_proto::Connection::server(config, now);
         let handle = Handle::for_core(core, paths, from, self.epoch, self.wake.clone());
         handle.lock().paths[0].remote = Some(from);
-        let mut entry = Entry::new(handle, paths, Some(accepted.keys), now);
         // Path 0's address is validated by the handshake: the client's first core packet is
         // sealed with keys that need the answer sent to this address (RFC 9000 §8.1).
-        entry.validated[0] = Some(from);
+        let mut addresses = vec![PathAddress::default(); paths];
+        addresses[0] = PathAddress::validated(from);
+        let mut entry = Entry::new(handle, addresses, Some(accepted.keys), now);
         entry.init = data.to_vec();
         entry.response = accepted.response;
         let response = entry.response.clone();
@@ -682,7 +658,7 @@ impl Driver {
         let Some(entry) = self.conns.values_mut().next() else { return };
         entry.keys = Some(keys);
         entry.dirty = true;
-        entry.hello_next = now;
+        entry.announcer.start(now);
         tracing::debug!("Noise handshake done");
     }
 
@@ -696,16 +672,10 @@ impl Driver {
             return;
         }
         e.dirty = true;
-        if counter & crypto::CHALLENGE_BIT != 0 {
+        if counter & CHALLENGE_BIT != 0 {
             if is_server {
-                // The answer to a challenge: the address is validated.
-                if let Some(pr) = &mut e.probation[p] {
-                    pr.received += data.len() as u64;
-                    if pr.token == counter && pr.addr == from {
-                        tracing::debug!(cid = %hex(&cid.0), path = p, %from, "new address validated (challenge answered)");
-                        e.validated[p] = Some(from);
-                        e.probation[p] = None;
-                    }
+                if e.addresses[p].on_challenge_echo(from, counter, data.len()) {
+                    tracing::debug!(cid = %hex(&cid.0), path = p, %from, "new address validated (challenge answered)");
                 }
             } else {
                 // A challenge from the server: echo it on the path it names (repeats are
@@ -720,19 +690,14 @@ impl Driver {
             return;
         }
         if is_server {
-            if e.validated[p].is_none() {
-                // A path's first announcement: authenticated, fresh (replay window) and sent
-                // by the key holder, like the handshake that validates path 0.
-                e.validated[p] = Some(from);
-            } else if e.handle.lock().paths[p].remote != Some(from) {
-                Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
-            }
+            e.addresses[p].on_announcement(from, data.len(), random_u64, now);
+            log_probation(&e.addresses[p], p, from);
             e.handle.lock().paths[p].remote = Some(from);
             let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
             tracing::debug!(cid = %hex(&cid.0), path, %from, "path announced");
             self.send_raw(0, from, &echo, now);
         } else if p == i {
-            e.hello_acked[p] = true;
+            e.announcer.on_echo(p);
         }
     }
 
@@ -749,25 +714,18 @@ impl Driver {
         if p >= e.replay.len() || (is_client && p != i) || !e.replay[p].insert(header.number) {
             return;
         }
-        if let Some(pr) = e.probation[p].as_mut().filter(|pr| pr.addr == from) {
-            pr.received += data.len() as u64;
-        }
         let mut s = e.handle.lock();
-        let newest = e.top[p].is_none_or(|t| header.number > t);
-        if !is_client && newest && s.paths[p].remote != Some(from) {
-            if let Some(old) = s.paths[p].remote {
+        if !is_client {
+            let address = &mut e.addresses[p];
+            let before = address.remote();
+            if let Some(old) = address.on_packet(from, header.number, data.len(), random_u64, now) {
                 tracing::info!(cid = %hex(&cid.0), path = p, %old, new = %from, "peer moved");
             }
-            if e.validated[p].is_none() {
-                e.validated[p] = Some(from);
-            } else if e.validated[p] != Some(from) {
-                Self::start_probation(&mut e.probation[p], p, from, data.len(), now);
-            } else {
-                e.probation[p] = None;
+            if address.remote() != before {
+                log_probation(address, p, from);
+                s.paths[p].remote = address.remote();
             }
-            s.paths[p].remote = Some(from);
         }
-        e.top[p] = Some(e.top[p].map_or(header.number, |t| t.max(header.number)));
         s.paths[p].datagrams_received += 1;
         s.paths[p].bytes_received += data.len() as u64;
         s.core.handle_datagram(now, header.path, &self.opened);
@@ -783,14 +741,11 @@ impl Driver {
             return;
         }
         let p = usize::from(path);
-        let Some(to) = e.handle.lock().paths.get(p).and_then(|r| r.remote) else { return };
-        if let Some(pr) = e.probation.get_mut(p).and_then(Option::as_mut).filter(|pr| pr.addr == to) {
-            let len = self.sealed.len() as u64;
-            if pr.sent + len > AMPLIFICATION * pr.received {
-                tracing::trace!("path {p}: {to} not validated yet; datagram held back (3x limit)");
-                return;
-            }
-            pr.sent += len;
+        let Some(address) = e.addresses.get_mut(p) else { return };
+        let Some(to) = address.remote() else { return };
+        if !address.try_send(to, self.sealed.len()) {
+            tracing::trace!("path {p}: {to} not validated yet; datagram held back (3x limit)");
+            return;
         }
         let socket = if matches!(self.role, Role::Client { .. }) { p } else { 0 };
         let sealed = std::mem::take(&mut self.sealed);
@@ -798,39 +753,15 @@ impl Driver {
         self.sealed = sealed;
     }
 
-    /// A path's peer showed up at `from`, not the address it last proved: on probation.
-    fn start_probation(
-        slot: &mut Option<Probation>,
-        p: usize,
-        from: SocketAddr,
-        received: usize,
-        now: Instant,
-    ) {
-        let token = (random_u64() % crypto::CHALLENGE_BIT) | crypto::CHALLENGE_BIT;
-        tracing::debug!(
-            "path {p}: challenging {from} before sending it more than {AMPLIFICATION}x what it sent"
-        );
-        *slot =
-            Some(Probation { addr: from, received: received as u64, sent: 0, token, next_challenge: now });
-    }
-
     /// Sends the due challenges of a server connection's paths on probation (counted in the limit).
     fn send_challenges(&mut self, cid: ConnectionId, now: Instant) {
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let Some(keys) = &e.keys else { return };
         let mut out = Vec::new();
-        for (p, pr) in e.probation.iter_mut().enumerate() {
-            let Some(pr) = pr else { continue };
-            if now < pr.next_challenge {
-                continue;
+        for (p, address) in e.addresses.iter_mut().enumerate() {
+            if let Some((to, token)) = address.poll_challenge(now, HELLO_LEN) {
+                out.push((to, keys.seal_hello(p as u8, token)));
             }
-            let challenge = keys.seal_hello(p as u8, pr.token);
-            if pr.sent + challenge.len() as u64 > AMPLIFICATION * pr.received {
-                continue;
-            }
-            pr.sent += challenge.len() as u64;
-            pr.next_challenge = now + HELLO_INTERVAL;
-            out.push((pr.addr, challenge));
         }
         for (to, c) in out {
             self.send_raw(0, to, &c, now);
@@ -882,11 +813,9 @@ impl Driver {
             return;
         }
         let Some(n) = noise else { return };
-        if now < n.next_send {
+        if !n.repeat.poll(now) {
             return;
         }
-        n.attempts += 1;
-        n.next_send = now + Duration::from_millis(50 << n.attempts.min(5)).min(Duration::from_secs(1));
         let init = n.noise.init_datagram().to_vec();
         let server = *server;
         // An ICMP "port unreachable" shows up on a later send or read (`self.refused`).
@@ -904,24 +833,13 @@ impl Driver {
             return;
         }
         let Some(keys) = &e.keys else { return };
-        // Client: announce every path until the server echoes it (PROTOCOL.md §13.5).
+        // Client: announce every path until the server echoes it, and all again now and then
+        // as the keep-alive that shows a NAT rebinding (PROTOCOL.md §13.6).
         let mut hellos = Vec::new();
-        if is_client && now >= e.reannounce {
-            // The keep-alive: a client that only receives sends nothing of its own, so after a
-            // NAT rebinding the server would never learn its new address. Announcing every path
-            // again shows it within REANNOUNCE (and then §13.8 validates it).
-            e.hello_acked.fill(false);
-            e.hello_next = now;
-            e.reannounce = now + REANNOUNCE;
-        }
-        if is_client && now >= e.hello_next && e.hello_acked.iter().any(|a| !a) {
-            for (p, acked) in e.hello_acked.iter().enumerate() {
-                if !acked {
-                    hellos.push((p, keys.seal_hello(p as u8, e.hello_counter)));
-                    e.hello_counter += 1;
-                }
-            }
-            e.hello_next = now + HELLO_INTERVAL;
+        if is_client {
+            let mut due = Vec::new();
+            e.announcer.poll(now, &mut due);
+            hellos.extend(due.into_iter().map(|(p, counter)| (usize::from(p), keys.seal_hello(p, counter))));
         }
         let handle = e.handle.clone();
         // The application's handles are gone: finish delivering, then close.
@@ -1129,7 +1047,7 @@ mod tests {
             tokio::time::Instant::now(),
             Arc::new(Notify::new()),
         );
-        Entry::new(handle, 1, None, now)
+        Entry::new(handle, vec![PathAddress::default()], None, now)
     }
 
     /// The server drives a connection only when something asks for it: input, the application,
@@ -1151,15 +1069,11 @@ mod tests {
         assert!(!e.wants_drive(later - Duration::from_micros(1), false), "timer not yet due");
         assert!(e.wants_drive(later, false), "timer due");
         e.next_timeout = None;
-        e.probation[0] = Some(Probation {
-            addr: "127.0.0.1:10".parse().unwrap(),
-            received: 100,
-            sent: 0,
-            token: crypto::CHALLENGE_BIT,
-            next_challenge: later,
-        });
+        e.addresses[0] = PathAddress::validated("127.0.0.1:9".parse().unwrap());
+        e.addresses[0].on_packet("127.0.0.1:10".parse().unwrap(), 1, 100, || 0, later);
         assert!(e.wants_drive(later, false), "a challenge is due");
-        e.probation[0] = None;
+        e.addresses[0].poll_challenge(later, HELLO_LEN);
+        assert!(!e.wants_drive(later, false), "the challenge went out");
         drop(app);
         assert!(e.wants_drive(later, false), "orphaned: drive it to its close");
         // Before the core handshake completes: only its timeout or input.

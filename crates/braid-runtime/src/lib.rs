@@ -6,9 +6,9 @@
 //! a Noise handshake (`Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s` with a shared key file, or
 //! `Noise_IK_25519_ChaChaPoly_BLAKE2s` with key pairs and an allow-list: [`ClientAuth`],
 //! [`ServerAuth`]); after it every datagram is AEAD-protected (PROTOCOL.md §13), and a path's new
-//! address gets at most 3× what it sent until it answers a challenge (§13.8). `--emulate`
-//! impairments are applied here, in the socket layer (braid-netem's link model), so braid can be
-//! tried on one machine without root.
+//! address gets at most 3× what it sent until it answers a challenge (§13.8; the rules are
+//! [`braid_proto::session`]'s, sans-IO). `--emulate` impairments are applied here, in the socket
+//! layer (braid-netem's link model), so braid can be tried on one machine without root.
 //!
 //! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.
 //! The driver maps the core's [`braid_proto::Instant`] (µs) to tokio's clock.

@@ -13,10 +13,9 @@ use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader, MAX_PA
 use snow::{HandshakeState, StatelessTransportState};
 
 mod keys;
-mod replay;
 
+pub use braid_proto::session::{ReplayWindow, CHALLENGE_BIT};
 pub use keys::{generate_pair, ClientAuth, Key, KeyError, KeyFile, ServerAuth};
-pub use replay::ReplayWindow;
 
 const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
 /// Key pairs (PROTOCOL.md §13.6): Noise IK. The client knows the server's static public key
@@ -46,6 +45,8 @@ pub const REFUSED: u8 = DatagramType::Refused.first_byte();
 pub const INIT_LEN: usize = 1200;
 /// AEAD tag length.
 pub const TAG_LEN: usize = 16;
+/// A sealed path announcement: first byte, connection id, path, counter, tag (PROTOCOL.md §13.6).
+pub const HELLO_LEN: usize = 1 + 8 + 1 + 8 + TAG_LEN;
 const DH_LEN: usize = 32;
 /// Payload of the first message: version, path count, unix time (µs), zero padding.
 const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
@@ -53,9 +54,6 @@ const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
 const INIT_PAYLOAD_LEN_IK: usize = INIT_PAYLOAD_LEN - DH_LEN - TAG_LEN;
 /// A first message more than this far from the server's clock is refused (bounds replays).
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(120);
-/// A path announcement whose counter has this bit is the server's challenge to a new address
-/// (PROTOCOL.md §13.7); the client's own counters stay below it.
-pub const CHALLENGE_BIT: u64 = 1 << 55;
 /// Packet numbers at or above this cannot be sealed: the nonce keeps 56 bits for them.
 pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
 
@@ -358,7 +356,7 @@ impl PacketKeys {
     /// A path announcement: `PATH_HELLO | cid | path | counter (8 bytes) | tag`.
     pub fn seal_hello(&self, path: u8, counter: u64) -> Vec<u8> {
         let cid = self.cid;
-        let mut out = vec![0u8; 1 + 8 + 1 + 8 + TAG_LEN];
+        let mut out = vec![0u8; HELLO_LEN];
         out[0] = PATH_HELLO;
         out[1..9].copy_from_slice(&cid.0);
         out[9] = path;
@@ -369,7 +367,7 @@ impl PacketKeys {
 
     /// Checks a path announcement; returns (path, counter).
     pub fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
-        if datagram.len() != 1 + 8 + 1 + 8 + TAG_LEN || datagram[0] != PATH_HELLO {
+        if datagram.len() != HELLO_LEN || datagram[0] != PATH_HELLO {
             return None;
         }
         let path = datagram[9];

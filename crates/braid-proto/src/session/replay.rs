@@ -1,4 +1,4 @@
-//! Replay protection for datagrams: a sliding window over packet numbers (PROTOCOL.md §13).
+//! Replay protection for datagrams: a sliding window over packet numbers (PROTOCOL.md §13.5).
 
 /// Anti-replay window over one path's packet numbers (RFC 6479's sliding bitmap, 1024 deep):
 /// a number already seen, or older than the window, is refused.

@@ -1,0 +1,21 @@
+//! The security layer's protocol state around a core connection (PROTOCOL.md §13), with no I/O,
+//! no clock and no cryptography: the runtime seals and opens, sends and reads sockets, and asks
+//! these types what to do. Time comes in as [`Instant`](crate::Instant) values and randomness
+//! as numbers handed in, so every rule here is tested on a virtual clock.
+//!
+//! - [`ReplayWindow`]: a packet number (or an announcement's counter) is accepted once (§13.5).
+//! - [`PathAddress`]: where the server sends a path's packets, which addresses the peer proved
+//!   it receives at, and the 3× budget of a new address until it answers a challenge (§13.6,
+//!   §13.8): NAT rebinding keeps the connection, a forged source address gains little.
+//! - [`Announcer`]: the client's path announcements, repeated until echoed and renewed as a
+//!   keep-alive (§13.6).
+//! - [`Repeater`]: the client's first handshake message, repeated with backoff until answered
+//!   (§13.2).
+
+mod address;
+mod announce;
+mod replay;
+
+pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
+pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
+pub use replay::ReplayWindow;
