@@ -1,0 +1,238 @@
+//! One round of the driver for its connections: which connections to drive, then for each the
+//! client's announcements, the server's challenges, the orphan's linger, the core's timer and
+//! packets, and the core's events turned into the application's wake-ups.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_proto::streams::StreamEvent;
+use braid_proto::wire::ConnectionId;
+use braid_proto::{CloseReason, Event, Instant};
+
+use super::{hex, Driver, Role, LINGER, SEND_BATCH, SERVER_HANDSHAKE_TIMEOUT};
+use crate::connection::Connection;
+use crate::limits::{Limit, ServerCounters};
+use crate::shared::{Ended, STREAM_SEND_BUFFER};
+
+impl Driver {
+    pub(super) fn drive_all(&mut self, now: Instant) {
+        self.busy = false;
+        self.drive_client_handshake(now);
+        let is_client = matches!(self.role, Role::Client { .. });
+        let cids: Vec<ConnectionId> =
+            self.conns.iter().filter(|(_, e)| e.wants_drive(now, is_client)).map(|(c, _)| *c).collect();
+        for cid in cids {
+            self.drive(cid, now);
+        }
+        let mut gone = Vec::new();
+        self.conns.retain(|cid, e| {
+            if e.closed {
+                gone.push(*cid);
+            }
+            !e.closed
+        });
+        if let (false, Role::Server { registry, .. }) = (gone.is_empty(), &self.role) {
+            let mut registry = registry.lock().unwrap_or_else(|e| e.into_inner());
+            for cid in gone {
+                registry.remove(&cid);
+            }
+        }
+        self.flush_sends();
+    }
+
+    fn drive(&mut self, cid: ConnectionId, now: Instant) {
+        let is_client = matches!(self.role, Role::Client { .. });
+        let Some(e) = self.conns.get_mut(&cid) else { return };
+        e.dirty = false;
+        e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
+        if !e.established && !is_client && now >= e.created + SERVER_HANDSHAKE_TIMEOUT {
+            tracing::debug!(cid = %hex(&cid.0), "handshake never finished; forgotten");
+            e.closed = true;
+            return;
+        }
+        let Some(keys) = &e.keys else { return };
+        // Client: announce every path until the server echoes it, and all again now and then
+        // as the keep-alive that shows a NAT rebinding (PROTOCOL.md §13.6).
+        let mut hellos = Vec::new();
+        if is_client {
+            let mut due = Vec::new();
+            e.announcer.poll(now, &mut due);
+            hellos.extend(due.into_iter().map(|(p, counter)| (usize::from(p), keys.seal_hello(p, counter))));
+        }
+        let handle = e.handle.clone();
+        // The application's handles are gone: finish delivering, then close.
+        // (Two references: the entry's and `handle`; a server's connection counts once handed out.)
+        if e.established && Arc::strong_count(&handle.shared) <= 2 {
+            let o = *e.orphaned_at.get_or_insert(now);
+            let mut s = handle.lock();
+            if !s.core.is_closed() && (s.core.is_idle() || now >= o + LINGER) {
+                s.core.close(0, "");
+            }
+        }
+        for (p, h) in hellos {
+            let Some(to) = self.conns[&cid].handle.lock().paths[p].remote else { continue };
+            self.send_raw(p, to, &h, now);
+        }
+        if !is_client {
+            self.send_challenges(cid, now);
+        }
+        let mut sent = 0;
+        let mut out = std::mem::take(&mut self.out);
+        {
+            let mut s = handle.lock();
+            if s.core.poll_timeout().is_some_and(|t| t <= now) {
+                s.core.handle_timeout(now);
+            }
+        }
+        loop {
+            let t = handle.lock().core.poll_transmit(now, &mut out);
+            let Some(t) = t else { break };
+            self.send_packet(t.path, &out[..t.size], now);
+            sent += 1;
+            if sent >= SEND_BATCH {
+                self.busy = true;
+                if let Some(e) = self.conns.get_mut(&cid) {
+                    e.dirty = true;
+                }
+                break;
+            }
+        }
+        self.out = out;
+        self.handle_events(cid);
+        if let Some(e) = self.conns.get_mut(&cid) {
+            e.next_timeout = handle.lock().core.poll_timeout();
+        }
+    }
+
+    fn handle_events(&mut self, cid: ConnectionId) {
+        let now = self.now();
+        let Some(e) = self.conns.get_mut(&cid) else { return };
+        let mut guard = e.handle.lock();
+        let s = &mut *guard;
+        let idle = Duration::from_millis(s.core.params().idle_timeout_ms);
+        let mut connected = false;
+        let mut ended = None;
+        while let Some(ev) = s.core.poll_event() {
+            match ev {
+                Event::Connected => connected = true,
+                Event::Stream(StreamEvent::Opened(id)) => {
+                    s.incoming_streams.push_back(id);
+                    if let Some(w) = s.accept_waker.take() {
+                        w.wake();
+                    }
+                }
+                Event::Stream(StreamEvent::Readable(id)) => {
+                    if let Some(w) = s.readers.remove(&id) {
+                        w.wake();
+                    }
+                }
+                Event::Closed(reason) => {
+                    if let CloseReason::Violation(why) = &reason {
+                        ServerCounters::add(&self.counters.connections_violated, 1);
+                        if let (Some(limit), Role::Server { limits, .. }) =
+                            (Limit::from_violation(why), &self.role)
+                        {
+                            let value = match limit {
+                                Limit::MaxStreams => limits.max_streams,
+                                _ => limits.connection_memory,
+                            };
+                            self.limit_log.hit(&self.counters, limit, value, now);
+                        }
+                    }
+                    ServerCounters::add(&self.counters.connections_closed, 1);
+                    ended = Some(Ended::from_close(&reason, idle));
+                }
+                Event::PathFailed(path) => {
+                    tracing::info!(path, "path failed: no answer; its data goes on the others")
+                }
+                Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
+                Event::PathRemoved(path) => tracing::info!(path, "path removed"),
+            }
+        }
+        if let Some(streams) = s.core.streams() {
+            let ready: Vec<u64> = s
+                .writers
+                .keys()
+                .copied()
+                .filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER)
+                .collect();
+            for id in ready {
+                if let Some(w) = s.writers.remove(&id) {
+                    w.wake();
+                }
+            }
+        }
+        for w in s.idle_wakers.drain(..) {
+            w.wake();
+        }
+        if s.core.has_datagrams() || ended.is_some() {
+            if let Some(w) = s.datagram_waker.take() {
+                w.wake();
+            }
+        }
+        let mut emulated = Vec::new();
+        if matches!(self.role, Role::Client { .. }) {
+            for sock in &self.sockets {
+                emulated.push(
+                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu)
+                        + sock
+                            .ingress
+                            .as_ref()
+                            .map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu),
+                );
+            }
+        }
+        for (p, d) in emulated.into_iter().enumerate() {
+            if let Some(r) = s.paths.get_mut(p) {
+                r.emulated_drops = d;
+            }
+        }
+        if let Some(reason) = &ended {
+            if s.ended.is_none() {
+                s.ended = Some(reason.clone());
+            }
+            for (_, w) in s.readers.drain().chain(s.writers.drain()) {
+                w.wake();
+            }
+            if let Some(w) = s.accept_waker.take() {
+                w.wake();
+            }
+        }
+        let peer = s.paths[0].remote.map_or_else(|| "?".to_string(), |a| a.to_string());
+        drop(guard);
+        if ended.is_some() || e.handle.lock().core.is_closed() {
+            e.closed = true;
+        }
+        if connected {
+            e.established = true;
+            let handle = e.handle.clone();
+            match &mut self.role {
+                Role::Client { ready, .. } => {
+                    if let Some(r) = ready.take() {
+                        let _ = r.send(Ok(()));
+                    }
+                }
+                Role::Server { incoming, .. } => {
+                    tracing::info!(%peer, paths = e.replay.len(), "accepted a connection");
+                    let _ = incoming.send(Connection { handle });
+                }
+            }
+        }
+        if let Some(reason) = ended {
+            let s = e.handle.lock();
+            tracing::debug!(
+                %peer,
+                reason = ?reason,
+                paths = ?s.core.path_stats(),
+                stats = ?s.core.stats,
+                "connection ended"
+            );
+            drop(s);
+            if let Role::Client { ready, .. } = &mut self.role {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(Err(reason.error()));
+                }
+            }
+        }
+    }
+}

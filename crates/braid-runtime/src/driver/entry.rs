@@ -1,0 +1,136 @@
+//! One connection as the driver keeps it: the core's shared state, the keys, the replay
+//! windows, where each path's packets go, the client's announcements, and whether this round
+//! must drive it.
+
+use std::sync::Arc;
+
+use braid_proto::session::{Announcer, PathAddress, ReplayWindow};
+use braid_proto::Instant;
+
+use super::SERVER_HANDSHAKE_TIMEOUT;
+use crate::crypto::PacketKeys;
+use crate::shared::Handle;
+
+/// Driver-private state of one connection.
+pub(super) struct Entry {
+    pub(super) handle: Handle,
+    pub(super) keys: Option<PacketKeys>,
+    pub(super) replay: Vec<ReplayWindow>,
+    pub(super) hello_replay: Vec<ReplayWindow>,
+    /// Per path, where its packets go. The server follows the newest packet (NAT rebinding
+    /// keeps the connection), a new address within its budget until it answers a challenge.
+    pub(super) addresses: Vec<PathAddress>,
+    /// Client: its path announcements.
+    pub(super) announcer: Announcer,
+    /// Server: the client's first message and our answer, to repeat if it comes again.
+    pub(super) init: Vec<u8>,
+    pub(super) response: Vec<u8>,
+    pub(super) established: bool,
+    pub(super) created: Instant,
+    pub(super) orphaned_at: Option<Instant>,
+    pub(super) closed: bool,
+    /// The core's `poll_timeout` after the last drive (asking it is not free).
+    pub(super) next_timeout: Option<Instant>,
+    /// Something arrived for this connection, or it had more to send than one batch: drive it
+    /// at the next round (the others wait for their timer or the application).
+    pub(super) dirty: bool,
+}
+
+impl Entry {
+    /// Whether this round must drive the connection: input, a poke from the application, an
+    /// expired timer (the core's, a path announcement's, a challenge's, the handshake's or the
+    /// linger's), or an orphaned connection on its way out.
+    pub(super) fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
+        self.dirty
+            || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
+            || self.next_timeout.is_some_and(|t| t <= now)
+            || (is_client && self.keys.is_some() && self.announcer.is_due(now))
+            || self.addresses.iter().any(|a| a.challenge_due(now))
+            || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
+            // Only the entry's own reference left: the application let go.
+            || (self.established && Arc::strong_count(&self.handle.shared) <= 1)
+    }
+
+    /// `addresses`: one per path.
+    pub(super) fn new(
+        handle: Handle,
+        addresses: Vec<PathAddress>,
+        keys: Option<PacketKeys>,
+        now: Instant,
+    ) -> Entry {
+        let paths = addresses.len();
+        Entry {
+            handle,
+            keys,
+            replay: vec![ReplayWindow::default(); paths],
+            hello_replay: vec![ReplayWindow::default(); paths],
+            addresses,
+            announcer: Announcer::new(paths, now),
+            init: Vec::new(),
+            response: Vec::new(),
+            established: false,
+            created: now,
+            orphaned_at: None,
+            closed: false,
+            next_timeout: None,
+            dirty: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use braid_proto::ConnectionConfig;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::crypto::HELLO_LEN;
+
+    /// A server entry with a fresh core, as `on_init` makes one (no keys needed here).
+    fn entry(now: Instant) -> Entry {
+        let core = braid_proto::Connection::server(ConnectionConfig::default(), now);
+        let handle = Handle::for_core(
+            core,
+            1,
+            "127.0.0.1:9".parse().unwrap(),
+            tokio::time::Instant::now(),
+            Arc::new(Notify::new()),
+        );
+        Entry::new(handle, vec![PathAddress::default()], None, now)
+    }
+
+    /// The server drives a connection only when something asks for it: input, the application,
+    /// or a timer that has expired; an idle connection is left alone.
+    #[test]
+    fn only_connections_with_something_to_do_are_driven() {
+        let t0 = Instant::from_micros(1_000_000);
+        let mut e = entry(t0);
+        assert!(e.wants_drive(t0, false), "a new entry has its first datagram to handle");
+        e.dirty = false;
+        e.established = true;
+        let app = e.handle.clone(); // the application's handle (not orphaned)
+        let later = t0 + Duration::from_secs(20);
+        assert!(!e.wants_drive(later, false), "nothing arrived, nothing due");
+        app.poke();
+        assert!(e.wants_drive(later, false), "the application wrote");
+        e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
+        e.next_timeout = Some(later);
+        assert!(!e.wants_drive(later - Duration::from_micros(1), false), "timer not yet due");
+        assert!(e.wants_drive(later, false), "timer due");
+        e.next_timeout = None;
+        e.addresses[0] = PathAddress::validated("127.0.0.1:9".parse().unwrap());
+        e.addresses[0].on_packet("127.0.0.1:10".parse().unwrap(), 1, 100, || 0, later);
+        assert!(e.wants_drive(later, false), "a challenge is due");
+        e.addresses[0].poll_challenge(later, HELLO_LEN);
+        assert!(!e.wants_drive(later, false), "the challenge went out");
+        drop(app);
+        assert!(e.wants_drive(later, false), "orphaned: drive it to its close");
+        // Before the core handshake completes: only its timeout or input.
+        let mut fresh = entry(t0);
+        fresh.dirty = false;
+        assert!(!fresh.wants_drive(t0 + Duration::from_secs(1), false));
+        assert!(fresh.wants_drive(t0 + SERVER_HANDSHAKE_TIMEOUT, false));
+    }
+}

@@ -1,0 +1,200 @@
+//! The Noise handshake before the core's (PROTOCOL.md §13.2, §13.3): the client's first message,
+//! repeated until answered, and the error it reports when none comes; the server's checks of a
+//! first message (connection limit, handshake rate, authentication, replay) before it keeps any
+//! state, and the connection it then creates with the client's mode, controller and scheduler.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use braid_proto::cc::CcAlgorithm;
+use braid_proto::conn::Mode;
+use braid_proto::sched::SchedulerKind;
+use braid_proto::session::{PathAddress, Repeater};
+use braid_proto::Instant;
+
+use super::entry::Entry;
+use super::{hex, Driver, Role};
+use crate::crypto::{self, ClientHandshake};
+use crate::limits::{Limit, ServerCounters};
+use crate::shared::{Ended, Handle};
+use crate::Error;
+
+/// The client's side of the Noise handshake, until it completes.
+pub(super) struct ClientNoise {
+    pub(super) noise: ClientHandshake,
+    pub(super) repeat: Repeater,
+    /// The server sent a refusal hint (unauthenticated: only changes the error message).
+    pub(super) refused: bool,
+    /// Key pairs (the refusal then names --server-key and --authorized).
+    pub(super) pair: bool,
+}
+
+/// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
+/// wait (a flood of authenticated handshakes needs the key).
+const SEEN_INITS_LIMIT: usize = 100_000;
+
+impl Driver {
+    /// The client's connection attempt failed: report it and stop.
+    fn fail_client(&mut self, error: Error) {
+        if let Role::Client { ready, noise, .. } = &mut self.role {
+            *noise = None;
+            if let Some(r) = ready.take() {
+                let _ = r.send(Err(error));
+            }
+        }
+        for e in self.conns.values() {
+            let mut s = e.handle.lock();
+            s.ended.get_or_insert(Ended::Local);
+        }
+        self.conns.clear();
+    }
+
+    pub(super) fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
+        let Role::Server { auth, transport, limits, incoming, registry } = &self.role else { return };
+        if incoming.is_closed() {
+            return;
+        }
+        let Some(cid) = crypto::init_cid(data).filter(|_| crypto::is_init(data)) else { return };
+        if let Some(e) = self.conns.get(&cid) {
+            if e.init == data {
+                // Our answer was lost: the same answer again (never more bytes than came in).
+                let response = e.response.clone();
+                self.send_raw(0, from, &response, now);
+            }
+            return;
+        }
+        if self.conns.len() >= limits.max_connections {
+            self.limit_log.hit(&self.counters, Limit::MaxConnections, limits.max_connections as u64, now);
+            return;
+        }
+        // Before any public-key work: a flood of first messages costs a lookup each.
+        if !self.handshakes.take(now) {
+            self.limit_log.hit(&self.counters, Limit::HandshakeRate, limits.handshake_rate.into(), now);
+            return;
+        }
+        let Some(accepted) = crypto::server_accept_with(auth, data) else {
+            ServerCounters::add(&self.counters.handshakes_failed, 1);
+            // No state kept; a 9-byte hint so a client with the wrong key can say so.
+            tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
+            if let Some(r) = crypto::refusal(data) {
+                self.send_raw(0, from, &r, now);
+            }
+            return;
+        };
+        let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
+        if self.seen_inits.contains_key(&ephemeral) {
+            ServerCounters::add(&self.counters.handshakes_replayed, 1);
+            tracing::debug!(%from, "replayed handshake ignored");
+            return;
+        }
+        if self.seen_inits.len() >= SEEN_INITS_LIMIT {
+            let horizon = crypto::MAX_CLOCK_SKEW * 2;
+            self.seen_inits.retain(|_, at| now.saturating_duration_since(*at) < horizon);
+            if self.seen_inits.len() >= SEEN_INITS_LIMIT {
+                tracing::warn!(%from, "too many handshakes lately: handshake ignored");
+                return;
+            }
+        }
+        self.seen_inits.insert(ephemeral, now);
+        let mut config = transport.clone();
+        config.paths = accepted.hello.paths;
+        if !accepted.hello.mode.is_empty() {
+            match accepted.hello.mode.parse::<Mode>() {
+                Ok(m) => config.mode = m,
+                Err(e) => {
+                    tracing::warn!(%from, error = %e, using = config.mode.name(), "client's mode unknown")
+                }
+            }
+        }
+        if !accepted.hello.cc.is_empty() {
+            match accepted.hello.cc.parse::<CcAlgorithm>() {
+                Ok(c) => config.cc = Some(c),
+                Err(e) => {
+                    tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
+                }
+            }
+        }
+        if !accepted.hello.scheduler.is_empty() {
+            match accepted.hello.scheduler.parse::<SchedulerKind>() {
+                Ok(k) => config.scheduler = Some(k),
+                Err(e) => tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used"),
+            }
+        }
+        let paths = usize::from(accepted.hello.paths);
+        let core = braid_proto::Connection::server(config, now);
+        let handle = Handle::for_core(core, paths, from, self.epoch, self.wake.clone());
+        handle.lock().paths[0].remote = Some(from);
+        // Path 0's address is validated by the handshake: the client's first core packet is
+        // sealed with keys that need the answer sent to this address (RFC 9000 §8.1).
+        let mut addresses = vec![PathAddress::default(); paths];
+        addresses[0] = PathAddress::validated(from);
+        let mut entry = Entry::new(handle, addresses, Some(accepted.keys), now);
+        entry.init = data.to_vec();
+        entry.response = accepted.response;
+        let response = entry.response.clone();
+        registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(cid, (Arc::downgrade(&entry.handle.shared), self.wake.clone()));
+        self.conns.insert(cid, entry);
+        ServerCounters::add(&self.counters.handshakes_accepted, 1);
+        tracing::debug!(
+            cid = %hex(&cid.0),
+            %from,
+            paths,
+            mode = %accepted.hello.mode,
+            cc = %accepted.hello.cc,
+            scheduler = %accepted.hello.scheduler,
+            client_key = %accepted.client_key.as_ref().map_or_else(|| "psk".to_string(), |k| k.to_hex()),
+            "handshake authenticated"
+        );
+        self.send_raw(0, from, &response, now);
+    }
+
+    pub(super) fn on_response(&mut self, data: &[u8], now: Instant) {
+        let Role::Client { noise: Some(n), .. } = &mut self.role else { return };
+        let Some(keys) = n.noise.on_response(data) else {
+            if n.noise.is_spent() {
+                let Role::Client { server, .. } = self.role else { return };
+                self.fail_client(Error::HandshakeFailed(server));
+            }
+            return;
+        };
+        let Role::Client { noise, .. } = &mut self.role else { return };
+        *noise = None;
+        let Some(entry) = self.conns.values_mut().next() else { return };
+        entry.keys = Some(keys);
+        entry.dirty = true;
+        entry.announcer.start(now);
+        tracing::debug!("Noise handshake done");
+    }
+
+    pub(super) fn drive_client_handshake(&mut self, now: Instant) {
+        let Role::Client { noise, deadline, server, timeout, .. } = &mut self.role else { return };
+        if std::mem::take(&mut self.refused) && noise.is_some() {
+            let server = *server;
+            self.fail_client(Error::Refused(server));
+            return;
+        }
+        let established = self.conns.values().next().is_some_and(|e| e.established);
+        if !established && now >= *deadline && !self.conns.is_empty() {
+            let error = if noise.as_ref().is_some_and(|n| n.refused && n.pair) {
+                Error::NotAuthorized(*server)
+            } else if noise.as_ref().is_some_and(|n| n.refused) {
+                Error::WrongKey(*server)
+            } else {
+                Error::Unreachable { server: *server, after: *timeout }
+            };
+            self.fail_client(error);
+            return;
+        }
+        let Some(n) = noise else { return };
+        if !n.repeat.poll(now) {
+            return;
+        }
+        let init = n.noise.init_datagram().to_vec();
+        let server = *server;
+        // An ICMP "port unreachable" shows up on a later send or read (`self.refused`).
+        self.send_raw(0, server, &init, now);
+    }
+}

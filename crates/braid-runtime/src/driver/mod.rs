@@ -1,0 +1,466 @@
+//! The driver task: owns the sockets, feeds datagrams and timeouts to each core connection,
+//! sends what the cores produce, and wakes the application's tasks. One task per endpoint.
+//!
+//! Time: the core's `Instant` is microseconds since the driver started (`epoch`), read from
+//! tokio's clock; the core itself never reads a clock.
+//!
+//! Here: the sockets, the loop and its deadline, the `--emulate` links, dispatch by datagram
+//! type. `handshake.rs`: the Noise handshake (both sides); `paths.rs`: announcements,
+//! challenges and sealed packets; `drive.rs`: one round over the connections and their
+//! events; `entry.rs`: a connection's driver-side state. The rules with no I/O in them (replay,
+//! address validation, repeats) are [`braid_proto::session`]'s.
+
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use braid_proto::session::{PathAddress, Repeater};
+use braid_proto::wire::{ConnectionId, DatagramType};
+use braid_proto::{ConnectionConfig, Instant};
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::connection::Connection;
+use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth};
+use crate::emulate::{EmulatedLink, Emulation};
+use crate::gso::{Batcher, Received, RECV_BUFFER};
+use crate::limits::{HandshakeBucket, LimitLog, Limits, ServerCounters};
+use crate::shared::{Handle, Registry};
+use crate::Error;
+
+mod drive;
+mod entry;
+mod handshake;
+mod paths;
+
+use entry::Entry;
+use handshake::ClientNoise;
+
+/// Datagrams sent per connection per round before the driver reads its sockets again.
+const SEND_BATCH: usize = 256;
+/// Datagrams read per round before the driver sends again.
+const RECV_BATCH: usize = 256;
+/// A server forgets a connection whose core handshake has not finished after this long.
+const SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Once the application dropped every handle, undelivered data gets this long before closing.
+const LINGER: Duration = Duration::from_secs(3);
+
+pub(crate) struct ClientSetup {
+    pub auth: ClientAuth,
+    pub transport: ConnectionConfig,
+    pub sockets: Vec<UdpSocket>,
+    pub emulate: Vec<Option<Emulation>>,
+    pub server: SocketAddr,
+    pub handshake_timeout: Duration,
+    pub ready: oneshot::Sender<Result<(), Error>>,
+}
+
+pub(crate) struct ServerSetup {
+    pub auth: ServerAuth,
+    pub transport: ConnectionConfig,
+    pub socket: UdpSocket,
+    pub emulate: Option<Emulation>,
+    pub limits: Limits,
+    pub counters: Arc<ServerCounters>,
+    pub registry: Registry,
+    pub incoming: mpsc::UnboundedSender<Connection>,
+}
+
+struct PathSocket {
+    udp: UdpSocket,
+    batch: Batcher,
+    /// Emulated impairment: datagrams leaving / arriving on this path (the server's: on its socket).
+    egress: Option<EmulatedLink>,
+    ingress: Option<EmulatedLink>,
+}
+
+// One per driver, built once and never moved on a hot path: boxing the server's fields would
+// only add an indirection.
+#[allow(clippy::large_enum_variant)]
+enum Role {
+    Client {
+        server: SocketAddr,
+        ready: Option<oneshot::Sender<Result<(), Error>>>,
+        noise: Option<Box<ClientNoise>>,
+        deadline: Instant,
+        timeout: Duration,
+    },
+    Server {
+        auth: ServerAuth,
+        transport: ConnectionConfig,
+        limits: Limits,
+        registry: Registry,
+        incoming: mpsc::UnboundedSender<Connection>,
+    },
+}
+
+pub(crate) struct Driver {
+    epoch: tokio::time::Instant,
+    sockets: Vec<PathSocket>,
+    conns: HashMap<ConnectionId, Entry>,
+    role: Role,
+    wake: Arc<Notify>,
+    out: Vec<u8>,
+    sealed: Vec<u8>,
+    opened: Vec<u8>,
+    /// A connection had more to send than one batch: do not sleep.
+    busy: bool,
+    /// The kernel reported ICMP port unreachable (on a send or a receive).
+    refused: bool,
+    /// Server: ephemeral keys of the first messages accepted lately, so a replayed first
+    /// message (accepted by the clock check for 120 s) creates nothing (PROTOCOL.md §13.3).
+    seen_inits: HashMap<[u8; 32], Instant>,
+    /// Server: what the operator reads (`braid server --metrics`), the limits' log lines and
+    /// the handshake rate's bucket.
+    counters: Arc<ServerCounters>,
+    limit_log: LimitLog,
+    handshakes: HandshakeBucket,
+}
+
+/// A connection id for logs.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // Only the connection id comes from this; a failure falls back to the clock.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        return t.as_nanos() as u64;
+    }
+    u64::from_le_bytes(b)
+}
+
+impl Driver {
+    fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>, counters: Arc<ServerCounters>) -> Driver {
+        let rate = match &role {
+            Role::Server { limits, .. } => limits.handshake_rate,
+            Role::Client { .. } => 0,
+        };
+        Driver {
+            epoch: tokio::time::Instant::now(),
+            sockets,
+            conns: HashMap::new(),
+            role,
+            wake,
+            out: Vec::with_capacity(2048),
+            sealed: Vec::with_capacity(2048),
+            opened: Vec::with_capacity(2048),
+            busy: false,
+            refused: false,
+            seen_inits: HashMap::new(),
+            counters,
+            limit_log: LimitLog::default(),
+            handshakes: HandshakeBucket::new(rate, Instant::ZERO),
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
+    }
+
+    fn to_tokio(&self, t: Instant) -> tokio::time::Instant {
+        self.epoch + Duration::from_micros(t.as_micros())
+    }
+
+    pub(crate) fn start_client(setup: ClientSetup) -> Result<Handle, Error> {
+        let paths = setup.sockets.len();
+        let sockets: Vec<PathSocket> = setup
+            .sockets
+            .into_iter()
+            .enumerate()
+            .map(|(i, udp)| -> Result<PathSocket, Error> {
+                let em = setup.emulate.get(i).copied().flatten();
+                Ok(PathSocket {
+                    batch: Batcher::new(&udp)?,
+                    udp,
+                    egress: em.map(|e| EmulatedLink::new(e, random_u64() ^ (i as u64) << 1)),
+                    ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ ((i as u64) << 1 | 1))),
+                })
+            })
+            .collect::<Result<_, Error>>()?;
+        let wake = Arc::new(Notify::new());
+        let mut driver = Driver::new(
+            sockets,
+            Role::Client {
+                server: setup.server,
+                ready: Some(setup.ready),
+                noise: None,
+                deadline: Instant::ZERO + setup.handshake_timeout,
+                timeout: setup.handshake_timeout,
+            },
+            wake.clone(),
+            Arc::default(),
+        );
+        let now = driver.now();
+        let mode = setup.transport.mode;
+        let cc = setup.transport.cc;
+        let scheduler = setup.transport.scheduler;
+        let core = braid_proto::Connection::client(setup.transport, now, random_u64());
+        // The Noise handshake is bound to the core's connection id; the core's Initial leaves
+        // in the first drive after the Noise keys exist.
+        let cid = core.cid();
+        let hello = Hello {
+            paths: paths as u8,
+            mode: mode.name().to_string(),
+            cc: cc.map(|c| c.name().to_string()).unwrap_or_default(),
+            scheduler: scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
+        };
+        let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
+        let pair = matches!(setup.auth, ClientAuth::Pair { .. });
+        let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
+        let entry = Entry::new(handle.clone(), vec![PathAddress::validated(setup.server); paths], None, now);
+        for (i, p) in handle.lock().paths.iter_mut().enumerate() {
+            p.local = driver.sockets[i].udp.local_addr().ok();
+            p.remote = Some(setup.server);
+        }
+        driver.conns.insert(cid, entry);
+        if let Role::Client { noise: n, .. } = &mut driver.role {
+            *n = Some(Box::new(ClientNoise { noise, repeat: Repeater::new(now), refused: false, pair }));
+        }
+        tokio::spawn(driver.run());
+        Ok(handle)
+    }
+
+    pub(crate) fn start_server(setup: ServerSetup) -> Result<(), Error> {
+        let batch = Batcher::new(&setup.socket)?;
+        // `--emulate` on the server: one link each way for everything the socket carries.
+        let em = setup.emulate;
+        let socket = PathSocket {
+            udp: setup.socket,
+            batch,
+            egress: em.map(|e| EmulatedLink::new(e, random_u64())),
+            ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ 1)),
+        };
+        let wake = Arc::new(Notify::new());
+        let driver = Driver::new(
+            vec![socket],
+            Role::Server {
+                auth: setup.auth,
+                transport: setup.transport,
+                limits: setup.limits,
+                registry: setup.registry,
+                incoming: setup.incoming,
+            },
+            wake,
+            setup.counters,
+        );
+        tokio::spawn(driver.run());
+        Ok(())
+    }
+
+    async fn run(mut self) {
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut wakes = [0u64; 3];
+        loop {
+            let now = self.now();
+            self.release_ingress(now);
+            self.drive_all(now);
+            self.release_egress(now);
+            if self.finished() {
+                tracing::debug!(
+                    "driver stops; woken by datagrams {}, the application {}, timers {}",
+                    wakes[0],
+                    wakes[1],
+                    wakes[2]
+                );
+                return;
+            }
+            let deadline = if self.busy { Some(now) } else { self.deadline() };
+            tracing::trace!(target: "braid_runtime::loop", "now {} busy {} sleep {:?}", now.as_micros(), self.busy, deadline.map(|d| d.as_micros() as i64 - now.as_micros() as i64));
+            let sleep_to = deadline.map_or(self.epoch + Duration::from_secs(3600 * 24), |d| self.to_tokio(d));
+            let wake = self.wake.clone();
+            let woke = {
+                let sockets = &self.sockets;
+                let buf = &mut buf;
+                tokio::select! {
+                    r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => { wakes[0] += 1; Some(r) }
+                    _ = wake.notified() => { wakes[1] += 1; None }
+                    _ = tokio::time::sleep_until(sleep_to) => { wakes[2] += 1; None }
+                }
+            };
+            if let Some((i, r)) = woke {
+                let now = self.now();
+                tracing::trace!(target: "braid_runtime::loop", "recv");
+                self.on_recv(i, r, &buf, now);
+                // Read what else is waiting before sending again.
+                for _ in 0..RECV_BATCH {
+                    let mut got = false;
+                    for i in 0..self.sockets.len() {
+                        let s = &self.sockets[i];
+                        match s.batch.try_recv(&s.udp, &mut buf) {
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                            r => {
+                                got = true;
+                                self.on_recv(i, r, &buf, now);
+                            }
+                        }
+                    }
+                    if !got {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        match &self.role {
+            // The emulated links still carry what was sent (a CLOSE among it).
+            Role::Client { .. } => {
+                self.conns.is_empty()
+                    && self
+                        .sockets
+                        .iter()
+                        .all(|s| s.egress.as_ref().is_none_or(|l| l.next_release().is_none()))
+            }
+            Role::Server { incoming, .. } => incoming.is_closed() && self.conns.is_empty(),
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        for s in &self.sockets {
+            for link in [&s.egress, &s.ingress].into_iter().flatten() {
+                if let Some(t) = link.next_release() {
+                    at(t);
+                }
+            }
+        }
+        if let Role::Client { noise, deadline, .. } = &self.role {
+            if let Some(n) = noise {
+                at(n.repeat.next());
+            }
+            at(*deadline);
+        }
+        for e in self.conns.values() {
+            if e.keys.is_some() {
+                if let Some(t) = e.next_timeout {
+                    at(t);
+                }
+                if matches!(self.role, Role::Client { .. }) {
+                    at(e.announcer.timeout());
+                }
+            }
+            if let Some(o) = e.orphaned_at {
+                at(o + LINGER);
+            }
+            if !e.established {
+                at(e.created + SERVER_HANDSHAKE_TIMEOUT);
+            }
+        }
+        next
+    }
+
+    fn on_recv(&mut self, i: usize, r: io::Result<Received>, buf: &[u8], now: Instant) {
+        match r {
+            Ok(got) => {
+                // GRO: several datagrams of `stride` bytes (the last may be shorter).
+                for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
+                    if let Some(link) = &mut self.sockets[i].ingress {
+                        link.push(now, got.from, data);
+                    } else {
+                        self.on_datagram(i, data, got.from, now);
+                    }
+                }
+            }
+            Err(e) => self.on_socket_error(e),
+        }
+    }
+
+    fn release_ingress(&mut self, now: Instant) {
+        for i in 0..self.sockets.len() {
+            while let Some((from, d)) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
+                self.on_datagram(i, &d, from, now);
+            }
+        }
+    }
+
+    fn release_egress(&mut self, now: Instant) {
+        for s in &mut self.sockets {
+            while let Some((to, d)) = s.egress.as_mut().and_then(|l| l.pop(now)) {
+                let _ = s.batch.push(&s.udp, to, &d);
+            }
+        }
+        self.flush_sends();
+    }
+
+    /// Sends every queued batch (before the driver sleeps).
+    fn flush_sends(&mut self) {
+        for s in &mut self.sockets {
+            if let Err(e) = s.batch.flush(&s.udp) {
+                if e.kind() == io::ErrorKind::ConnectionRefused {
+                    self.refused = true;
+                }
+                tracing::trace!("send: {e}");
+            }
+        }
+    }
+
+    fn on_socket_error(&mut self, e: io::Error) {
+        if e.kind() == io::ErrorKind::ConnectionRefused {
+            self.refused = true;
+        }
+        tracing::debug!("socket: {e}");
+    }
+
+    /// Sends on socket `i` (to `to` on the server; the client's sockets are connected).
+    fn send_raw(&mut self, i: usize, to: SocketAddr, data: &[u8], now: Instant) {
+        ServerCounters::add(&self.counters.datagrams_sent, 1);
+        ServerCounters::add(&self.counters.bytes_sent, data.len() as u64);
+        let s = &mut self.sockets[i];
+        if let Some(link) = &mut s.egress {
+            link.push(now, to, data);
+            return;
+        }
+        if let Err(e) = s.batch.push(&s.udp, to, data) {
+            if e.kind() == io::ErrorKind::ConnectionRefused {
+                self.refused = true;
+            }
+            // EMSGSIZE: larger than the interface MTU (a PMTU probe, PROTOCOL.md §14): the
+            // datagram is lost, which is the probe's answer.
+            tracing::trace!("send on socket {i}: {e}");
+        }
+    }
+
+    fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
+        ServerCounters::add(&self.counters.datagrams_received, 1);
+        ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
+        match DatagramType::of(data) {
+            Some(DatagramType::NoiseInit) => self.on_init(data, from, now),
+            Some(DatagramType::NoiseResponse) => self.on_response(data, now),
+            Some(DatagramType::Refused) => {
+                if let Role::Client { noise: Some(n), .. } = &mut self.role {
+                    if data.len() == 9
+                        && self.conns.contains_key(&ConnectionId(data[1..9].try_into().expect("8")))
+                    {
+                        n.refused = true;
+                    }
+                }
+            }
+            Some(DatagramType::PathHello) => self.on_path_hello(i, data, from, now),
+            Some(DatagramType::Packet(_)) => self.on_packet(i, data, from, now),
+            None => tracing::trace!("dropped a datagram of unknown type from {from}"),
+        }
+    }
+}
+
+/// Polls every socket for a datagram; returns the first ready (socket index and result).
+fn poll_recv_any(
+    sockets: &[PathSocket],
+    cx: &mut std::task::Context<'_>,
+    buf: &mut [u8],
+) -> Poll<(usize, io::Result<Received>)> {
+    for (i, s) in sockets.iter().enumerate() {
+        if let Poll::Ready(r) = s.batch.poll_recv(&s.udp, cx, buf) {
+            return Poll::Ready((i, r));
+        }
+    }
+    Poll::Pending
+}
