@@ -7,9 +7,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+mod common {
+    pub mod app;
+}
+
 use braid_proto::datagram::{DatagramConfig, DatagramRedundancy, DatagramStats};
 use braid_proto::{Connection, ConnectionConfig, Instant};
-use braid_sim::{Endpoint, LinkConfig, LossModel, Network, PathConfig};
+use braid_sim::{LinkConfig, LossModel, Network, PathConfig};
+use common::app::{App, Driven};
 
 const DEADLINE: Duration = Duration::from_millis(150);
 const PAYLOAD: usize = 1200;
@@ -27,7 +32,15 @@ struct DatagramApp {
     arrivals: HashMap<u32, u64>,
 }
 
-impl DatagramApp {
+impl App for DatagramApp {
+    fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    fn conn_ref(&self) -> &Connection {
+        &self.conn
+    }
+
     fn drive(&mut self, now: Instant) {
         if self.sender && self.conn.is_established() {
             let gap = Duration::from_micros(PAYLOAD as u64 * 8 * 1_000_000 / self.rate);
@@ -48,33 +61,8 @@ impl DatagramApp {
             self.arrivals.entry(seq).or_insert(now.as_micros() - sent);
         }
     }
-}
-
-impl Endpoint for DatagramApp {
-    fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        self.conn.handle_datagram(now, path as u8, datagram);
-        self.drive(now);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.conn.handle_timeout(now);
-        self.drive(now);
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
-        self.drive(now);
-        let mut buf = Vec::new();
-        let t = self.conn.poll_transmit(now, &mut buf)?;
-        buf.truncate(t.size);
-        Some((usize::from(t.path), buf))
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        let app = self.next.filter(|&n| self.sender && n < self.stop);
-        match (self.conn.poll_timeout(), app) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+    fn wake(&self) -> Option<Instant> {
+        self.next.filter(|&n| self.sender && n < self.stop)
     }
 }
 
@@ -106,14 +94,16 @@ fn run_on(
     let datagrams = DatagramConfig { redundancy, ..DatagramConfig::default() };
     let config = ConnectionConfig { paths: 2, datagrams, ..ConnectionConfig::default() };
     let stop = Instant::ZERO + Duration::from_secs(secs);
-    let app = |conn, sender| DatagramApp {
-        conn,
-        sender,
-        rate: 3_400_000,
-        next: None,
-        stop,
-        seq: 0,
-        arrivals: HashMap::new(),
+    let app = |conn, sender| {
+        Driven(DatagramApp {
+            conn,
+            sender,
+            rate: 3_400_000,
+            next: None,
+            stop,
+            seq: 0,
+            arrivals: HashMap::new(),
+        })
     };
     let client = app(Connection::client(config.clone(), Instant::ZERO, seed), true);
     let server = app(Connection::server(config, Instant::ZERO), false);
@@ -131,7 +121,7 @@ fn run_on(
         carried += s.sent;
         dropped += s.lost;
     }
-    let (tx, rx) = (net.endpoint(tx), net.endpoint(rx));
+    let (tx, rx) = (&net.endpoint(tx).0, &net.endpoint(rx).0);
     let mut latencies: Vec<u64> = rx.arrivals.values().copied().collect();
     latencies.sort_unstable();
     let pct = |q: f64| latencies.get(((latencies.len() as f64 * q) as usize).min(latencies.len().max(1) - 1));

@@ -6,10 +6,15 @@
 
 use std::time::Duration;
 
+mod common {
+    pub mod app;
+}
+
 use braid_proto::conn::Mode;
 use braid_proto::streams::StreamEvent;
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
-use braid_sim::{Endpoint, LinkConfig, LossModel, Network, PathConfig};
+use braid_sim::{LinkConfig, LossModel, Network, PathConfig};
+use common::app::{App, Driven};
 
 /// A request every 100 ms, each `REQUEST` bytes, on its own stream beside the bulk one.
 const REQUEST: usize = 200;
@@ -87,75 +92,41 @@ impl Server {
     }
 }
 
-macro_rules! endpoint {
-    ($t:ty) => {
-        impl Endpoint for $t {
-            fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-                self.conn.handle_datagram(now, path as u8, datagram);
-                self.drive(now);
-            }
-            fn handle_timeout(&mut self, now: Instant) {
-                self.conn.handle_timeout(now);
-                self.drive(now);
-            }
-            fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
-                self.drive(now);
-                let mut buf = Vec::new();
-                let t = self.conn.poll_transmit(now, &mut buf)?;
-                buf.truncate(t.size);
-                Some((usize::from(t.path), buf))
-            }
-            fn poll_timeout(&self) -> Option<Instant> {
-                self.conn.poll_timeout()
-            }
-        }
-    };
-}
-
-/// Client-only wake-ups for the request clock.
-impl Client {
-    fn wake(&self) -> Option<Instant> {
-        self.next_request
-    }
-}
-
 enum Side {
     Client(Client),
     Server(Server),
 }
 
-impl Endpoint for Side {
-    fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
+impl App for Side {
+    fn conn(&mut self) -> &mut Connection {
         match self {
-            Side::Client(c) => c.handle_datagram(now, path, datagram),
-            Side::Server(s) => s.handle_datagram(now, path, datagram),
+            Side::Client(c) => &mut c.conn,
+            Side::Server(s) => &mut s.conn,
         }
     }
-    fn handle_timeout(&mut self, now: Instant) {
+
+    fn conn_ref(&self) -> &Connection {
         match self {
-            Side::Client(c) => c.handle_timeout(now),
-            Side::Server(s) => s.handle_timeout(now),
+            Side::Client(c) => &c.conn,
+            Side::Server(s) => &s.conn,
         }
     }
-    fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
+
+    fn drive(&mut self, now: Instant) {
         match self {
-            Side::Client(c) => c.poll_transmit(now),
-            Side::Server(s) => s.poll_transmit(now),
+            Side::Client(c) => c.drive(now),
+            Side::Server(s) => s.drive(now),
         }
     }
-    fn poll_timeout(&self) -> Option<Instant> {
+
+    /// The client's request clock.
+    fn wake(&self) -> Option<Instant> {
         match self {
-            Side::Client(c) => match (c.poll_timeout(), c.wake()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-            Side::Server(s) => s.poll_timeout(),
+            Side::Client(c) => c.next_request,
+            Side::Server(_) => None,
         }
     }
 }
-
-endpoint!(Client);
-endpoint!(Server);
 
 /// (request one-way latencies in ms, sorted; bulk bytes delivered) after `secs` seconds.
 fn run(mode: Mode, loss: f64, seed: u64, secs: u64) -> (Vec<f64>, u64) {
@@ -178,10 +149,11 @@ fn run(mode: Mode, loss: f64, seed: u64, secs: u64) -> (Vec<f64>, u64) {
     let link = LinkConfig::new(20_000_000, Duration::from_millis(50));
     let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
     let (mut net, c, s) =
-        Network::pair(seed, Side::Client(client), Side::Server(server), &[path]).expect("network");
+        Network::pair(seed, Driven(Side::Client(client)), Driven(Side::Server(server)), &[path])
+            .expect("network");
     let end = Instant::ZERO + Duration::from_secs(secs);
     net.run_until(end);
-    let (Side::Client(client), Side::Server(server)) = (net.endpoint(c), net.endpoint(s)) else {
+    let (Side::Client(client), Side::Server(server)) = (&net.endpoint(c).0, &net.endpoint(s).0) else {
         unreachable!("built above")
     };
     let mut latencies: Vec<f64> = client
