@@ -11,11 +11,15 @@
 //!   keep-alive (§13.6).
 //! - [`Repeater`]: the client's first handshake message, repeated with backoff until answered
 //!   (§13.2).
+//! - [`SeenFirstMessages`]: the server's memory of first messages, so a replayed one creates
+//!   nothing (§13.3).
 
 mod address;
 mod announce;
+mod first;
 mod replay;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
 pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
+pub use first::{FirstMessage, SeenFirstMessages};
 pub use replay::ReplayWindow;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
-use braid_proto::session::{PathAddress, Repeater};
+use braid_proto::session::{FirstMessage, PathAddress, Repeater};
 use braid_proto::Instant;
 
 use super::entry::Entry;
@@ -31,7 +31,7 @@ pub(super) struct ClientNoise {
 
 /// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
 /// wait (a flood of authenticated handshakes needs the key).
-const SEEN_INITS_LIMIT: usize = 100_000;
+pub(super) const SEEN_INITS_LIMIT: usize = 100_000;
 
 impl Driver {
     /// The client's connection attempt failed: report it and stop.
@@ -82,20 +82,18 @@ impl Driver {
             return;
         };
         let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
-        if self.seen_inits.contains_key(&ephemeral) {
-            ServerCounters::add(&self.counters.handshakes_replayed, 1);
-            tracing::debug!(%from, "replayed handshake ignored");
-            return;
-        }
-        if self.seen_inits.len() >= SEEN_INITS_LIMIT {
-            let horizon = crypto::MAX_CLOCK_SKEW * 2;
-            self.seen_inits.retain(|_, at| now.saturating_duration_since(*at) < horizon);
-            if self.seen_inits.len() >= SEEN_INITS_LIMIT {
+        match self.seen_inits.insert(ephemeral, now) {
+            FirstMessage::Fresh => {}
+            FirstMessage::Replayed => {
+                ServerCounters::add(&self.counters.handshakes_replayed, 1);
+                tracing::debug!(%from, "replayed handshake ignored");
+                return;
+            }
+            FirstMessage::TooMany => {
                 tracing::warn!(%from, "too many handshakes lately: handshake ignored");
                 return;
             }
         }
-        self.seen_inits.insert(ephemeral, now);
         let mut config = transport.clone();
         config.paths = accepted.hello.paths;
         if !accepted.hello.mode.is_empty() {

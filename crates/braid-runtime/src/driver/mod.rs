@@ -18,14 +18,14 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use braid_proto::session::{PathAddress, Repeater};
+use braid_proto::session::{PathAddress, Repeater, SeenFirstMessages};
 use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{ConnectionConfig, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::connection::Connection;
-use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth};
+use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth, MAX_CLOCK_SKEW};
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
 use crate::limits::{HandshakeBucket, LimitLog, Limits, ServerCounters};
@@ -38,7 +38,7 @@ mod handshake;
 mod paths;
 
 use entry::Entry;
-use handshake::ClientNoise;
+use handshake::{ClientNoise, SEEN_INITS_LIMIT};
 
 /// Datagrams sent per connection per round before the driver reads its sockets again.
 const SEND_BATCH: usize = 256;
@@ -113,7 +113,7 @@ pub(crate) struct Driver {
     refused: bool,
     /// Server: ephemeral keys of the first messages accepted lately, so a replayed first
     /// message (accepted by the clock check for 120 s) creates nothing (PROTOCOL.md §13.3).
-    seen_inits: HashMap<[u8; 32], Instant>,
+    seen_inits: SeenFirstMessages,
     /// Server: what the operator reads (`braid server --metrics`), the limits' log lines and
     /// the handshake rate's bucket.
     counters: Arc<ServerCounters>,
@@ -153,7 +153,7 @@ impl Driver {
             opened: Vec::with_capacity(2048),
             busy: false,
             refused: false,
-            seen_inits: HashMap::new(),
+            seen_inits: SeenFirstMessages::new(SEEN_INITS_LIMIT, MAX_CLOCK_SKEW * 2),
             counters,
             limit_log: LimitLog::default(),
             handshakes: HandshakeBucket::new(rate, Instant::ZERO),
