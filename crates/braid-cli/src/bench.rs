@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use braid_runtime::{Connection, Stream};
+use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
@@ -253,6 +254,28 @@ pub async fn measure(conn: &Connection, amount: Amount, reverse: bool) -> Result
     Ok(Measured { bytes, elapsed, rtts, samples })
 }
 
+/// `braid bench --json`: one line per run.
+#[derive(Serialize)]
+struct BenchJson<'a> {
+    direction: &'a str,
+    mode: &'a str,
+    seconds: f64,
+    bytes: u64,
+    goodput_mbps: f64,
+    latency_ms: LatencyJson,
+    stats: crate::stats::StatsJson,
+}
+
+/// Stream round trips under load, in ms (`null` when no probe was answered).
+#[derive(Serialize)]
+struct LatencyJson {
+    min: Option<f64>,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    max: Option<f64>,
+    probes: usize,
+}
+
 pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -> Result<(), Fail> {
     if !(seconds > 0.0 && seconds <= 600.0) {
         return Err(fail("--time: expected seconds between 0 and 600"));
@@ -261,7 +284,6 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     let m = measure(&conn, Amount::Time(Duration::from_secs_f64(seconds)), reverse).await?;
     let (bytes, elapsed, rtts, samples) = (m.bytes, m.elapsed, &m.rtts, &m.samples);
     let goodput = m.goodput_mbps();
-    // JSON has no NaN: a missing value is `null`.
     let ms = |d: Option<&Duration>| {
         d.map_or_else(|| "null".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3))
     };
@@ -272,14 +294,24 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     use std::io::Write;
     let mut stdout = std::io::stdout();
     if json {
-        let stats = crate::stats::json(samples, &conn, elapsed);
-        let _ = writeln!(
-            stdout,
-            "{{\"direction\":\"{direction}\",\"mode\":\"{}\",\"seconds\":{:.3},\"bytes\":{bytes},\"goodput_mbps\":{goodput:.3},\"latency_ms\":{{\"min\":{min},\"p50\":{p50},\"p99\":{p99},\"max\":{max},\"probes\":{}}},\"stats\":{stats}}}",
-            client.transport.mode,
-            elapsed.as_secs_f64(),
-            rtts.len()
-        );
+        // A missing latency (no probe answered) is `null`.
+        let ms = |d: Option<&Duration>| d.map(|d| crate::stats::rounded(d.as_secs_f64() * 1e3, 3));
+        let line = BenchJson {
+            direction,
+            mode: &client.transport.mode,
+            seconds: crate::stats::rounded(elapsed.as_secs_f64(), 3),
+            bytes,
+            goodput_mbps: crate::stats::rounded(goodput, 3),
+            latency_ms: LatencyJson {
+                min: ms(rtts.first()),
+                p50: ms(rtts.get(rtts.len() / 2)),
+                p99: ms(percentile(rtts, 0.99)),
+                max: ms(rtts.last()),
+                probes: rtts.len(),
+            },
+            stats: crate::stats::report(samples, &conn.stats(), elapsed),
+        };
+        let _ = writeln!(stdout, "{}", serde_json::to_string(&line).expect("numbers and strings serialize"));
     } else {
         let _ = writeln!(
             stdout,

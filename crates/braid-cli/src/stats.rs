@@ -4,8 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use braid_proto::conn::ConnectionStats;
 use braid_runtime::{Connection, PathReport};
 use clap::Args;
+use serde::Serialize;
 
 use crate::fail::{fail, Fail};
 
@@ -100,40 +102,79 @@ pub fn table(samples: &[PathSample], conn: &Connection) -> String {
     s
 }
 
-pub fn json(samples: &[PathSample], conn: &Connection, elapsed: Duration) -> String {
-    let c = conn.stats();
-    let paths: Vec<String> = samples
+/// One path in a JSON report (`--stats-json`, `braid bench --json`).
+#[derive(Serialize)]
+struct PathJson {
+    path: u8,
+    remote: String,
+    srtt_ms: f64,
+    loss: f64,
+    cwnd: u64,
+    send_mbps: f64,
+    recv_mbps: f64,
+    packets_sent: u64,
+    packets_lost: u64,
+    packets_acked: u64,
+    timeouts: u64,
+    datagrams_received: u64,
+    emulated_drops: u64,
+}
+
+/// One interval's JSON report: the paths and the connection's counters.
+#[derive(Serialize)]
+pub struct StatsJson {
+    t: f64,
+    paths: Vec<PathJson>,
+    source_sent: u64,
+    repair_sent: u64,
+    symbols_received: u64,
+    recovered: u64,
+    retransmissions: u64,
+}
+
+/// `x` to `digits` decimals: the reports' precision (a rate to the kbit/s, a time to the µs).
+pub fn rounded(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
+/// The report of `samples` and the connection's counters `c`, `elapsed` into the run.
+pub fn report(samples: &[PathSample], c: &ConnectionStats, elapsed: Duration) -> StatsJson {
+    let paths = samples
         .iter()
         .map(|p| {
             let r = &p.report;
-            format!(
-                "{{\"path\":{},\"remote\":\"{}\",\"srtt_ms\":{:.3},\"loss\":{:.5},\"cwnd\":{},\"send_mbps\":{:.3},\"recv_mbps\":{:.3},\"packets_sent\":{},\"packets_lost\":{},\"packets_acked\":{},\"timeouts\":{},\"datagrams_received\":{},\"emulated_drops\":{}}}",
-                r.id,
-                addr(r.remote),
-                r.srtt.as_secs_f64() * 1e3,
-                r.loss,
-                r.cwnd,
-                p.send_mbps,
-                p.recv_mbps,
-                r.stats.packets_sent,
-                r.stats.packets_lost,
-                r.stats.packets_acked,
-                r.stats.timeouts,
-                r.datagrams_received,
-                r.emulated_drops
-            )
+            PathJson {
+                path: r.id,
+                remote: addr(r.remote),
+                srtt_ms: rounded(r.srtt.as_secs_f64() * 1e3, 3),
+                loss: rounded(r.loss, 5),
+                cwnd: r.cwnd,
+                send_mbps: rounded(p.send_mbps, 3),
+                recv_mbps: rounded(p.recv_mbps, 3),
+                packets_sent: r.stats.packets_sent,
+                packets_lost: r.stats.packets_lost,
+                packets_acked: r.stats.packets_acked,
+                timeouts: r.stats.timeouts,
+                datagrams_received: r.datagrams_received,
+                emulated_drops: r.emulated_drops,
+            }
         })
         .collect();
-    format!(
-        "{{\"t\":{:.3},\"paths\":[{}],\"source_sent\":{},\"repair_sent\":{},\"symbols_received\":{},\"recovered\":{},\"retransmissions\":{}}}",
-        elapsed.as_secs_f64(),
-        paths.join(","),
-        c.source_symbols_sent,
-        c.repair_symbols_sent,
-        c.symbols_received,
-        c.symbols_recovered,
-        c.retransmissions
-    )
+    StatsJson {
+        t: rounded(elapsed.as_secs_f64(), 3),
+        paths,
+        source_sent: c.source_symbols_sent,
+        repair_sent: c.repair_symbols_sent,
+        symbols_received: c.symbols_received,
+        recovered: c.symbols_recovered,
+        retransmissions: c.retransmissions,
+    }
+}
+
+/// One JSON line (`--stats-json`).
+pub fn json(samples: &[PathSample], conn: &Connection, elapsed: Duration) -> String {
+    serde_json::to_string(&report(samples, &conn.stats(), elapsed)).expect("numbers and strings serialize")
 }
 
 impl StatsOpts {
@@ -188,5 +229,38 @@ impl StatsOpts {
             }
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report is one JSON object whose numbers carry the report's precision; a rate that is
+    /// not a number is `null` (JSON has no NaN).
+    #[test]
+    fn a_report_is_one_json_object_with_rounded_numbers() {
+        let path = PathReport {
+            id: 1,
+            remote: Some("127.0.0.1:9".parse().unwrap()),
+            srtt: Duration::from_micros(12_345_678),
+            loss: 0.012_345_678,
+            cwnd: 4096,
+            ..PathReport::default()
+        };
+        let samples = [PathSample { report: path, send_mbps: 1.234_56, recv_mbps: f64::NAN }];
+        let stats = ConnectionStats { retransmissions: 7, ..ConnectionStats::default() };
+        let line = serde_json::to_string(&report(&samples, &stats, Duration::from_millis(1500))).unwrap();
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["t"], 1.5);
+        assert_eq!(v["retransmissions"], 7);
+        let p = &v["paths"][0];
+        assert_eq!((p["path"].as_u64(), p["remote"].as_str()), (Some(1), Some("127.0.0.1:9")));
+        assert_eq!(p["srtt_ms"], 12_345.678);
+        assert_eq!(p["loss"], 0.012_35);
+        assert_eq!(p["cwnd"], 4096);
+        assert_eq!(p["send_mbps"], 1.235);
+        assert!(p["recv_mbps"].is_null(), "{line}");
     }
 }
