@@ -9,7 +9,6 @@
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -160,7 +159,7 @@ pub fn run(scenario: &Scenario) -> io::Result<CheckReport> {
         let (rx, stop) = (rx.clone(), rx_stop.clone());
         sys::spawn_in(&tb.server_ns, "blast-rx", move || {
             let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 9))?;
-            sys::force_rcvbuf(sock.as_raw_fd(), 8 << 20)?;
+            sys::force_rcvbuf(&sock, 8 << 20)?;
             sock.set_read_timeout(Some(Duration::from_millis(50)))?;
             let overflow_before = sys::udp_rcvbuf_errors();
             let mut buf = [0u8; 2048];

@@ -3,7 +3,7 @@
 //! outages, scheduled changes) driven by the wall clock, and are written to the other TUN device
 //! when the model delivers them. The model is the simulator's, bit for bit; only the clock is real.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -57,7 +57,7 @@ fn run(dir: Direction, epoch: WallInstant, stop: &AtomicBool) -> ForwardStats {
             return ForwardStats::default();
         }
     };
-    let (input, output) = (dir.input.as_raw_fd(), dir.output.as_raw_fd());
+    let (input, output) = (dir.input.as_fd(), dir.output.as_fd());
     let mut buf = vec![0u8; 65536];
     let mut stats = ForwardStats::default();
     let (mut late_sum, mut late_n) = (0u64, 0u64);

@@ -1,15 +1,21 @@
 //! The few raw syscalls the testbed needs: entering a network namespace, opening a TUN device,
-//! sockets with a chosen protocol and congestion control, and the Ctrl-C flag.
+//! sockets with a chosen protocol and congestion control, and the Ctrl-C flag. Through rustix
+//! wherever it has the call; libc only for the signal handler, the TUN ioctl and
+//! TCP_NOTSENT_LOWAT, which it does not wrap.
 
 use std::fs::File;
 use std::io;
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::num::NonZeroU64;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// IPPROTO_MPTCP (include/uapi/linux/in.h).
-pub const IPPROTO_MPTCP: i32 = 262;
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{ipproto, AddressFamily, SocketFlags, SocketType};
+use rustix::process::{Pid, Signal};
+use rustix::thread::LinkNameSpaceType;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -30,16 +36,16 @@ pub fn install_signal_handlers() {
 
 /// Whether the process runs as root (namespaces and TUN devices need it).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// Send SIGTERM (or SIGKILL when `kill`) to the process group `leader` leads (one the testbed
 /// spawned with `process_group(0)`).
 pub fn signal_group(leader: u32, kill: bool) {
-    let signal = if kill { libc::SIGKILL } else { libc::SIGTERM };
-    // SAFETY: signalling a process group we created; no memory is passed.
-    unsafe { libc::kill(-(leader as libc::pid_t), signal) };
+    let signal = if kill { Signal::KILL } else { Signal::TERM };
+    if let Some(pid) = i32::try_from(leader).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
 }
 
 pub fn interrupted() -> bool {
@@ -65,8 +71,7 @@ pub fn enter_netns(name: &str) -> io::Result<()> {
     let file = File::open(format!("/run/netns/{name}"))
         .or_else(|_| File::open(format!("/var/run/netns/{name}")))
         .map_err(|e| io::Error::new(e.kind(), format!("namespace {name}: {e}")))?;
-    // SAFETY: a valid namespace fd; affects only the calling thread.
-    check(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) })?;
+    rustix::thread::move_into_link_name_space(file.as_fd(), Some(LinkNameSpaceType::Network))?;
     Ok(())
 }
 
@@ -120,88 +125,39 @@ pub fn open_tun(name: &str) -> io::Result<OwnedFd> {
 }
 
 /// Wait until `fd` is readable or `timeout` passes (microsecond resolution). Returns readable.
-pub fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as _, tv_nsec: timeout.subsec_nanos() as _ };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
-    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-    n > 0 && pfd.revents & libc::POLLIN != 0
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
+    let ts = Timespec::try_from(timeout).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+    matches!(rustix::event::poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
+        && fds[0].revents().contains(PollFlags::IN)
 }
 
 /// Ask for ~1 µs timer slack on this thread (the default 50 µs adds to every delay).
 pub fn tight_timer_slack() {
-    // SAFETY: prctl with integer arguments only.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1000));
 }
 
-pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+pub fn read_fd(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(rustix::io::read(fd, buf)?)
 }
 
-pub fn write_fd(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for reads of buf.len() bytes.
-    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: addr.port().to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
-        sin_zero: [0; 8],
-    }
+pub fn write_fd(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    Ok(rustix::io::write(fd, buf)?)
 }
 
 fn stream_socket(mptcp: bool) -> io::Result<OwnedFd> {
-    let proto = if mptcp { IPPROTO_MPTCP } else { 0 };
-    // SAFETY: plain socket creation.
-    let fd = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, proto) })
-        .map_err(|e| io::Error::new(e.kind(), format!("socket(proto {proto}): {e}")))?;
-    // SAFETY: fd was just created and is owned here.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn setsockopt_bytes(fd: RawFd, level: i32, opt: i32, value: &[u8]) -> io::Result<()> {
-    // SAFETY: value is valid for value.len() bytes.
-    check(unsafe {
-        libc::setsockopt(fd, level, opt, value.as_ptr().cast(), value.len() as libc::socklen_t)
-    })?;
-    Ok(())
-}
-
-fn setsockopt_int(fd: RawFd, level: i32, opt: i32, value: libc::c_int) -> io::Result<()> {
-    setsockopt_bytes(fd, level, opt, &value.to_ne_bytes())
+    let proto = mptcp.then_some(ipproto::MPTCP);
+    rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, proto)
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("socket(mptcp {mptcp}): {e}")))
 }
 
 /// A listening socket (MPTCP listeners accept plain TCP too).
 pub fn listen(addr: SocketAddrV4, mptcp: bool) -> io::Result<TcpListener> {
     let fd = stream_socket(mptcp)?;
-    setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-    let sa = sockaddr(addr);
-    // SAFETY: sa is a valid sockaddr_in.
-    check(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sa as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    })
-    .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
-    // SAFETY: a bound socket.
-    check(unsafe { libc::listen(fd.as_raw_fd(), 16) })?;
+    rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
+    rustix::net::bind(&fd, &addr)
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("bind {addr}: {e}")))?;
+    rustix::net::listen(&fd, 16)?;
     let listener = TcpListener::from(fd);
     listener.set_nonblocking(true)?;
     Ok(listener)
@@ -219,66 +175,29 @@ pub fn connect(
     stop: &AtomicBool,
 ) -> io::Result<TcpStream> {
     let fd = stream_socket(mptcp)?;
-    let raw = fd.as_raw_fd();
     if let Some(cc) = cc {
-        setsockopt_bytes(raw, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes())
-            .map_err(|e| io::Error::new(e.kind(), format!("TCP_CONGESTION {cc}: {e}")))?;
+        set_tcp_congestion(&fd, cc)?;
     }
     if let Some(from) = from {
-        let sa = sockaddr(from);
-        // SAFETY: sa is a valid sockaddr_in.
-        check(unsafe {
-            libc::bind(
-                raw,
-                (&sa as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        })?;
+        rustix::net::bind(&fd, &from)?;
     }
-    // SAFETY: fcntl on an owned fd.
-    unsafe {
-        let flags = libc::fcntl(raw, libc::F_GETFL);
-        libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
-    let sa = sockaddr(to);
-    // SAFETY: sa is a valid sockaddr_in.
-    let r = unsafe {
-        libc::connect(
-            raw,
-            (&sa as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
-        }
-        loop {
-            if stop.load(Ordering::Relaxed) || interrupted() || Instant::now() >= deadline {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connect {to}: gave up")));
+    rustix::io::ioctl_fionbio(&fd, true)?;
+    match rustix::net::connect(&fd, &to) {
+        Ok(()) => {}
+        Err(Errno::INPROGRESS) => {
+            let poll_interval = Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+            loop {
+                if stop.load(Ordering::Relaxed) || interrupted() || Instant::now() >= deadline {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connect {to}: gave up")));
+                }
+                let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
+                if matches!(rustix::event::poll(&mut fds, Some(&poll_interval)), Ok(n) if n > 0) {
+                    break;
+                }
             }
-            let mut pfd = libc::pollfd { fd: raw, events: libc::POLLOUT, revents: 0 };
-            // SAFETY: one valid pollfd.
-            if unsafe { libc::poll(&mut pfd, 1, 100) } > 0 {
-                break;
-            }
+            rustix::net::sockopt::socket_error(&fd)??;
         }
-        let mut err: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: err and len are valid for getsockopt(SO_ERROR).
-        check(unsafe {
-            libc::getsockopt(
-                raw,
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                (&mut err as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        })?;
-        if err != 0 {
-            return Err(io::Error::from_raw_os_error(err));
-        }
+        Err(e) => return Err(e.into()),
     }
     let stream = TcpStream::from(fd);
     stream.set_nonblocking(false)?;
@@ -293,8 +212,8 @@ pub fn load_average() -> String {
 }
 
 /// Give a socket a large receive buffer whatever `rmem_max` says (root only: SO_RCVBUFFORCE).
-pub fn force_rcvbuf(fd: RawFd, bytes: i32) -> io::Result<()> {
-    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes)
+pub fn force_rcvbuf(fd: impl AsFd, bytes: usize) -> io::Result<()> {
+    Ok(rustix::net::sockopt::set_socket_recv_buffer_size_force(fd, bytes)?)
 }
 
 /// UDP receive-buffer overflows in the calling thread's namespace (/proc/net/snmp `Udp:
@@ -313,30 +232,34 @@ pub fn udp_rcvbuf_errors() -> u64 {
 /// Bound the bytes queued in a socket but not yet sent (TCP_NOTSENT_LOWAT): writes then wait
 /// until the connection can take more, so data is handed out close to when it is sent.
 pub fn set_notsent_lowat(stream: &TcpStream, bytes: i32) -> io::Result<()> {
-    setsockopt_int(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
+    let value = bytes.to_ne_bytes();
+    // SAFETY: `value` is valid for reads of its length (rustix has no TCP_NOTSENT_LOWAT).
+    check(unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            value.as_ptr().cast(),
+            value.len() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
 }
 
 /// SO_LINGER on with a zero timeout: `close` resets the connection and drops unsent data, so a
 /// run cut by its limit leaves no traffic behind for the next contender on the same paths (a
 /// graceful close keeps sending up to the whole 16 MB socket buffer after the run).
 pub fn set_linger_zero(stream: &TcpStream) -> io::Result<()> {
-    let l = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: a valid socket fd and a `linger` of the size passed.
-    check(unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &l as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
+    Ok(rustix::net::sockopt::set_socket_linger(stream, Some(Duration::ZERO))?)
 }
 
 /// Set the congestion control of a connected socket (TCP_CONGESTION; root may pick any built-in
 /// algorithm, whatever `tcp_allowed_congestion_control` says).
 pub fn set_congestion(stream: &TcpStream, cc: &str) -> io::Result<()> {
-    setsockopt_bytes(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes())
-        .map_err(|e| io::Error::new(e.kind(), format!("TCP_CONGESTION {cc}: {e}")))
+    set_tcp_congestion(stream, cc)
+}
+
+fn set_tcp_congestion(fd: impl AsFd, cc: &str) -> io::Result<()> {
+    rustix::net::sockopt::set_tcp_congestion(fd, cc)
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("TCP_CONGESTION {cc}: {e}")))
 }
