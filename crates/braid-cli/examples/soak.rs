@@ -37,6 +37,16 @@ struct Tally {
     failed: AtomicU64,
     corrupted: AtomicU64,
     bytes: AtomicU64,
+    /// Finished transfers' durations (ms), per class: [lossy][size class].
+    durations: std::sync::Mutex<[[Vec<u32>; 4]; 2]>,
+    /// Timed-out transfers per class.
+    timeouts: std::sync::Mutex<[[u64; 4]; 2]>,
+}
+
+const SIZES: [usize; 4] = [1 << 10, 16 << 10, 128 << 10, 1 << 20];
+
+fn size_class(len: usize) -> usize {
+    SIZES.iter().position(|&s| s == len).unwrap_or(0)
 }
 
 struct Args {
@@ -146,22 +156,92 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// How far one echo transfer got (kept by the caller, read when it timed out).
+#[derive(Default)]
+struct Progress {
+    written: AtomicU64,
+    shut: AtomicU64,
+    read: AtomicU64,
+}
+
 /// One echo transfer of `len` bytes; whether every byte came back intact.
-async fn echo(conn: &braid_runtime::Connection, len: usize, seed: u64) -> Result<bool, String> {
+async fn echo(
+    conn: &braid_runtime::Connection,
+    len: usize,
+    seed: u64,
+    progress: &Progress,
+) -> Result<bool, String> {
     let stream = conn.open_stream().map_err(|e| e.to_string())?;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let data = pattern(seed, len);
     let send = async {
         wr.write_all(&[request::ECHO]).await?;
-        wr.write_all(&data).await?;
-        wr.shutdown().await
+        for chunk in data.chunks(16 << 10) {
+            wr.write_all(chunk).await?;
+            progress.written.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+        wr.shutdown().await?;
+        progress.shut.store(1, Ordering::Relaxed);
+        Ok::<(), std::io::Error>(())
     };
-    let mut back = Vec::with_capacity(len);
-    let recv = rd.read_to_end(&mut back);
+    let recv = async {
+        let mut back = Vec::with_capacity(len);
+        let mut buf = vec![0u8; 16 << 10];
+        loop {
+            let n = rd.read(&mut buf).await?;
+            if n == 0 {
+                return Ok::<Vec<u8>, std::io::Error>(back);
+            }
+            back.extend_from_slice(&buf[..n]);
+            progress.read.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    };
     let (s, r) = tokio::join!(send, recv);
     s.map_err(|e| e.to_string())?;
-    r.map_err(|e| e.to_string())?;
+    let back = r.map_err(|e| e.to_string())?;
     Ok(back == data)
+}
+
+/// One line about a transfer that did not finish: which worker, what it moved, what the
+/// connection's paths were doing.
+fn describe_stall(
+    i: usize,
+    lossy: bool,
+    len: usize,
+    p: &Progress,
+    conn: &braid_runtime::Connection,
+) -> String {
+    let paths: Vec<String> = conn
+        .paths()
+        .iter()
+        .map(|r| {
+            format!(
+                "path {} {:?} srtt {:.1} ms cwnd {} sent {} lost {} PTOs {} emu-drops {} remote {:?}",
+                r.id,
+                r.stats.state,
+                r.srtt.as_secs_f64() * 1e3,
+                r.cwnd,
+                r.stats.packets_sent,
+                r.stats.packets_lost,
+                r.stats.timeouts,
+                r.emulated_drops,
+                r.remote
+            )
+        })
+        .collect();
+    let st = conn.stats();
+    format!(
+        "soak: stall: worker {i} lossy {lossy} len {len}: written {} shut {} read {}; established {}; symbols sent {} repair {} received {}; retransmissions {}; {}",
+        p.written.load(Ordering::Relaxed),
+        p.shut.load(Ordering::Relaxed),
+        p.read.load(Ordering::Relaxed),
+        conn.is_established(),
+        st.source_symbols_sent,
+        st.repair_symbols_sent,
+        st.symbols_received,
+        st.retransmissions,
+        paths.join("; ")
+    )
 }
 
 async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc<Tally>) {
@@ -174,10 +254,11 @@ async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc
     };
     // Spread the first handshakes over a few seconds.
     tokio::time::sleep(Duration::from_millis(next() % 3000)).await;
+    let lossy = i.is_multiple_of(10);
     while Instant::now() < until {
         let mut config = ClientConfig::new(key.clone());
         config.handshake_timeout = Duration::from_secs(20);
-        if i.is_multiple_of(10) {
+        if lossy {
             config.emulate = vec![Some("50mbit,5ms,1%".parse().expect("spec"))];
         }
         let conn = match Endpoint::connect(config, addr).await {
@@ -200,11 +281,16 @@ async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc
                 20..=59 => 16 << 10,
                 _ => 1 << 10,
             };
-            let outcome = tokio::time::timeout(Duration::from_secs(60), echo(&conn, len, next())).await;
+            let progress = Progress::default();
+            let began = Instant::now();
+            let outcome =
+                tokio::time::timeout(Duration::from_secs(60), echo(&conn, len, next(), &progress)).await;
             tally.transfers.fetch_add(1, Ordering::Relaxed);
             match outcome {
                 Ok(Ok(true)) => {
                     tally.bytes.fetch_add(len as u64, Ordering::Relaxed);
+                    let ms = began.elapsed().as_millis().min(u32::MAX as u128) as u32;
+                    tally.durations.lock().expect("tally")[usize::from(lossy)][size_class(len)].push(ms);
                 }
                 Ok(Ok(false)) => {
                     tally.corrupted.fetch_add(1, Ordering::Relaxed);
@@ -215,8 +301,9 @@ async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc
                     }
                 }
                 Err(_) => {
-                    if tally.failed.fetch_add(1, Ordering::Relaxed) < 5 {
-                        eprintln!("soak: transfer timed out (60 s)");
+                    tally.timeouts.lock().expect("tally")[usize::from(lossy)][size_class(len)] += 1;
+                    if tally.failed.fetch_add(1, Ordering::Relaxed) < 50 {
+                        eprintln!("{}", describe_stall(i, lossy, len, &progress, &conn));
                     }
                 }
             }
@@ -325,6 +412,28 @@ fn main() {
             tally.connect_failures.load(Ordering::Relaxed),
         );
     });
+    println!("soak: transfer times (ms) by link and size: count, median, p99, max, timed out at 60 s");
+    let durations = tally.durations.lock().expect("tally");
+    let timeouts = tally.timeouts.lock().expect("tally");
+    for (lossy, name) in [(0, "plain"), (1, "lossy")] {
+        for (c, size) in SIZES.iter().enumerate() {
+            let mut d = durations[lossy][c].clone();
+            d.sort_unstable();
+            let at = |q: f64| {
+                d.get(((d.len() as f64 * q) as usize).min(d.len().saturating_sub(1))).copied().unwrap_or(0)
+            };
+            println!(
+                "  {name:>5} {:>5} KiB: {:>6} done, median {:>6}, p99 {:>6}, max {:>6}; {} timed out",
+                size >> 10,
+                d.len(),
+                at(0.5),
+                at(0.99),
+                d.last().copied().unwrap_or(0),
+                timeouts[lossy][c]
+            );
+        }
+    }
+    drop((durations, timeouts));
     // Let the churned connections end (idle timeout 30 s) before the hostile checks.
     std::thread::sleep(Duration::from_secs(35));
     let (rss, fds, _) = probe(pid);

@@ -202,6 +202,10 @@ pub struct ClientOpts {
     pub transport: TransportOpts,
     #[command(flatten)]
     pub stats: crate::stats::StatsOpts,
+    /// Serve Prometheus metrics of the connection over HTTP on this TCP address (e.g.
+    /// 127.0.0.1:9091): the names `braid server --metrics` uses for its connections.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// A HOST:PORT for a socket to connect to, resolved.
@@ -270,9 +274,20 @@ impl ClientOpts {
         self.stats.check()?;
         let config = self.client_config()?;
         let server = resolve(&self.server, "--server").await?;
+        // Bound before connecting: a taken or bad address is said at once.
+        let metrics = match self.metrics.as_deref() {
+            Some(m) => Some(crate::metrics::bind(parse_listen(m, "--metrics")?).await?),
+            None => None,
+        };
         let conn = Endpoint::connect(config, server).await?;
         tracing::info!(%server, paths = conn.paths().len(), mode = %self.transport.mode, "connected");
         self.stats.spawn(&conn, None)?;
+        if let Some(listener) = metrics {
+            if let Ok(local) = listener.local_addr() {
+                eprintln!("braid: metrics on http://{local}/metrics");
+            }
+            crate::metrics::spawn(listener, crate::metrics::Source::Client(conn.clone()));
+        }
         Ok(conn)
     }
 }

@@ -48,6 +48,7 @@ pub struct ClientSection {
     pub emulate: Option<Vec<String>>,
     pub timeout: Option<f64>,
     pub server_key: Option<String>,
+    pub metrics: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,6 +166,7 @@ impl FileConfig {
         merge(m, "emulate", &mut c.emulate, s.emulate);
         merge(m, "timeout", &mut c.timeout, s.timeout);
         merge_opt(m, "server_key", &mut c.server_key, s.server_key);
+        merge_opt(m, "metrics", &mut c.metrics, s.metrics);
         self.apply_key(m, &mut c.key);
         self.apply_transport(m, &mut c.transport);
         self.apply_stats(m, &mut c.stats);
