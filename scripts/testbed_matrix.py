@@ -61,6 +61,10 @@ MATRIX = [
      "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False, "run_s": 3 * 3 * 6.0},
     {"file": "video.toml", "transfer": None, "limit": None,
      "kernel": ["cubic", "bbr"], "modes": ["braid", "ctcp"], "sim": False, "run_s": 32.0},
+    # Latency under load: 20 probe round trips a second beside a 25 MB bulk transfer, one path
+    # (20 Mbit/s, 100 ms RTT, 0 and 2 % loss); three runs of each point, for medians.
+    {"file": "latency.toml", "transfer": None, "limit": None, "repeat": 3,
+     "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False},
     # Fairness: flow mixes on one bottleneck, 25 s each.
     {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None,
      "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},
@@ -176,7 +180,7 @@ def estimate_run(name, point):
 
 
 def plan(quick, only):
-    """[(entry, point, kernel contenders, braid modes, mixes, expected s, bound s)]."""
+    """[(entry, point, kernel contenders, braid modes, mixes, expected s, bound s, run index)]."""
     items = []
     for entry in MATRIX:
         stem = entry["file"].removesuffix(".toml")
@@ -196,7 +200,9 @@ def plan(quick, only):
                 mix_limit = parse_secs(QUICK["mix_limit"]) if quick else point["limit"]
                 exp += len(ms) * (mix_limit + OVERHEAD_EXT)
                 bound += len(ms) * (mix_limit + OVERHEAD_EXT)
-            items.append((entry, point, kernel, modes, ms, exp, bound))
+            # A point repeated for medians: each run its own rows (`.runN`) and meta.
+            for run in range(1 if quick else entry.get("repeat", 1)):
+                items.append((entry, point, kernel, modes, ms, exp, bound, run))
     return items
 
 
@@ -208,10 +214,10 @@ def run_testbed(items, raw, key, force, quick):
     commit = git("rev-parse", "HEAD")
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     done_n = skipped = failed = 0
-    for entry, point, kernel, modes, ms, exp, _ in items:
+    for entry, point, kernel, modes, ms, exp, _, run in items:
         outdir = os.path.join(raw, "testbed", point["scenario"])
         os.makedirs(outdir, exist_ok=True)
-        base = os.path.join(outdir, slug(point["label"]))
+        base = os.path.join(outdir, slug(point["label"]) + (f".run{run + 1}" if run else ""))
         cmd = [TESTBED, "run", os.path.join(SCEN, entry["file"])]
         for part in point["label"].split():
             cmd += ["--only", part]
@@ -336,7 +342,7 @@ def main():
     print(f"matrix: {len(items)} points, {runs} runs; expected ~{exp / 60:.0f} min "
           f"(every run at its limit: {bound / 60:.0f} min)")
     by = {}
-    for entry, point, k, m, ms, e, b in items:
+    for entry, point, k, m, ms, e, b, _ in items:
         s = by.setdefault(point["scenario"], [0, 0, 0.0, 0.0])
         s[0] += 1
         s[1] += len(k) + len(m) + len(ms)

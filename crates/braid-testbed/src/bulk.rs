@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::sys;
+use crate::{probe, sys};
 
 /// Shared progress of one transfer.
 #[derive(Default)]
@@ -41,7 +41,8 @@ impl Progress {
 const CHUNK: u64 = 64 * 1024;
 
 /// Accept `connections` connections on `listen` (inside the server namespace: call from a
-/// thread made by [`sys::spawn_in`]) and count bytes until `total` arrived or `stop`.
+/// thread made by [`sys::spawn_in`]) and count bytes until `total` arrived or `stop`. A
+/// connection that opens with [`probe::HELLO`] is a latency probe's and is echoed instead.
 pub fn sink(
     addr: SocketAddrV4,
     mptcp: bool,
@@ -73,10 +74,13 @@ fn read_all(mut stream: TcpStream, total: u64, progress: &Progress) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
     let mut buf = vec![0u8; 256 * 1024];
+    let mut first = true;
     while !progress.stopped() {
         match stream.read(&mut buf) {
             Ok(0) => break,
+            Ok(n) if first && buf[0] == probe::HELLO => return probe::echo(stream, &buf[1..n], progress),
             Ok(n) => {
+                first = false;
                 let before = progress.received.fetch_add(n as u64, Ordering::SeqCst);
                 if before < total && before + n as u64 >= total {
                     *progress.done.lock().unwrap() = Some(Instant::now());

@@ -35,7 +35,8 @@ USAGE:
                             `path.wifi.loss=0.05`; repeatable)
       --json FILE           write the rows as JSON (and FILE with .csv as CSV)
       --out-dir DIR         where `ss -tinM` snapshots go (default: the JSON's directory or .)
-      --workload W          bulk (default), web or video; a scenario file may name its own with a
+      --workload W          bulk (default), web, video or latency (bulk with 20 probe round trips
+                            a second beside it); a scenario file may name its own with a
                             comment line `# workload: web`
       --pages 6,26,111      web: the dFEC Table II pages to load (by object count; default all)
       --loads N             web: loads of each page per contender (default 5); --limit caps each load
@@ -328,6 +329,7 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
             transfer: a.transfer.or(scenario.transfer).unwrap_or(10_000_000),
             limit: a.limit.or(scenario.duration).unwrap_or(Duration::from_secs(120)),
             out_dir: out_dir.clone(),
+            probes: workload == Workload::Latency,
         };
         let mut tb = Testbed::create(scenario.paths.len()).map_err(|e| format!("testbed setup: {e}"))?;
         for c in &contenders {
@@ -335,7 +337,7 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
                 break 'points;
             }
             let new = match workload {
-                Workload::Bulk => run_one(&tb, scenario, c, &opts).map(|r| vec![r]),
+                Workload::Bulk | Workload::Latency => run_one(&tb, scenario, c, &opts).map(|r| vec![r]),
                 w => {
                     let mut wopts = a.wopts.clone();
                     if let (false, Some(d)) = (a.video_duration_set, scenario.duration) {
@@ -490,7 +492,7 @@ fn run_workload(
     wopts: &WorkloadOptions,
 ) -> std::io::Result<Vec<Row>> {
     match workload {
-        Workload::Bulk => run_one(tb, scenario, contender, opts).map(|r| vec![r]),
+        Workload::Bulk | Workload::Latency => run_one(tb, scenario, contender, opts).map(|r| vec![r]),
         Workload::Web => web::run(tb, scenario, contender, opts, &wopts.web),
         Workload::Video => video::run(tb, scenario, contender, opts, &wopts.video).map(|r| vec![r]),
     }

@@ -27,6 +27,8 @@ mod forwarder;
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
+mod probe;
+#[cfg(target_os = "linux")]
 mod relay;
 #[cfg(target_os = "linux")]
 mod report;

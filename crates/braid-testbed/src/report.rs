@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::forwarder::ForwardStats;
+use crate::probe::ProbeMetrics;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Row {
@@ -54,6 +55,8 @@ pub struct Row {
     pub workload: String,
     pub web: Option<WebMetrics>,
     pub video: Option<VideoMetrics>,
+    /// Latency under load: probe round trips beside the transfer (the `latency` workload).
+    pub probe: Option<ProbeMetrics>,
 }
 
 /// One web row's metrics (one row per page and contender). In the row's bulk fields:
@@ -219,6 +222,17 @@ pub fn summary(r: &Row) -> String {
             f(v.p50_ms),
             f(v.p99_ms)
         )
+    } else if let Some(p) = &r.probe {
+        let f = |v: Option<f64>| v.map(|s| format!("{s:.0} ms")).unwrap_or_else(|| "-".into());
+        format!(
+            "  latency: {} probes ({} unanswered), p50 {} p99 {} max {} (p99 from 2 s {})",
+            p.probes,
+            p.unanswered,
+            f(p.p50_ms),
+            f(p.p99_ms),
+            f(p.max_ms),
+            f(p.p99_after_2s_ms)
+        )
     } else {
         String::new()
     }
@@ -227,7 +241,7 @@ pub fn summary(r: &Row) -> String {
 /// Columns appended to the CSV for the workloads (empty for bulk rows).
 pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,\
 page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
-frame_max_ms";
+frame_max_ms,probes,probes_unanswered,probe_p50_ms,probe_p99_ms,probe_max_ms,probe_p99_after_2s_ms";
 
 pub fn csv_fields(r: &Row) -> String {
     let o = |v: Option<f64>, d: usize| {
@@ -259,5 +273,12 @@ pub fn csv_fields(r: &Row) -> String {
             o(v.max_ms, 1),
         ]
     }));
-    format!("{},{web},{video}", r.workload)
+    let probe = r.probe.as_ref().map_or_else(
+        || ",".repeat(5),
+        |p| {
+            let q = [p.p50_ms, p.p99_ms, p.max_ms, p.p99_after_2s_ms].map(|v| o(v, 1)).join(",");
+            format!("{},{},{q}", p.probes, p.unanswered)
+        },
+    );
+    format!("{},{web},{video},{probe}", r.workload)
 }

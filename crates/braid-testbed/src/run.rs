@@ -17,6 +17,7 @@ use crate::bulk::{self, Progress};
 use crate::contender::{expand, Contender};
 use crate::forwarder::{self, Direction};
 use crate::netns::{client_addr, server_addr, IfCounters, Testbed};
+use crate::probe::{self, ProbeMetrics};
 use crate::report::Row;
 use crate::sys;
 
@@ -25,12 +26,16 @@ static PORT: AtomicU16 = AtomicU16::new(5001);
 /// The steady-state goodput window starts this long after the first connect.
 const STEADY_FROM: Duration = Duration::from_secs(2);
 
+#[derive(Clone)]
 pub struct RunOptions {
     /// Bytes per run (per flow in a mix: ignored, flows send until the limit).
     pub transfer: u64,
     pub limit: Duration,
     /// Where `ss -tinM` snapshots go.
     pub out_dir: std::path::PathBuf,
+    /// Latency under load: probe round trips on a second connection beside the transfer
+    /// ([`crate::probe`]).
+    pub probes: bool,
 }
 
 pub(crate) struct Helpers(pub(crate) Vec<Child>);
@@ -127,17 +132,20 @@ struct Flow {
     sink: std::thread::JoinHandle<io::Result<()>>,
     senders: Vec<std::thread::JoinHandle<io::Result<()>>>,
     helpers: Helpers,
+    probe: Option<std::thread::JoinHandle<io::Result<ProbeMetrics>>>,
     /// (time, bytes) at the start of the steady-state window.
     mark: Option<(Instant, u64)>,
 }
 
 impl Flow {
     /// The sink and the helper commands (the caller waits for the helpers to come up).
-    fn prepare(tb: &Testbed, paths: usize, contender: &Contender, transfer: u64) -> io::Result<Flow> {
+    fn prepare(tb: &Testbed, paths: usize, contender: &Contender, opts: &RunOptions) -> io::Result<Flow> {
+        let transfer = opts.transfer;
         let port = PORT.fetch_add(1, Ordering::SeqCst);
         let progress = Progress::new(transfer);
         let mptcp = matches!(contender, Contender::Mptcp { .. });
         let connections = if matches!(contender, Contender::MultiTcp { .. }) { paths } else { 1 };
+        let connections = connections + usize::from(opts.probes);
         let sink_addr = match contender {
             Contender::External(_) => SocketAddrV4::new(Ipv4Addr::LOCALHOST, port),
             _ => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port),
@@ -166,6 +174,7 @@ impl Flow {
             sink,
             senders: Vec::new(),
             helpers,
+            probe: None,
             mark: None,
         })
     }
@@ -178,8 +187,8 @@ impl Flow {
         }
     }
 
-    /// Start the sender connection(s).
-    fn start(&mut self, tb: &Testbed, paths: usize, deadline: Instant) {
+    /// Start the sender connection(s), and the probe connection beside the first.
+    fn start(&mut self, tb: &Testbed, paths: usize, deadline: Instant, probes: bool) {
         let multi = matches!(self.contender, Contender::MultiTcp { .. });
         let connections = if multi { paths } else { 1 };
         for c in 0..connections {
@@ -198,6 +207,12 @@ impl Flow {
             let is_mptcp = matches!(self.contender, Contender::Mptcp { .. });
             // 2-TCP: chunks are claimed when the connection can send them (256 KB unsent at most).
             let lowat = (connections > 1).then_some(256 * 1024);
+            if probes && c == 0 {
+                let (cc, progress) = (cc.clone(), progress.clone());
+                self.probe = Some(sys::spawn_in(&tb.client_ns, "probe", move || {
+                    probe::run(to, from, is_mptcp, cc, deadline, progress)
+                }));
+            }
             self.senders.push(sys::spawn_in(&tb.client_ns, "sender", move || {
                 bulk::send(to, from, is_mptcp, cc, lowat, deadline, progress)
             }));
@@ -227,10 +242,27 @@ impl Flow {
         }
     }
 
-    /// Stop the flow and join its threads and helpers; the first error, if any.
-    fn stop(&mut self) -> Option<String> {
-        self.progress.stop.store(true, Ordering::SeqCst);
+    /// Stop the flow and join its threads and helpers: the first error, if any, and the probes'
+    /// metrics. After a complete transfer the probes first get their answers (the probe thread
+    /// ends by itself within a second); otherwise everything stops now.
+    fn stop(&mut self) -> (Option<String>, Option<ProbeMetrics>) {
         let mut error = None;
+        if !self.done() {
+            self.progress.stop.store(true, Ordering::SeqCst);
+        }
+        let probe = match self.probe.take().map(|p| p.join()) {
+            Some(Ok(Ok(m))) => Some(m),
+            Some(Ok(Err(e))) => {
+                error = Some(format!("probe: {e}"));
+                None
+            }
+            Some(Err(_)) => {
+                error = Some("probe: the thread panicked".to_string());
+                None
+            }
+            None => None,
+        };
+        self.progress.stop.store(true, Ordering::SeqCst);
         for s in self.senders.drain(..) {
             if let Ok(Err(e)) = s.join() {
                 error.get_or_insert(format!("sender: {e}"));
@@ -241,7 +273,7 @@ impl Flow {
             error.get_or_insert(format!("sink: {e}"));
         }
         self.helpers.stop();
-        error
+        (error, probe)
     }
 }
 
@@ -316,12 +348,12 @@ pub fn run_one(
 ) -> io::Result<Row> {
     let paths = scenario.paths.len();
     let (load, before, fwd) = begin_measuring(tb, scenario, contender)?;
-    let mut flow = Flow::prepare(tb, paths, contender, opts.transfer)?;
+    let mut flow = Flow::prepare(tb, paths, contender, opts)?;
     if matches!(contender, Contender::External(_)) {
         std::thread::sleep(Duration::from_millis(500));
     }
     let deadline = Instant::now() + opts.limit;
-    flow.start(tb, paths, deadline);
+    flow.start(tb, paths, deadline, opts.probes);
 
     let ss_file = ss_file(opts, scenario, &contender.to_string());
     let mut ss_text: Option<String> = None;
@@ -346,7 +378,7 @@ pub fn run_one(
     if ss_text.is_none() {
         ss_text = Some(snapshot_ss(tb, &ss_file));
     }
-    let error = flow.stop();
+    let (error, probe) = flow.stop();
     let fwd_stats = fwd.finish();
     let after = counters(tb, paths)?;
     let (tx, rx, tun_drops) = counter_delta(&before, &after);
@@ -388,7 +420,8 @@ pub fn run_one(
         load,
         error,
         forwarders: fwd_stats,
-        workload: "bulk".into(),
+        workload: if opts.probes { "latency" } else { "bulk" }.into(),
+        probe,
         ..Row::default()
     })
 }
@@ -416,10 +449,10 @@ pub fn run_mix(
     let before = counters(tb, paths)?;
     let fwd = Forwarders::start(tb, scenario);
     // Unbounded in practice: the limit ends the run.
-    let unbounded = u64::MAX / 4;
+    let unbounded = RunOptions { transfer: u64::MAX / 4, probes: false, ..opts.clone() };
     let mut flows = Vec::new();
     for c in mix {
-        flows.push(Flow::prepare(tb, paths, c, unbounded)?);
+        flows.push(Flow::prepare(tb, paths, c, &unbounded)?);
     }
     if mix.iter().any(|c| matches!(c, Contender::External(_))) {
         std::thread::sleep(Duration::from_millis(500));
@@ -427,7 +460,7 @@ pub fn run_mix(
     let started = Instant::now();
     let deadline = started + opts.limit;
     for f in &mut flows {
-        f.start(tb, paths, deadline);
+        f.start(tb, paths, deadline, false);
     }
     let warmup = if opts.limit >= 2 * MIX_WARMUP { MIX_WARMUP } else { Duration::ZERO };
     let mut window_start: Option<(Instant, Vec<u64>)> = None;
@@ -448,7 +481,7 @@ pub fn run_mix(
     let end = Instant::now();
     let end_bytes: Vec<u64> = flows.iter().map(Flow::received).collect();
     let ss = ss_text.unwrap_or_else(|| snapshot_ss(tb, &ss_file));
-    let errors: Vec<Option<String>> = flows.iter_mut().map(Flow::stop).collect();
+    let errors: Vec<Option<String>> = flows.iter_mut().map(|f| f.stop().0).collect();
     let fwd_stats = fwd.finish();
     let after = counters(tb, paths)?;
     let (tx, rx, tun_drops) = counter_delta(&before, &after);

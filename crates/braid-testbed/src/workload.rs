@@ -5,6 +5,9 @@
 //!   and a real client (`curl`) in the client namespace; page completion time.
 //! - `video` ([`crate::video`]): a 25 fps live stream client → server with H.264 frame sizes;
 //!   share of frames complete by capture + deadline, frame latency.
+//! - `latency` ([`crate::probe`]): the bulk transfer with 20 probe round trips a second on a
+//!   second connection beside it (for braid, a second stream of its one connection); probe
+//!   round-trip p50/p99/max.
 //!
 //! A run picks one with `--workload`, or a scenario file names its own with a comment line
 //! `# workload: web` (a comment, so the file stays a valid braid-sim scenario).
@@ -39,6 +42,8 @@ pub enum Workload {
     Bulk,
     Web,
     Video,
+    /// Bulk with probe round trips beside it ([`crate::probe`]).
+    Latency,
 }
 
 impl FromStr for Workload {
@@ -48,7 +53,8 @@ impl FromStr for Workload {
             "bulk" => Ok(Workload::Bulk),
             "web" => Ok(Workload::Web),
             "video" => Ok(Workload::Video),
-            _ => Err(format!("unknown workload `{s}` (expected bulk, web or video)")),
+            "latency" => Ok(Workload::Latency),
+            _ => Err(format!("unknown workload `{s}` (expected bulk, web, video or latency)")),
         }
     }
 }
@@ -59,6 +65,7 @@ impl Workload {
             Workload::Bulk => "bulk",
             Workload::Web => "web",
             Workload::Video => "video",
+            Workload::Latency => "latency",
         }
     }
 
