@@ -4,7 +4,9 @@
 # kernel TCP (cubic, bbr), kernel MPTCP and 2-TCP, asserting the setup works — transfers complete,
 # no TUN drops, `ss -tinM` shows the kernel's congestion control, MPTCP uses both paths. It does
 # not judge speed; then one web page load (nghttpd + h2load, skipped when they cannot be
-# installed) and a 3-second live-video stream, with the same setup assertions. Needs root and
+# installed), a 3-second live-video stream, and the tun workload (a download, a UDP stream and a
+# ping-pong through `braid tun`; no device, route or nftables rule left), with the same setup
+# assertions. Needs root and
 # /dev/net/tun; prints why and exits 0 when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +69,12 @@ else
 fi
 "$bin" run scenarios/testbed/smoke-1path.toml --workload video --video-duration 3s --contenders bbr \
   --json "$out/video.json" --assert-setup
+
+echo "--- tun workload: a 2 MB download, a 2 s UDP stream and 20 pings through braid tun"
+# The debug braid binary (cargo test built it): a smoke of the plumbing, not a measurement.
+cargo build --locked -q -p braid-cli
+"$bin" run scenarios/testbed/smoke-2path.toml --workload tun --braid target/debug/braid --transfer 2MB \
+  --udp-duration 2s --pings 20 --contenders mptcp-bbr --json "$out/tun.json" --assert-setup
 
 # Nothing of ours may be left behind.
 # (Other testbed processes may run meanwhile: a new namespace counts only if its process is gone.)

@@ -11,7 +11,7 @@ use crate::report::{self, Row};
 use crate::run::{run_mix, run_one, RunOptions};
 use crate::workload::{self, Workload};
 use crate::{check, sys};
-use crate::{video, web};
+use crate::{tun, video, web};
 
 const USAGE: &str = "\
 braid-testbed — network-namespace testbed (Linux, root)
@@ -35,14 +35,23 @@ USAGE:
                             `path.wifi.loss=0.05`; repeatable)
       --json FILE           write the rows as JSON (and FILE with .csv as CSV)
       --out-dir DIR         where `ss -tinM` snapshots go (default: the JSON's directory or .)
-      --workload W          bulk (default), web, video or latency (bulk with 20 probe round trips
-                            a second beside it); a scenario file may name its own with a
+      --workload W          bulk (default), web, video, latency (bulk with 20 probe round trips
+                            a second beside it) or tun; a scenario file may name its own with a
                             comment line `# workload: web`
       --pages 6,26,111      web: the dFEC Table II pages to load (by object count; default all)
       --loads N             web: loads of each page per contender (default 5); --limit caps each load
       --video-duration DUR  video: stream length (default: the scenario's `duration`, else 30s)
       --deadline DUR        video: a frame is on time if complete by capture + DUR (default 200ms)
       --video-trace FILE    video: frame sizes (`I 141002` per line; default: built-in H.264 trace)
+      --braid PATH          tun: the braid binary (default: `braid` beside this binary)
+      --braid-arg ARG       tun: an extra argument for `braid tun` and `braid forward` (repeatable)
+      --tun-parts P,P       tun: tcp (curl download; --transfer bytes), udp (a stamped stream), ping
+                            (a UDP ping-pong) (default all three)
+      --udp-rate RATE       tun: the stream's payload rate (default 3.4Mbit/s)
+      --udp-size BYTES      tun: the stream's payload per packet (default 1000, at least 16)
+      --udp-duration DUR    tun: the stream's length (default 10s); --deadline sets its deadline
+                            (default 150ms)
+      --pings N             tun: round trips of the ping-pong, one every 20 ms (default 200)
       --assert-setup        exit 1 unless every run completed, saw no TUN drops, showed its kernel
                             congestion control in `ss`, and (multipath) used every path
   braid-testbed check [scenario.toml] [--json FILE]
@@ -120,6 +129,7 @@ struct Args {
     wopts: WorkloadOptions,
     /// `--video-duration` given (else the scenario's `duration`, else 30 s).
     video_duration_set: bool,
+    tun: tun::TunOptions,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -137,6 +147,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         workload: None,
         wopts: WorkloadOptions { web: Default::default(), video: Default::default() },
         video_duration_set: false,
+        tun: tun::TunOptions::default(),
     };
     // Each --ext opens a contender; --server-cmd and --client-cmd fill the last one opened.
     let mut ext: Vec<(String, Option<String>, Option<String>)> = Vec::new();
@@ -182,7 +193,37 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             }
             "--deadline" => {
                 a.wopts.video.deadline =
-                    braid_netem::units::parse_duration(&value()?).map_err(|e| format!("--deadline: {e}"))?
+                    braid_netem::units::parse_duration(&value()?).map_err(|e| format!("--deadline: {e}"))?;
+                a.tun.stream.deadline = a.wopts.video.deadline;
+            }
+            "--braid" => a.tun.braid = Some(PathBuf::from(value()?)),
+            "--braid-arg" => a.tun.client_args.push(value()?),
+            "--tun-parts" => a.tun.parts = tun::parse_parts(&value()?)?,
+            "--udp-rate" => {
+                let bps =
+                    braid_netem::units::parse_rate(&value()?).map_err(|e| format!("--udp-rate: {e}"))?;
+                if bps == 0 {
+                    return Err("--udp-rate: expected a positive rate".into());
+                }
+                a.tun.stream.rate_bps = bps as f64;
+            }
+            "--udp-size" => {
+                a.tun.stream.size = value()?
+                    .parse()
+                    .ok()
+                    .filter(|n| (16..=65_000).contains(n))
+                    .ok_or("--udp-size: expected 16 to 65000 bytes")?
+            }
+            "--udp-duration" => {
+                a.tun.stream.duration = braid_netem::units::parse_duration(&value()?)
+                    .map_err(|e| format!("--udp-duration: {e}"))?
+            }
+            "--pings" => {
+                a.tun.pings = value()?
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0 && n <= 100_000)
+                    .ok_or("--pings: expected 1 to 100000")?
             }
             "--video-trace" => a.wopts.video.load_trace(std::path::Path::new(&value()?))?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n\n{USAGE}")),
@@ -295,6 +336,12 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
             return Err(format!("--workload web: {why}"));
         }
     }
+    if workload == Workload::Tun {
+        tun::braid_binary(a.tun.braid.as_deref())?;
+        if let Some(why) = tun::tools_missing() {
+            return Err(format!("--workload tun: {why}"));
+        }
+    }
     preflight()?;
     sys::install_signal_handlers();
     for n in cleanup_stale() {
@@ -312,9 +359,12 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
     'points: for scenario in &scenarios {
         let contenders = contenders_for(&a, scenario, workload);
         if let Some(c) = contenders.iter().find(|c| !workload.supports(c)) {
-            return Err(format!(
-                "{c} carries only the bulk workload (one byte stream split over connections)"
-            ));
+            return Err(match workload {
+                Workload::Tun => format!(
+                    "{c}: the tun workload runs braid itself (--braid) beside kernel TCP and MPTCP contenders only"
+                ),
+                _ => format!("{c} carries only the bulk workload (one byte stream split over connections)"),
+            });
         }
         let mixed: Vec<Contender> =
             a.mix.iter().flat_map(|m| parse_mix(m, &a.ext).unwrap_or_default()).collect();
@@ -332,6 +382,23 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
             probes: workload == Workload::Latency,
         };
         let mut tb = Testbed::create(scenario.paths.len()).map_err(|e| format!("testbed setup: {e}"))?;
+        if workload == Workload::Tun {
+            let mut emit = |row: Row| -> Result<(), String> {
+                println!("{}", report::line(&row));
+                rows.push(row);
+                if let Some(j) = &a.json {
+                    report::write_json(&rows, j).map_err(|e| format!("{}: {e}", j.display()))?;
+                    report::write_csv(&rows, &j.with_extension("csv")).map_err(|e| format!("csv: {e}"))?;
+                }
+                Ok(())
+            };
+            tun::run(&tb, scenario, &contenders, &opts, &a.tun, &mut emit)?;
+            tb.teardown();
+            if sys::interrupted() {
+                break 'points;
+            }
+            continue;
+        }
         for c in &contenders {
             if sys::interrupted() {
                 break 'points;
@@ -390,6 +457,25 @@ fn setup_problems(r: &Row) -> Vec<String> {
     let mut p = Vec::new();
     if let Some(e) = &r.error {
         p.push(format!("{id}: {e}"));
+    }
+    if let Some(t) = &r.tun {
+        // A tun row: the part ran and braid cleaned up; speed and loss are not judged.
+        if t.tcp_intact == Some(false) {
+            p.push(format!("{id}: the download was not intact"));
+        }
+        if t.udp_received == Some(0) || t.ping_answered == Some(0) {
+            p.push(format!("{id} ({}): nothing came back", t.part));
+        }
+        if t.teardown.as_ref().is_some_and(|td| td != "clean") {
+            p.push(format!("{id}: teardown: {}", t.teardown.as_deref().unwrap_or_default()));
+        }
+        if r.tun_drops > 0 {
+            p.push(format!("{id}: {} TUN drops", r.tun_drops));
+        }
+        if r.ss_check != "ok" && r.ss_check != "n/a" {
+            p.push(format!("{id}: ss -tinM: {}", r.ss_check));
+        }
+        return p;
     }
     if !r.mix.is_empty() {
         if r.received_bytes == 0 {
@@ -495,6 +581,7 @@ fn run_workload(
         Workload::Bulk | Workload::Latency => run_one(tb, scenario, contender, opts).map(|r| vec![r]),
         Workload::Web => web::run(tb, scenario, contender, opts, &wopts.web),
         Workload::Video => video::run(tb, scenario, contender, opts, &wopts.video).map(|r| vec![r]),
+        Workload::Tun => Err(std::io::Error::other("the tun workload runs once per point (cmd_run)")),
     }
 }
 
@@ -551,6 +638,26 @@ mod setup_check {
             workload: "bulk".into(),
             ..Row::default()
         }
+    }
+
+    #[test]
+    fn tun_rows_need_intact_bytes_answers_and_a_clean_teardown() {
+        use crate::report::TunMetrics;
+        let mut r = row("braid-tun", vec![5000, 4000]);
+        r.completion_s = None;
+        r.ss_check = "n/a".into();
+        r.tun = Some(TunMetrics {
+            part: "udp-stream".into(),
+            udp_received: Some(10),
+            teardown: Some("clean".into()),
+            ..TunMetrics::default()
+        });
+        assert!(setup_problems(&r).is_empty(), "a stream has no completion time");
+        let t = r.tun.as_mut().unwrap();
+        t.udp_received = Some(0);
+        t.teardown = Some("device braid0".into());
+        t.tcp_intact = Some(false);
+        assert_eq!(setup_problems(&r).len(), 3);
     }
 
     #[test]

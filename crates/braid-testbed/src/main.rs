@@ -10,7 +10,9 @@
 //! sender and sink measure goodput and completion (connect → last byte at the receiver).
 //!
 //! Besides bulk transfers, `--workload web` (HTTP/2 page loads with nghttpd and h2load) and
-//! `--workload video` (a 25 fps live stream, frames on time) run over the same contenders.
+//! `--workload video` (a 25 fps live stream, frames on time) run over the same contenders, and
+//! `--workload tun` runs unchanged applications (curl, a UDP stream, a ping-pong) through
+//! `braid tun` beside kernel MPTCP and plain UDP.
 //!
 //! Subcommands: `run`, `check`, `list`, `cleanup`, `relay` (see `--help`).
 
@@ -38,6 +40,10 @@ mod run;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod sys;
+#[cfg(target_os = "linux")]
+mod tun;
+#[cfg(target_os = "linux")]
+mod udp;
 #[cfg(target_os = "linux")]
 mod video;
 #[cfg(target_os = "linux")]

@@ -57,6 +57,74 @@ pub struct Row {
     pub video: Option<VideoMetrics>,
     /// Latency under load: probe round trips beside the transfer (the `latency` workload).
     pub probe: Option<ProbeMetrics>,
+    pub tun: Option<TunMetrics>,
+}
+
+/// One tun-workload row's metrics (crate::tun): one row per part and contender. In the row's bulk
+/// fields: `tcp-download` rows as a bulk run's (the file's bytes, curl's time to the last byte,
+/// received only if every byte matched); `udp-stream` rows: `transfer_bytes` = payload sent,
+/// `received_bytes` = payload that arrived (on time or not), `goodput_mbps` over the sending
+/// time; `udp-ping` rows: none. Path counters and forwarder statistics cover the whole part
+/// (braid's start and stop included).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TunMetrics {
+    /// `tcp-download`, `udp-stream` or `udp-ping`.
+    pub part: String,
+    /// Bytes the server's side put into each path during the part (a download's direction;
+    /// the row's `path_fwd_tx_bytes` are the client's).
+    pub path_rev_tx_bytes: Vec<u64>,
+    /// Whether the downloaded file equals the served one, byte for byte.
+    pub tcp_intact: Option<bool>,
+    /// `braid-tun` rows: what the tunnel left in the client namespace after it stopped (device,
+    /// routes, both namespaces' nftables rulesets, compared with before it started): `clean` or
+    /// the list.
+    pub teardown: Option<String>,
+    pub udp_packets: Option<usize>,
+    /// Payload bytes per packet.
+    pub udp_packet_bytes: Option<usize>,
+    pub udp_rate_mbps: Option<f64>,
+    pub udp_deadline_ms: Option<f64>,
+    pub udp_received: Option<usize>,
+    pub udp_on_time: Option<usize>,
+    /// Share of the stream's packets that arrived within the deadline of their send time.
+    pub udp_on_time_within_deadline: Option<f64>,
+    /// Share that arrived at all.
+    pub udp_delivered_share: Option<f64>,
+    /// One-way latency over every packet (a lost one is infinitely late: none when the
+    /// percentile falls on one).
+    pub udp_p50_ms: Option<f64>,
+    pub udp_p99_ms: Option<f64>,
+    pub udp_send_errors: Option<u64>,
+    pub udp_duplicates: Option<u64>,
+    /// Bytes into the paths at the client (IP headers included) while the stream ran, and out
+    /// of the paths' server side back (braid's acknowledgements).
+    pub udp_wire_bytes_fwd: Option<u64>,
+    pub udp_wire_bytes_rev: Option<u64>,
+    /// Forward wire bytes over payload bytes, minus 1 (headers, tunnel framing, repair).
+    pub udp_wire_overhead: Option<f64>,
+    /// The same with the reverse direction's bytes counted too.
+    pub udp_wire_overhead_both: Option<f64>,
+    /// braid's repair bytes over its datagram bytes (the tunnel client's own count).
+    pub udp_repair_overhead: Option<f64>,
+    /// The configured loss the stream met: each forward path's, weighted by its share of bytes.
+    pub udp_loss_met: Option<f64>,
+    /// Each forward path's configured mean loss.
+    pub forward_loss: Vec<f64>,
+    /// The tunnel client's datagram counts at exit (its whole run): datagrams and repairs it
+    /// sent, datagrams it dropped (past their deadline, queue full).
+    pub braid_datagrams_sent: Option<u64>,
+    pub braid_repairs_sent: Option<u64>,
+    pub braid_client_dropped: Option<u64>,
+    /// The server's counts for the tunnel (its `tunnel closed` log line): datagrams received,
+    /// of them rebuilt from repair, rebuilt too late (dropped), dropped.
+    pub braid_server_received: Option<u64>,
+    pub braid_server_rebuilt: Option<u64>,
+    pub braid_server_late: Option<u64>,
+    pub braid_server_dropped: Option<u64>,
+    pub ping_sent: Option<usize>,
+    pub ping_answered: Option<usize>,
+    pub ping_rtt_p50_ms: Option<f64>,
+    pub ping_rtt_p99_ms: Option<f64>,
 }
 
 /// One web row's metrics (one row per page and contender). In the row's bulk fields:
@@ -233,15 +301,50 @@ pub fn summary(r: &Row) -> String {
             f(p.max_ms),
             f(p.p99_after_2s_ms)
         )
+    } else if let Some(t) = &r.tun {
+        tun_summary(t)
     } else {
         String::new()
     }
 }
 
+fn tun_summary(t: &TunMetrics) -> String {
+    let ms = |v: Option<f64>| v.map(|s| format!("{s:.1} ms")).unwrap_or_else(|| "-".into());
+    let pct = |v: Option<f64>| v.map(|s| format!("{:.2}%", s * 100.0)).unwrap_or_else(|| "-".into());
+    let mut s = match t.part.as_str() {
+        "tcp-download" => {
+            format!("  tun tcp: intact {}", t.tcp_intact.map_or("-", |i| if i { "yes" } else { "NO" }))
+        }
+        "udp-stream" => format!(
+            "  tun udp: {} within {} of {} packets, p50 {} p99 {}, wire +{} (repair {})",
+            pct(t.udp_on_time_within_deadline),
+            ms(t.udp_deadline_ms),
+            t.udp_packets.unwrap_or(0),
+            ms(t.udp_p50_ms),
+            ms(t.udp_p99_ms),
+            pct(t.udp_wire_overhead),
+            pct(t.udp_repair_overhead),
+        ),
+        _ => format!(
+            "  tun ping: rtt p50 {} p99 {} ({}/{} answered)",
+            ms(t.ping_rtt_p50_ms),
+            ms(t.ping_rtt_p99_ms),
+            t.ping_answered.unwrap_or(0),
+            t.ping_sent.unwrap_or(0)
+        ),
+    };
+    if let Some(td) = &t.teardown {
+        s.push_str(&format!("; teardown {td}"));
+    }
+    s
+}
+
 /// Columns appended to the CSV for the workloads (empty for bulk rows).
 pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,\
 page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
-frame_max_ms,probes,probes_unanswered,probe_p50_ms,probe_p99_ms,probe_max_ms,probe_p99_after_2s_ms";
+frame_max_ms,probes,probes_unanswered,probe_p50_ms,probe_p99_ms,probe_max_ms,probe_p99_after_2s_ms,\
+tun_part,tcp_intact,udp_on_time_within_deadline,udp_p50_ms,udp_p99_ms,udp_wire_overhead,\
+udp_repair_overhead,ping_rtt_p50_ms,ping_rtt_p99_ms,teardown";
 
 pub fn csv_fields(r: &Row) -> String {
     let o = |v: Option<f64>, d: usize| {
@@ -280,5 +383,23 @@ pub fn csv_fields(r: &Row) -> String {
             format!("{},{},{q}", p.probes, p.unanswered)
         },
     );
-    format!("{},{web},{video},{probe}", r.workload)
+    let tun = r.tun.as_ref().map_or_else(
+        || ",".repeat(9),
+        |t| {
+            [
+                t.part.clone(),
+                t.tcp_intact.map(|b| b.to_string()).unwrap_or_default(),
+                o(t.udp_on_time_within_deadline, 5),
+                o(t.udp_p50_ms, 2),
+                o(t.udp_p99_ms, 2),
+                o(t.udp_wire_overhead, 4),
+                o(t.udp_repair_overhead, 4),
+                o(t.ping_rtt_p50_ms, 2),
+                o(t.ping_rtt_p99_ms, 2),
+                t.teardown.clone().unwrap_or_default().replace([',', '"'], ";"),
+            ]
+            .join(",")
+        },
+    );
+    format!("{},{web},{video},{probe},{tun}", r.workload)
 }

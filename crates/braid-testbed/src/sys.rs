@@ -48,6 +48,12 @@ pub fn signal_group(leader: u32, kill: bool) {
     }
 }
 
+/// Send SIGINT (what Ctrl-C sends) to the process group `leader` leads.
+pub fn interrupt_group(leader: u32) {
+    // SAFETY: signalling a process group we created; no memory is passed.
+    unsafe { libc::kill(-(leader as libc::pid_t), libc::SIGINT) };
+}
+
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }

@@ -565,6 +565,7 @@ mod tests {
         let net = SessionEnd {
             path_fwd_tx_bytes: vec![1],
             path_fwd_rx_bytes: vec![1],
+            path_rev_tx_bytes: vec![1],
             tun_drops: 0,
             forwarders: vec![],
         };

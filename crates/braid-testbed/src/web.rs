@@ -223,7 +223,7 @@ impl Drop for TempDir {
 }
 
 /// Wait until something accepts on `addr` inside namespace `ns`.
-fn wait_listening(ns: &str, addr: SocketAddrV4, timeout: Duration) -> io::Result<()> {
+pub(crate) fn wait_listening(ns: &str, addr: SocketAddrV4, timeout: Duration) -> io::Result<()> {
     sys::spawn_in(ns, "wait-listen", move || {
         let until = Instant::now() + timeout;
         loop {

@@ -8,6 +8,8 @@
 //! - `latency` ([`crate::probe`]): the bulk transfer with 20 probe round trips a second on a
 //!   second connection beside it (for braid, a second stream of its one connection); probe
 //!   round-trip p50/p99/max.
+//! - `tun` ([`crate::tun`]): unchanged applications through `braid tun` — a curl download, a
+//!   stamped UDP stream, a UDP ping-pong — beside kernel MPTCP, `braid forward` and plain UDP.
 //!
 //! A run picks one with `--workload`, or a scenario file names its own with a comment line
 //! `# workload: web` (a comment, so the file stays a valid braid-sim scenario).
@@ -44,6 +46,7 @@ pub enum Workload {
     Video,
     /// Bulk with probe round trips beside it ([`crate::probe`]).
     Latency,
+    Tun,
 }
 
 impl FromStr for Workload {
@@ -54,7 +57,8 @@ impl FromStr for Workload {
             "web" => Ok(Workload::Web),
             "video" => Ok(Workload::Video),
             "latency" => Ok(Workload::Latency),
-            _ => Err(format!("unknown workload `{s}` (expected bulk, web, video or latency)")),
+            "tun" => Ok(Workload::Tun),
+            _ => Err(format!("unknown workload `{s}` (expected bulk, web, video, latency or tun)")),
         }
     }
 }
@@ -66,13 +70,19 @@ impl Workload {
             Workload::Web => "web",
             Workload::Video => "video",
             Workload::Latency => "latency",
+            Workload::Tun => "tun",
         }
     }
 
     /// Which contenders can carry this workload: 2-TCP splits one byte stream over independent
-    /// connections, which only a bulk transfer can do.
+    /// connections, which only a bulk transfer can do; the tun workload runs braid itself beside
+    /// kernel TCP and MPTCP (no external commands).
     pub fn supports(self, c: &Contender) -> bool {
-        self == Workload::Bulk || !matches!(c, Contender::MultiTcp { .. })
+        match self {
+            Workload::Bulk => true,
+            Workload::Tun => matches!(c, Contender::Tcp { .. } | Contender::Mptcp { .. }),
+            _ => !matches!(c, Contender::MultiTcp { .. }),
+        }
     }
 }
 
@@ -117,6 +127,8 @@ pub struct Session {
 pub struct SessionEnd {
     pub path_fwd_tx_bytes: Vec<u64>,
     pub path_fwd_rx_bytes: Vec<u64>,
+    /// Bytes the server's side put into each path (the reverse direction).
+    pub path_rev_tx_bytes: Vec<u64>,
     pub tun_drops: u64,
     pub forwarders: Vec<ForwardStats>,
 }
@@ -145,13 +157,23 @@ impl Session {
         Ok(Session { fwd, before, helpers, load })
     }
 
+    /// Forwarders and counters only: the caller starts its own programs.
+    pub fn begin_plain(tb: &Testbed, scenario: &Scenario) -> io::Result<Session> {
+        let load = sys::load_average();
+        let before = counters(tb, scenario.paths.len())?;
+        let fwd = Forwarders::start(tb, scenario);
+        Ok(Session { fwd, before, helpers: Helpers(Vec::new()), load })
+    }
+
     pub fn end(self, tb: &Testbed) -> io::Result<SessionEnd> {
         let paths = self.before.0.len();
         drop(self.helpers);
         let forwarders = self.fwd.finish();
-        let (path_fwd_tx_bytes, path_fwd_rx_bytes, tun_drops) =
-            counter_delta(&self.before, &counters(tb, paths)?);
-        Ok(SessionEnd { path_fwd_tx_bytes, path_fwd_rx_bytes, tun_drops, forwarders })
+        let after = counters(tb, paths)?;
+        let (path_fwd_tx_bytes, path_fwd_rx_bytes, tun_drops) = counter_delta(&self.before, &after);
+        let path_rev_tx_bytes =
+            self.before.1.iter().zip(&after.1).map(|(b, a)| a.tx_bytes.saturating_sub(b.tx_bytes)).collect();
+        Ok(SessionEnd { path_fwd_tx_bytes, path_fwd_rx_bytes, path_rev_tx_bytes, tun_drops, forwarders })
     }
 }
 
@@ -270,9 +292,22 @@ pub fn relay_client(
     mptcp: bool,
     cc: String,
 ) -> io::Result<Relay> {
+    relay_client_via(ns, listen, to, None, mptcp, cc)
+}
+
+/// [`relay_client`] whose path connection leaves from `from` (a path's address: single-path TCP
+/// on a path other than the first, by policy routing).
+pub fn relay_client_via(
+    ns: &str,
+    listen: SocketAddrV4,
+    to: SocketAddrV4,
+    from: Option<SocketAddrV4>,
+    mptcp: bool,
+    cc: String,
+) -> io::Result<Relay> {
     let deadline_after = Duration::from_secs(20);
     relay(ns, listen, false, move |_inbound: &TcpStream, stop: &AtomicBool| {
-        sys::connect(to, None, mptcp, Some(&cc), Instant::now() + deadline_after, stop)
+        sys::connect(to, from, mptcp, Some(&cc), Instant::now() + deadline_after, stop)
     })
 }
 

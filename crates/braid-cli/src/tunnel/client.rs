@@ -161,16 +161,27 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
             e = conn.closed() => break Err(fail(format!("the tunnel's connection ended: {e}"))),
         }
     };
+    let d = conn.datagram_stats();
     eprintln!(
-        "braid: tunnel down ({} datagrams sent, {} received, {} rebuilt, {} dropped as spoofed)",
-        conn.datagram_stats().sent,
-        conn.datagram_stats().delivered,
-        conn.datagram_stats().recovered,
+        "braid: tunnel down: {} datagrams sent ({} bytes), {} repairs ({} bytes, {:.1} %), {} received, \
+         {} rebuilt, {} late, {} dropped; {} packets dropped as spoofed",
+        d.sent,
+        d.sent_bytes,
+        d.repairs_sent,
+        d.repair_bytes,
+        d.overhead() * 100.0,
+        d.delivered,
+        d.recovered,
+        d.late,
+        d.dropped,
         spoofed.load(Ordering::Relaxed)
     );
     drop(stack);
     drop(added);
     conn.close(0, "tunnel closed");
+    // Let the driver send the close before the process ends: else the server holds the
+    // tunnel's address until its idle timeout (30 s).
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), conn.closed()).await;
     result
 }
 

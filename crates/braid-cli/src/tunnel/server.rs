@@ -88,7 +88,17 @@ pub async fn open(mut stream: Stream, conn: Connection, tun: Option<Arc<TunServe
         _ = tokio::io::AsyncReadExt::read(&mut stream, &mut control) => {}
     }
     tun.pool.give_back(addr);
-    tracing::info!(%addr, "tunnel closed");
+    let d = conn.datagram_stats();
+    tracing::info!(
+        %addr,
+        received = d.delivered,
+        rebuilt = d.recovered,
+        late = d.late,
+        dropped = d.dropped,
+        sent = d.sent,
+        repairs = d.repairs_sent,
+        "tunnel closed"
+    );
 }
 
 /// TUN_CONNECT: a TCP connection of the tunnel, to `target`, if allowed.
