@@ -23,7 +23,7 @@ use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::common::{fail, Fail};
+use crate::fail::{fail, Fail};
 
 type Labels = Vec<(&'static str, String)>;
 

@@ -1,91 +1,35 @@
 //! The testbed's own bulk traffic: a sender that writes N bytes (split over one or more
-//! connections from a shared pool) and a sink that counts them. Completion is measured at the
+//! connections from a shared pool) and the sink's side that counts them (accepting, and telling
+//! bulk from probe connections, is the run's: [`crate::run`]). Completion is measured at the
 //! receiver: from the sender's `connect` call to the moment the sink holds the last byte. Both run
 //! as threads of this process (each inside its namespace), so their clocks are the same clock.
 
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{probe, sys};
-
-/// Shared progress of one transfer.
-#[derive(Default)]
-pub struct Progress {
-    /// Bytes the sink has received, over all connections.
-    pub received: AtomicU64,
-    /// When the first sender called `connect`.
-    pub started: Mutex<Option<Instant>>,
-    /// When the sink held the last byte.
-    pub done: Mutex<Option<Instant>>,
-    /// Bytes not yet claimed by a sender connection.
-    pub unclaimed: AtomicU64,
-    pub stop: AtomicBool,
-}
-
-impl Progress {
-    pub fn new(total: u64) -> Arc<Progress> {
-        let p = Progress::default();
-        p.unclaimed.store(total, Ordering::SeqCst);
-        Arc::new(p)
-    }
-
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || sys::interrupted()
-    }
-}
+use crate::progress::Progress;
+use crate::sys;
 
 const CHUNK: u64 = 64 * 1024;
 
-/// Accept `connections` connections on `listen` (inside the server namespace: call from a
-/// thread made by [`sys::spawn_in`]) and count bytes until `total` arrived or `stop`. A
-/// connection that opens with [`probe::HELLO`] is a latency probe's and is echoed instead.
-pub fn sink(
-    addr: SocketAddrV4,
-    mptcp: bool,
-    connections: usize,
-    total: u64,
-    progress: Arc<Progress>,
-    ready: Arc<AtomicBool>,
-) -> io::Result<()> {
-    let listener = sys::listen(addr, mptcp)?;
-    ready.store(true, Ordering::SeqCst);
-    let mut readers: Vec<JoinHandle<()>> = Vec::new();
-    while readers.len() < connections && !progress.stopped() {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let progress = progress.clone();
-                readers.push(std::thread::spawn(move || read_all(stream, total, &progress)));
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(e),
+/// The sink's side of one bulk connection, whose first `first` bytes are already read into
+/// `buf` (the run's sink reads them to tell a bulk connection from a probe's): count them and
+/// everything after them until the peer closes, the run stops or `total` arrived.
+pub fn receive(mut stream: TcpStream, mut buf: Vec<u8>, first: usize, total: u64, progress: &Progress) {
+    let count = |n: usize| {
+        let before = progress.received.fetch_add(n as u64, Ordering::SeqCst);
+        if before < total && before + n as u64 >= total {
+            *progress.done.lock().unwrap() = Some(Instant::now());
         }
-    }
-    for r in readers {
-        let _ = r.join();
-    }
-    Ok(())
-}
-
-fn read_all(mut stream: TcpStream, total: u64, progress: &Progress) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut first = true;
+    };
+    count(first);
     while !progress.stopped() {
         match stream.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) if first && buf[0] == probe::HELLO => return probe::echo(stream, &buf[1..n], progress),
-            Ok(n) => {
-                first = false;
-                let before = progress.received.fetch_add(n as u64, Ordering::SeqCst);
-                if before < total && before + n as u64 >= total {
-                    *progress.done.lock().unwrap() = Some(Instant::now());
-                }
-            }
+            Ok(n) => count(n),
             Err(e) if sys::transient(&e) => {}
             Err(_) => break,
         }

@@ -29,7 +29,11 @@ mod forwarder;
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
+mod percentile;
+#[cfg(target_os = "linux")]
 mod probe;
+#[cfg(target_os = "linux")]
+mod progress;
 #[cfg(target_os = "linux")]
 mod relay;
 #[cfg(target_os = "linux")]

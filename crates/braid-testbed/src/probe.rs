@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::bulk::Progress;
+use crate::percentile::percentile;
+use crate::progress::Progress;
 use crate::sys;
 
 /// A probe connection's first byte.
@@ -51,7 +52,7 @@ impl ProbeMetrics {
             v
         };
         let (all, late) = (sorted(0), sorted(STARTUP_PROBES));
-        let q = |v: &[f64], q| crate::workload::percentile(v, q);
+        let q = |v: &[f64], q| percentile(v, q);
         ProbeMetrics {
             probes: rtt_ms.len(),
             unanswered,
@@ -71,7 +72,7 @@ pub fn echo(mut stream: TcpStream, rest: &[u8], progress: &Progress) {
         return;
     }
     let mut buf = [0u8; 4096];
-    while !progress.stop.load(Ordering::Relaxed) && !sys::interrupted() {
+    while !progress.stopped() {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {

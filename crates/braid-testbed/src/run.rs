@@ -3,8 +3,8 @@
 //! each flow's sink, helper commands and sender; wait for the last byte, the limit or Ctrl-C;
 //! collect the counters.
 
-use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::io::{self, ErrorKind, Read};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use braid_netem::rng::derive_seed;
 use braid_sim::Scenario;
 
-use crate::bulk::{self, Progress};
+use crate::bulk;
 use crate::contender::{expand, Contender};
 use crate::forwarder::{self, Direction};
 use crate::netns::{client_addr, server_addr, IfCounters, Testbed};
 use crate::probe::{self, ProbeMetrics};
+use crate::progress::Progress;
 use crate::report::Row;
 use crate::sys;
 
@@ -124,6 +125,53 @@ impl Forwarders {
     }
 }
 
+/// Accept `connections` connections on `addr` (inside the server namespace: call from a thread
+/// made by [`sys::spawn_in`]) and serve each on a thread of its own until `total` bytes arrived or
+/// the run stops.
+fn sink(
+    addr: SocketAddrV4,
+    mptcp: bool,
+    connections: usize,
+    total: u64,
+    progress: Arc<Progress>,
+    ready: Arc<AtomicBool>,
+) -> io::Result<()> {
+    let listener = sys::listen(addr, mptcp)?;
+    ready.store(true, Ordering::SeqCst);
+    let mut readers: Vec<std::thread::JoinHandle<()>> = Vec::new();
+    while readers.len() < connections && !progress.stopped() {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let progress = progress.clone();
+                readers.push(std::thread::spawn(move || serve(stream, total, &progress)));
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(e),
+        }
+    }
+    for r in readers {
+        let _ = r.join();
+    }
+    Ok(())
+}
+
+/// One accepted connection: a latency probe's opens with [`probe::HELLO`] and is echoed; any
+/// other is bulk data and is counted.
+fn serve(mut stream: TcpStream, total: u64, progress: &Progress) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = vec![0u8; 256 * 1024];
+    while !progress.stopped() {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) if buf[0] == probe::HELLO => return probe::echo(stream, &buf[1..n], progress),
+            Ok(n) => return bulk::receive(stream, buf, n, total, progress),
+            Err(e) if sys::transient(&e) => {}
+            Err(_) => break,
+        }
+    }
+}
+
 /// One flow: a sink in the server namespace, the contender's helpers, its sender(s).
 struct Flow {
     contender: Contender,
@@ -154,7 +202,7 @@ impl Flow {
         let sink = {
             let (progress, ready) = (progress.clone(), ready.clone());
             sys::spawn_in(&tb.server_ns, "sink", move || {
-                bulk::sink(sink_addr, mptcp, connections, transfer, progress, ready)
+                sink(sink_addr, mptcp, connections, transfer, progress, ready)
             })
         };
         while !ready.load(Ordering::SeqCst) && !sink.is_finished() {

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::percentile::percentile;
 use crate::sys;
-use crate::workload::percentile;
 
 const MAGIC: [u8; 4] = *b"bTuN";
 const HEADER: usize = 16;

@@ -30,10 +30,11 @@ use braid_sim::Scenario;
 
 use crate::contender::Contender;
 use crate::netns::{server_addr, Testbed};
+use crate::percentile::percentile;
 use crate::report::{Row, VideoMetrics};
 use crate::run::{ss_verdict, RunOptions};
 use crate::sys;
-use crate::workload::{self, next_port, percentile, Session, Workload, LOOPBACK};
+use crate::workload::{self, next_port, Session, Workload, LOOPBACK};
 
 /// The built-in frame trace.
 pub const TRACE: &str = include_str!("../data/h264-720p25-3400k.txt");

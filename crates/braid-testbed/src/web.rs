@@ -39,10 +39,11 @@ use braid_sim::Scenario;
 
 use crate::contender::Contender;
 use crate::netns::{server_addr, Testbed};
+use crate::percentile::percentile;
 use crate::report::{Row, WebMetrics};
 use crate::run::{spawn_helper, ss_verdict, Helpers, RunOptions};
 use crate::sys;
-use crate::workload::{self, next_port, percentile, Session, Workload, LOOPBACK};
+use crate::workload::{self, next_port, Session, Workload, LOOPBACK};
 
 /// A page: `objects` objects, `total` bytes in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Workloads other than bulk (issue 6, item 3): what the contender carries and how it is judged.
+//! Workloads other than bulk: what the contender carries and how it is judged.
 //!
 //! - `bulk` ([`crate::run::run_one`]): N bytes client → server; goodput and completion.
 //! - `web` ([`crate::web`]): HTTP/2 page loads, a real server (`nghttpd`) in the server namespace
@@ -16,7 +16,7 @@
 //!
 //! This module holds what web and video share: the per-run session (forwarders, interface
 //! counters, external helpers), the kernel contenders' relays for programs that cannot set a
-//! congestion control or open an MPTCP socket themselves, and percentiles. The report's columns
+//! congestion control or open an MPTCP socket themselves. The report's columns
 //! for each workload are in `report`; which workload runs is chosen in `cli`.
 
 use std::io::{self, ErrorKind, Read, Write};
@@ -95,16 +95,6 @@ pub fn directive(text: &str) -> Result<Option<Workload>, String> {
         }
     }
     Ok(None)
-}
-
-/// Nearest-rank percentile (q in 0..=1) of values sorted ascending; `None` when empty.
-/// Values may be +∞ (a frame that never arrived): the percentile is then ∞ if it lands there.
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    Some(sorted[rank.min(sorted.len()) - 1])
 }
 
 /// Ports for the workloads' listeners (apart from the bulk runner's, which start at 5001).
@@ -400,20 +390,6 @@ pub const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentile_is_nearest_rank() {
-        let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
-        assert_eq!(percentile(&v, 0.5), Some(5.0));
-        assert_eq!(percentile(&v, 0.9), Some(9.0));
-        assert_eq!(percentile(&v, 0.99), Some(10.0));
-        assert_eq!(percentile(&v, 0.0), Some(1.0));
-        assert_eq!(percentile(&[], 0.5), None);
-        assert_eq!(percentile(&[7.0], 0.9), Some(7.0));
-        let with_missing = [1.0, 2.0, f64::INFINITY];
-        assert_eq!(percentile(&with_missing, 0.5), Some(2.0));
-        assert_eq!(percentile(&with_missing, 0.99), Some(f64::INFINITY));
-    }
 
     #[test]
     fn directive_in_a_comment() {

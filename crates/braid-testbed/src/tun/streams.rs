@@ -10,10 +10,11 @@ use super::teardown::{net_state, teardown_verdict};
 use super::{interrupt, parse_tunnel_stats, Part, Setup, WORLD};
 use crate::contender::Contender;
 use crate::netns::{client_addr, server_addr};
+use crate::percentile::percentile;
 use crate::report::Row;
 use crate::run::{counter_delta, counters, PathCounters};
 use crate::udp;
-use crate::workload::{next_port, percentile, Session};
+use crate::workload::{next_port, Session};
 
 /// The best single path (highest rate × (1 − loss) at time zero): plain UDP's.
 fn best_path(s: &Setup) -> usize {
