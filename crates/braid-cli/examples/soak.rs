@@ -53,6 +53,8 @@ struct Args {
     connections: usize,
     seconds: u64,
     server_bin: PathBuf,
+    /// Write the lossy workers' client-side qlog files here.
+    qlog: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -65,6 +67,7 @@ fn args() -> Args {
             .and_then(|p| p.parent())
             .expect("dir")
             .join("braid"),
+        qlog: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -77,7 +80,10 @@ fn args() -> Args {
                 a.seconds = value().parse().unwrap_or_else(|_| die("--seconds: a number (1 to 3600)"))
             }
             "--server-bin" => a.server_bin = value().into(),
-            _ => die(&format!("unknown flag {flag} (--connections N, --seconds S, --server-bin PATH)")),
+            "--qlog" => a.qlog = Some(value().into()),
+            _ => die(&format!(
+                "unknown flag {flag} (--connections N, --seconds S, --server-bin PATH, --qlog DIR)"
+            )),
         }
     }
     if !(1..=5000).contains(&a.connections) || !(1..=3600).contains(&a.seconds) {
@@ -244,7 +250,14 @@ fn describe_stall(
     )
 }
 
-async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc<Tally>) {
+async fn worker(
+    i: usize,
+    key: Key,
+    addr: SocketAddr,
+    until: Instant,
+    tally: Arc<Tally>,
+    qlog: Option<PathBuf>,
+) {
     let mut rng = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut next = move || {
         rng ^= rng << 13;
@@ -260,6 +273,7 @@ async fn worker(i: usize, key: Key, addr: SocketAddr, until: Instant, tally: Arc
         config.handshake_timeout = Duration::from_secs(20);
         if lossy {
             config.emulate = vec![Some("50mbit,5ms,1%".parse().expect("spec"))];
+            config.qlog = qlog.clone();
         }
         let conn = match Endpoint::connect(config, addr).await {
             Ok(c) => c,
@@ -366,7 +380,7 @@ fn main() {
     let ticks_per_s = 100.0; // USER_HZ
     runtime.block_on(async {
         let workers: Vec<_> = (0..a.connections)
-            .map(|i| tokio::spawn(worker(i, key.clone(), server.addr, until, tally.clone())))
+            .map(|i| tokio::spawn(worker(i, key.clone(), server.addr, until, tally.clone(), a.qlog.clone())))
             .collect();
         let started = Instant::now();
         let (mut last_ticks, mut last_at) = (probe(pid).2, Instant::now());

@@ -206,6 +206,21 @@ pub struct ClientOpts {
     /// 127.0.0.1:9091): the names `braid server --metrics` uses for its connections.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Write the connection's qlog (JSON-SEQ, for qvis) into this directory (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
+}
+
+/// `--qlog DIR`: made if missing; an error is one line.
+pub fn qlog_dir(dir: Option<&Path>) -> Result<Option<PathBuf>, Fail> {
+    let Some(dir) = dir else { return Ok(None) };
+    std::fs::create_dir_all(dir).map_err(|e| fail(format!("--qlog {}: {e}", dir.display())))?;
+    // A directory a file can be written into, checked now rather than at the first connection.
+    let probe = dir.join(".braid-qlog-check");
+    std::fs::write(&probe, b"")
+        .map_err(|e| fail(format!("--qlog {}: cannot write there ({e})", dir.display())))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(Some(dir.to_path_buf()))
 }
 
 /// A HOST:PORT for a socket to connect to, resolved.
@@ -266,6 +281,7 @@ impl ClientOpts {
         config.paths = paths;
         config.emulate = emulate;
         config.handshake_timeout = std::time::Duration::from_secs_f64(self.timeout);
+        config.qlog = qlog_dir(self.qlog.as_deref())?;
         Ok(config)
     }
 

@@ -49,6 +49,7 @@ pub struct ClientSection {
     pub timeout: Option<f64>,
     pub server_key: Option<String>,
     pub metrics: Option<String>,
+    pub qlog: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +61,7 @@ pub struct ServerSection {
     pub max_streams: Option<u64>,
     pub handshake_rate: Option<u32>,
     pub metrics: Option<String>,
+    pub qlog: Option<PathBuf>,
     pub dir: Option<PathBuf>,
     pub authorized: Option<PathBuf>,
     pub emulate: Option<String>,
@@ -167,6 +169,7 @@ impl FileConfig {
         merge(m, "timeout", &mut c.timeout, s.timeout);
         merge_opt(m, "server_key", &mut c.server_key, s.server_key);
         merge_opt(m, "metrics", &mut c.metrics, s.metrics);
+        merge_opt(m, "qlog", &mut c.qlog, s.qlog);
         self.apply_key(m, &mut c.key);
         self.apply_transport(m, &mut c.transport);
         self.apply_stats(m, &mut c.stats);

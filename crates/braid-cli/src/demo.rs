@@ -141,6 +141,7 @@ async fn accept_loop(mut server: braid_runtime::Server) {
         limits: Default::default(),
         metrics: None,
         tun: None,
+        qlog: None,
     };
     let (done, _keep) = tokio::sync::mpsc::channel(1);
     while let Some(conn) = server.accept().await {

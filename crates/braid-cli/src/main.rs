@@ -162,6 +162,10 @@ struct ServerArgs {
     /// Serve Prometheus metrics over HTTP on this TCP address (e.g. 127.0.0.1:9090).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Write one qlog file per connection (JSON-SEQ, for qvis) into this directory (made if
+    /// missing).
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 fn init_logs(verbose: u8) {
@@ -202,6 +206,7 @@ fn apply_config(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Fail> {
             merge(m, "max_streams", &mut a.limits.max_streams, s.max_streams);
             merge(m, "handshake_rate", &mut a.limits.handshake_rate, s.handshake_rate);
             merge_opt(m, "metrics", &mut a.metrics, s.metrics);
+            merge_opt(m, "qlog", &mut a.qlog, s.qlog);
             file.apply_key(m, &mut a.key);
             file.apply_transport(m, &mut a.transport);
             file.apply_stats(m, &mut a.stats);
@@ -289,6 +294,7 @@ fn main() -> ExitCode {
                         limits,
                         metrics,
                         tun,
+                        qlog: common::qlog_dir(a.qlog.as_deref())?,
                     },
                 )
                 .await
@@ -304,6 +310,7 @@ fn main() -> ExitCode {
                     limits: Default::default(),
                     metrics: None,
                     tun: None,
+                    qlog: None,
                 };
                 let emulate = common::server_emulation(emulate.as_deref())?;
                 serve::run_server(key, listen, transport.config()?, emulate, role).await

@@ -30,6 +30,8 @@ pub struct Role {
     pub metrics: Option<SocketAddr>,
     /// Accept tunnels (`braid server --tun`).
     pub tun: Option<std::sync::Arc<crate::tunnel::server::TunServer>>,
+    /// Where to write a qlog file per connection (`--qlog`).
+    pub qlog: Option<PathBuf>,
 }
 
 /// How long the server tries to reach a CONNECT target.
@@ -46,6 +48,7 @@ pub async fn run_server(
     config.transport = transport;
     config.emulate = emulate;
     config.limits = role.limits;
+    config.qlog = role.qlog.clone();
     let mut server = Endpoint::server(config, listen)?;
     eprintln!("braid: listening on {} (UDP)", server.local_addr()?);
     if let Some(addr) = role.metrics {

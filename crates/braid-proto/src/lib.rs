@@ -15,6 +15,7 @@ pub mod sched;
 pub mod session;
 pub mod streams;
 pub mod time;
+pub mod trace;
 pub mod wire;
 
 pub use conn::{BlockRecord, CloseReason, Connection, ConnectionConfig, Event, Transmit};

@@ -54,6 +54,9 @@ pub struct ClientConfig {
     pub emulate: Vec<Option<Emulation>>,
     /// Give up when the server has not answered for this long. Default 5 s.
     pub handshake_timeout: Duration,
+    /// Write the connection's qlog (JSON-SEQ, see [`crate::qlog`]) into this directory, which
+    /// must exist. Default none.
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 impl ClientConfig {
@@ -64,6 +67,7 @@ impl ClientConfig {
             paths: vec![PathSpec::Any],
             emulate: Vec::new(),
             handshake_timeout: Duration::from_secs(5),
+            qlog: None,
         }
     }
 }
@@ -83,6 +87,9 @@ pub struct ServerConfig {
     /// Impairment of everything the server's socket sends and receives (`braid server
     /// --emulate`). Default none.
     pub emulate: Option<Emulation>,
+    /// Write one qlog file per connection (JSON-SEQ, see [`crate::qlog`]) into this
+    /// directory, which must exist. Default none.
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 impl ServerConfig {
@@ -92,6 +99,7 @@ impl ServerConfig {
             transport: ConnectionConfig::default(),
             limits: Limits::default(),
             emulate: None,
+            qlog: None,
         }
     }
 }
@@ -133,6 +141,7 @@ impl Endpoint {
             server,
             handshake_timeout: config.handshake_timeout,
             ready: ready_tx,
+            qlog: config.qlog,
         })?;
         match ready_rx.await {
             Ok(Ok(())) => Ok(Connection { handle }),
@@ -160,6 +169,7 @@ impl Endpoint {
             counters: counters.clone(),
             registry: registry.clone(),
             incoming: tx,
+            qlog: config.qlog,
         })?;
         Ok(Server { incoming: rx, local, counters, registry })
     }

@@ -24,6 +24,7 @@ pub mod emulate;
 mod endpoint;
 mod gso;
 pub mod limits;
+pub mod qlog;
 mod shared;
 pub mod socket;
 mod stream;

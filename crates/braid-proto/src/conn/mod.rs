@@ -12,7 +12,7 @@ mod cutting;
 mod datagrams;
 mod lifecycle;
 mod parts;
-mod path;
+pub(crate) mod path;
 mod placement;
 mod pmtu;
 mod policy;
@@ -257,6 +257,8 @@ pub struct Connection {
     parts_in: PartReassembly,
     /// Unreliable datagrams, both directions (conn/datagrams.rs).
     datagrams: datagrams::Datagrams,
+    /// Packet-level events for qlog, when asked for (crate::trace).
+    pub(crate) trace: crate::trace::Tracer,
 }
 
 impl Connection {
@@ -311,6 +313,7 @@ impl Connection {
             copies: VecDeque::new(),
             block_views: RefCell::new(Vec::new()),
             datagrams: datagrams::Datagrams::new(&config.datagrams),
+            trace: Default::default(),
             config,
             state: State::Handshake,
             cid,

@@ -47,6 +47,8 @@ pub(crate) const MAX_PTO_BACKOFF: Duration = Duration::from_secs(4);
 /// What a sent packet carried.
 #[derive(Debug, Clone)]
 pub(crate) struct SentPacket {
+    /// Its packet number on its path (for traces).
+    pub number: u64,
     pub time: Instant,
     pub size: u64,
     pub ack_eliciting: bool,
@@ -597,6 +599,7 @@ mod tests {
 
     fn packet(t: u64) -> SentPacket {
         SentPacket {
+            number: t,
             time: Instant::from_micros(t),
             size: 1000,
             ack_eliciting: true,

@@ -54,6 +54,7 @@ impl Connection {
         if !self.paths[usize::from(path)].on_received(now, header.number, eliciting) {
             return; // duplicate
         }
+        self.trace.received(now, path, &header, datagram.len(), &frames);
         // PROTOCOL.md §12.2: a probe (PING alone) is acknowledged on its own path.
         if eliciting && frames.iter().all(|f| matches!(f, Frame::Ping | Frame::Padding)) {
             self.paths[usize::from(path)].ack_here = true;
@@ -157,6 +158,7 @@ impl Connection {
                 let lowest_after =
                     self.session.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
                 self.stats.symbols_recovered = self.session.as_ref().map_or(0, |s| s.receiver.recovered);
+                self.trace.recovered(now, self.stats.symbols_recovered);
                 for block in lowest_before..lowest_after {
                     self.log_block(BlockRecord::Delivered { block, at: now });
                 }
@@ -236,6 +238,7 @@ impl Connection {
     ) {
         // RFC 8899 §4.3 black-hole detection from data packets. A probe timeout only presumes
         // its packets lost (the tail may be late): it counts as at most two large losses.
+        self.trace.lost(now, path, &lost, crate::trace::LossTrigger::of(probe, acked.is_empty()));
         let big = self.config.max_datagram as u64;
         let lost_sizes =
             lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
@@ -312,6 +315,7 @@ impl Connection {
             path.record_losses(lost.len(), uncounted);
         }
         self.apply_fec_actions(now, probe);
+        self.trace.metrics(now, usize::from(path_id), &self.paths[usize::from(path_id)]);
     }
 
     /// Carries out what the redundancy controller decided about the losses it took over:

@@ -287,6 +287,7 @@ impl Connection {
         let abandons = std::mem::take(&mut self.abandon_written);
         let ack_eliciting = ack_eliciting || window_update || abandons != 0;
         let packet = SentPacket {
+            number,
             time: now,
             size: buf.len() as u64,
             ack_eliciting,
@@ -299,6 +300,7 @@ impl Connection {
             datagrams: None,
         };
         p.on_sent(now, number, packet);
+        self.trace.sent(now, path, buf);
         Transmit { path: path as u8, size: buf.len() }
     }
 

@@ -112,7 +112,13 @@ impl Driver {
         let idle = Duration::from_millis(s.core.params().idle_timeout_ms);
         let mut connected = false;
         let mut ended = None;
+        if let Some(q) = &mut e.qlog {
+            q.drain(&mut s.core);
+        }
         while let Some(ev) = s.core.poll_event() {
+            if let Some(q) = &mut e.qlog {
+                q.core_event(now, &ev, &s.paths);
+            }
             match ev {
                 Event::Connected => connected = true,
                 Event::Stream(StreamEvent::Opened(id)) => {

@@ -9,6 +9,7 @@ use braid_proto::Instant;
 
 use super::SERVER_HANDSHAKE_TIMEOUT;
 use crate::crypto::PacketKeys;
+use crate::qlog::QlogWriter;
 use crate::shared::Handle;
 
 /// Driver-private state of one connection.
@@ -34,6 +35,8 @@ pub(super) struct Entry {
     /// Something arrived for this connection, or it had more to send than one batch: drive it
     /// at the next round (the others wait for their timer or the application).
     pub(super) dirty: bool,
+    /// The connection's qlog file (`--qlog DIR`).
+    pub(super) qlog: Option<QlogWriter>,
 }
 
 impl Entry {
@@ -74,6 +77,7 @@ impl Entry {
             closed: false,
             next_timeout: None,
             dirty: true,
+            qlog: None,
         }
     }
 }

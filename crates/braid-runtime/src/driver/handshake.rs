@@ -16,6 +16,7 @@ use super::entry::Entry;
 use super::{hex, Driver, Role};
 use crate::crypto::{self, ClientHandshake};
 use crate::limits::{Limit, ServerCounters};
+use crate::qlog::QlogWriter;
 use crate::shared::{Ended, Handle};
 use crate::Error;
 
@@ -50,7 +51,7 @@ impl Driver {
     }
 
     pub(super) fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
-        let Role::Server { auth, transport, limits, incoming, registry } = &self.role else { return };
+        let Role::Server { auth, transport, limits, incoming, registry, qlog } = &self.role else { return };
         if incoming.is_closed() {
             return;
         }
@@ -119,9 +120,16 @@ impl Driver {
             }
         }
         let paths = usize::from(accepted.hello.paths);
-        let core = braid_proto::Connection::server(config, now);
+        let mut core = braid_proto::Connection::server(config, now);
+        if qlog.is_some() {
+            core.enable_trace();
+        }
         let handle = Handle::for_core(core, paths, from, self.epoch, self.wake.clone());
-        handle.lock().paths[0].remote = Some(from);
+        {
+            let mut s = handle.lock();
+            s.paths[0].remote = Some(from);
+            s.paths[0].local = self.sockets[0].udp.local_addr().ok();
+        }
         // Path 0's address is validated by the handshake: the client's first core packet is
         // sealed with keys that need the answer sent to this address (RFC 9000 §8.1).
         let mut addresses = vec![PathAddress::default(); paths];
@@ -129,6 +137,10 @@ impl Driver {
         let mut entry = Entry::new(handle, addresses, Some(accepted.keys), now);
         entry.init = data.to_vec();
         entry.response = accepted.response;
+        if let Some(dir) = qlog {
+            let first = entry.handle.lock().paths[..1].to_vec();
+            entry.qlog = QlogWriter::open(dir, cid, true, now, &first);
+        }
         let response = entry.response.clone();
         registry
             .lock()

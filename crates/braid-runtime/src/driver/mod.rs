@@ -29,6 +29,7 @@ use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth, MAX_CLOCK_SK
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
 use crate::limits::{HandshakeBucket, LimitLog, Limits, ServerCounters};
+use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Registry};
 use crate::Error;
 
@@ -57,6 +58,8 @@ pub(crate) struct ClientSetup {
     pub server: SocketAddr,
     pub handshake_timeout: Duration,
     pub ready: oneshot::Sender<Result<(), Error>>,
+    /// Write a qlog file into this directory.
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 pub(crate) struct ServerSetup {
@@ -68,6 +71,8 @@ pub(crate) struct ServerSetup {
     pub counters: Arc<ServerCounters>,
     pub registry: Registry,
     pub incoming: mpsc::UnboundedSender<Connection>,
+    /// Write a qlog file per connection into this directory.
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 struct PathSocket {
@@ -95,6 +100,7 @@ enum Role {
         limits: Limits,
         registry: Registry,
         incoming: mpsc::UnboundedSender<Connection>,
+        qlog: Option<std::path::PathBuf>,
     },
 }
 
@@ -201,7 +207,10 @@ impl Driver {
         let mode = setup.transport.mode;
         let cc = setup.transport.cc;
         let scheduler = setup.transport.scheduler;
-        let core = braid_proto::Connection::client(setup.transport, now, random_u64());
+        let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
+        if setup.qlog.is_some() {
+            core.enable_trace();
+        }
         // The Noise handshake is bound to the core's connection id; the core's Initial leaves
         // in the first drive after the Noise keys exist.
         let cid = core.cid();
@@ -214,10 +223,14 @@ impl Driver {
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let pair = matches!(setup.auth, ClientAuth::Pair { .. });
         let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
-        let entry = Entry::new(handle.clone(), vec![PathAddress::validated(setup.server); paths], None, now);
+        let mut entry =
+            Entry::new(handle.clone(), vec![PathAddress::validated(setup.server); paths], None, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
+        }
+        if let Some(dir) = &setup.qlog {
+            entry.qlog = QlogWriter::open(dir, cid, false, now, &handle.lock().paths);
         }
         driver.conns.insert(cid, entry);
         if let Role::Client { noise: n, .. } = &mut driver.role {
@@ -246,6 +259,7 @@ impl Driver {
                 limits: setup.limits,
                 registry: setup.registry,
                 incoming: setup.incoming,
+                qlog: setup.qlog,
             },
             wake,
             setup.counters,

@@ -53,7 +53,12 @@ impl Driver {
         if is_server {
             e.addresses[p].on_announcement(from, data.len(), random_u64, now);
             log_probation(&e.addresses[p], p, from);
-            e.handle.lock().paths[p].remote = Some(from);
+            let mut s = e.handle.lock();
+            if let (Some(q), true) = (&mut e.qlog, s.paths[p].remote != Some(from)) {
+                q.path(now, path, "active", s.paths[p].local, Some(from));
+            }
+            s.paths[p].remote = Some(from);
+            drop(s);
             let echo = e.keys.as_ref().expect("checked").seal_hello(path, counter);
             tracing::debug!(cid = %hex(&cid.0), path, %from, "path announced");
             self.send_raw(0, from, &echo, now);
@@ -81,6 +86,11 @@ impl Driver {
             let before = address.remote();
             if let Some(old) = address.on_packet(from, header.number, data.len(), random_u64, now) {
                 tracing::info!(cid = %hex(&cid.0), path = p, %old, new = %from, "peer moved");
+                if let Some(q) = &mut e.qlog {
+                    // What the core traced before this datagram goes first (times in order).
+                    q.drain(&mut s.core);
+                    q.path(now, header.path, "moved", s.paths[p].local, Some(from));
+                }
             }
             if address.remote() != before {
                 log_probation(address, p, from);
