@@ -6,7 +6,8 @@
 //!     target/release/examples/soak --connections 1000 --seconds 600
 //!
 //! Each of `--connections` workers loops until the time is up: connect (one in ten over an
-//! emulated lossy link: 50 Mbit/s, 5 ms, 1 % loss, both ways), make 1–4 echo transfers of mixed
+//! emulated lossy link: 50 Mbit/s, 5 ms, 1 % loss, both ways; another one in ten through a
+//! relay that moves to a new port every 1–6 s, as a NAT rebinding), make 1–4 echo transfers of mixed
 //! sizes (1 KiB to 1 MiB) checking every byte that comes back, hold the connection a few
 //! seconds, close it, start again. Every 10 s it prints the server's RSS (and RSS per live
 //! connection above the idle server's), open descriptors, CPU, and transfers done, failed and
@@ -37,10 +38,12 @@ struct Tally {
     failed: AtomicU64,
     corrupted: AtomicU64,
     bytes: AtomicU64,
-    /// Finished transfers' durations (ms), per class: [lossy][size class].
-    durations: std::sync::Mutex<[[Vec<u32>; 4]; 2]>,
+    /// Times a rebinding worker's relay moved to a new port.
+    rebinds: AtomicU64,
+    /// Finished transfers' durations (ms), per class: [link kind][size class].
+    durations: std::sync::Mutex<[[Vec<u32>; 4]; 3]>,
     /// Timed-out transfers per class.
-    timeouts: std::sync::Mutex<[[u64; 4]; 2]>,
+    timeouts: std::sync::Mutex<[[u64; 4]; 3]>,
 }
 
 const SIZES: [usize; 4] = [1 << 10, 16 << 10, 128 << 10, 1 << 20];
@@ -268,14 +271,33 @@ async fn worker(
     // Spread the first handshakes over a few seconds.
     tokio::time::sleep(Duration::from_millis(next() % 3000)).await;
     let lossy = i.is_multiple_of(10);
+    // One worker in ten (not the lossy ones) talks through a relay standing for a NAT that
+    // moves to a new port every few seconds, mid-transfer or not (address rebinding).
+    let rebinding = i % 10 == 5;
+    let kind = if lossy {
+        1
+    } else if rebinding {
+        2
+    } else {
+        0
+    };
     while Instant::now() < until {
+        let relay = if rebinding {
+            match Relay::start(addr, next()).await {
+                Ok(r) => Some(r),
+                Err(e) => die(&format!("relay: {e}")),
+            }
+        } else {
+            None
+        };
+        let target = relay.as_ref().map_or(addr, |r| r.addr);
         let mut config = ClientConfig::new(key.clone());
         config.handshake_timeout = Duration::from_secs(20);
         if lossy {
             config.emulate = vec![Some("50mbit,5ms,1%".parse().expect("spec"))];
             config.qlog = qlog.clone();
         }
-        let conn = match Endpoint::connect(config, addr).await {
+        let conn = match Endpoint::connect(config, target).await {
             Ok(c) => c,
             Err(e) => {
                 tally.connect_failures.fetch_add(1, Ordering::Relaxed);
@@ -288,6 +310,7 @@ async fn worker(
         };
         tally.connects.fetch_add(1, Ordering::Relaxed);
         tally.live.fetch_add(1, Ordering::Relaxed);
+        let mover = relay.as_ref().map(|r| r.keep_moving(tally.clone()));
         for _ in 0..1 + next() % 4 {
             let len = match next() % 100 {
                 0..=1 => 1 << 20,
@@ -304,7 +327,7 @@ async fn worker(
                 Ok(Ok(true)) => {
                     tally.bytes.fetch_add(len as u64, Ordering::Relaxed);
                     let ms = began.elapsed().as_millis().min(u32::MAX as u128) as u32;
-                    tally.durations.lock().expect("tally")[usize::from(lossy)][size_class(len)].push(ms);
+                    tally.durations.lock().expect("tally")[kind][size_class(len)].push(ms);
                 }
                 Ok(Ok(false)) => {
                     tally.corrupted.fetch_add(1, Ordering::Relaxed);
@@ -315,7 +338,7 @@ async fn worker(
                     }
                 }
                 Err(_) => {
-                    tally.timeouts.lock().expect("tally")[usize::from(lossy)][size_class(len)] += 1;
+                    tally.timeouts.lock().expect("tally")[kind][size_class(len)] += 1;
                     if tally.failed.fetch_add(1, Ordering::Relaxed) < 50 {
                         eprintln!("{}", describe_stall(i, lossy, len, &progress, &conn));
                     }
@@ -326,6 +349,81 @@ async fn worker(
         tokio::time::sleep(Duration::from_millis(next() % 5000)).await;
         conn.close(0, "soak churn");
         tally.live.fetch_sub(1, Ordering::Relaxed);
+        if let Some(m) = mover {
+            m.abort();
+        }
+        // The relay lingers a moment so the close gets through, then goes.
+        if let Some(r) = relay {
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                r.task.abort();
+            });
+        }
+    }
+}
+
+/// A UDP relay between a client and the server standing for a NAT: `rebind` makes it talk to
+/// the server from a new port (what a NAT does when its mapping changes).
+struct Relay {
+    addr: SocketAddr,
+    rebind: tokio::sync::mpsc::UnboundedSender<()>,
+    task: tokio::task::JoinHandle<()>,
+    seed: u64,
+}
+
+impl Relay {
+    async fn start(server: SocketAddr, seed: u64) -> std::io::Result<Relay> {
+        let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await?;
+        let addr = front.local_addr()?;
+        let (rebind, mut moves) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let mut back = tokio::net::UdpSocket::bind("127.0.0.1:0").await?;
+        let task = tokio::spawn(async move {
+            let mut client: Option<SocketAddr> = None;
+            let (mut up, mut down) = (vec![0u8; 65536], vec![0u8; 65536]);
+            loop {
+                tokio::select! {
+                    r = front.recv_from(&mut up) => {
+                        let Ok((n, from)) = r else { return };
+                        client = Some(from);
+                        let _ = back.send_to(&up[..n], server).await;
+                    }
+                    r = back.recv_from(&mut down) => {
+                        let Ok((n, _)) = r else { return };
+                        if let Some(c) = client {
+                            let _ = front.send_to(&down[..n], c).await;
+                        }
+                    }
+                    m = moves.recv() => {
+                        if m.is_none() {
+                            return;
+                        }
+                        match tokio::net::UdpSocket::bind("127.0.0.1:0").await {
+                            Ok(b) => back = b,
+                            Err(_) => return,
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Relay { addr, rebind, task, seed })
+    }
+
+    /// Moves the relay to a new port every 1–6 s until aborted.
+    fn keep_moving(&self, tally: Arc<Tally>) -> tokio::task::JoinHandle<()> {
+        let rebind = self.rebind.clone();
+        let mut x = self.seed | 1;
+        tokio::spawn(async move {
+            loop {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                tokio::time::sleep(Duration::from_millis(1000 + x % 5000)).await;
+                if rebind.send(()).is_err() {
+                    return;
+                }
+                tally.rebinds.fetch_add(1, Ordering::Relaxed);
+            }
+        })
     }
 }
 
@@ -416,7 +514,7 @@ fn main() {
             w.abort();
         }
         println!(
-            "soak: done: peak {peak_live} live connections, peak RSS {:.1} MiB, at most {max_per_conn:.1} KiB per connection (≥ 90 % live), peak {peak_fds} fds; {} transfers ({:.1} MB echoed), {} failed, {} corrupted; {} connects, {} failed",
+            "soak: done: peak {peak_live} live connections, peak RSS {:.1} MiB, at most {max_per_conn:.1} KiB per connection (≥ 90 % live), peak {peak_fds} fds; {} transfers ({:.1} MB echoed), {} failed, {} corrupted; {} connects, {} failed; {} rebinds",
             peak_rss as f64 / 1024.0,
             tally.transfers.load(Ordering::Relaxed),
             tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,
@@ -424,26 +522,27 @@ fn main() {
             tally.corrupted.load(Ordering::Relaxed),
             tally.connects.load(Ordering::Relaxed),
             tally.connect_failures.load(Ordering::Relaxed),
+            tally.rebinds.load(Ordering::Relaxed),
         );
     });
     println!("soak: transfer times (ms) by link and size: count, median, p99, max, timed out at 60 s");
     let durations = tally.durations.lock().expect("tally");
     let timeouts = tally.timeouts.lock().expect("tally");
-    for (lossy, name) in [(0, "plain"), (1, "lossy")] {
+    for (kind, name) in [(0, "plain"), (1, "lossy"), (2, "rebinding")] {
         for (c, size) in SIZES.iter().enumerate() {
-            let mut d = durations[lossy][c].clone();
+            let mut d = durations[kind][c].clone();
             d.sort_unstable();
             let at = |q: f64| {
                 d.get(((d.len() as f64 * q) as usize).min(d.len().saturating_sub(1))).copied().unwrap_or(0)
             };
             println!(
-                "  {name:>5} {:>5} KiB: {:>6} done, median {:>6}, p99 {:>6}, max {:>6}; {} timed out",
+                "  {name:>9} {:>5} KiB: {:>6} done, median {:>6}, p99 {:>6}, max {:>6}; {} timed out",
                 size >> 10,
                 d.len(),
                 at(0.5),
                 at(0.99),
                 d.last().copied().unwrap_or(0),
-                timeouts[lossy][c]
+                timeouts[kind][c]
             );
         }
     }
