@@ -12,7 +12,7 @@ use braid_proto::{CloseReason, Event, Instant};
 use super::{hex, Driver, Role, LINGER, SEND_BATCH, SERVER_HANDSHAKE_TIMEOUT};
 use crate::connection::Connection;
 use crate::limits::{Limit, ServerCounters};
-use crate::shared::{Ended, STREAM_SEND_BUFFER};
+use crate::shared::{Ended, Handle, STREAM_SEND_BUFFER};
 
 impl Driver {
     pub(super) fn drive_all(&mut self, now: Instant) {
@@ -76,14 +76,31 @@ impl Driver {
         if !is_client {
             self.send_challenges(cid, now);
         }
-        let mut sent = 0;
-        let mut out = std::mem::take(&mut self.out);
         {
             let mut s = handle.lock();
             if s.core.poll_timeout().is_some_and(|t| t <= now) {
                 s.core.handle_timeout(now);
             }
         }
+        self.transmit(cid, &handle, now);
+        #[cfg(test)]
+        super::seam::hit(super::seam::Point::AfterSends, &handle);
+        self.handle_events(cid);
+        let Some(e) = self.conns.get_mut(&cid) else { return };
+        if e.closed {
+            // The application's close can land between the sends above and the events (it
+            // takes the lock in between): its CLOSE frame is still in the core, and after this
+            // round nothing drives the connection again.
+            self.transmit(cid, &handle, now);
+        } else {
+            e.next_timeout = handle.lock().core.poll_timeout();
+        }
+    }
+
+    /// Sends what the core has, at most one batch (then the connection is driven again soon).
+    fn transmit(&mut self, cid: ConnectionId, handle: &Handle, now: Instant) {
+        let mut sent = 0;
+        let mut out = std::mem::take(&mut self.out);
         loop {
             let t = handle.lock().core.poll_transmit(now, &mut out);
             let Some(t) = t else { break };
@@ -98,10 +115,6 @@ impl Driver {
             }
         }
         self.out = out;
-        self.handle_events(cid);
-        if let Some(e) = self.conns.get_mut(&cid) {
-            e.next_timeout = handle.lock().core.poll_timeout();
-        }
     }
 
     fn handle_events(&mut self, cid: ConnectionId) {
@@ -206,7 +219,13 @@ impl Driver {
         }
         let peer = s.paths[0].remote.map_or_else(|| "?".to_string(), |a| a.to_string());
         drop(guard);
-        if ended.is_some() || e.handle.lock().core.is_closed() {
+        #[cfg(test)]
+        super::seam::hit(super::seam::Point::AfterEvents, &e.handle);
+        // Over only when its Closed event was taken here. A close the application made since
+        // the events were taken (its lock comes between ours) left that event in the core and
+        // poked the connection: the next round sends its CLOSE and takes the event, which ends
+        // `Connection::closed`. Asking the core whether it is closed here would forget both.
+        if ended.is_some() {
             e.closed = true;
         }
         if connected {

@@ -37,6 +37,8 @@ mod drive;
 mod entry;
 mod handshake;
 mod paths;
+#[cfg(test)]
+pub(crate) mod seam;
 
 use entry::Entry;
 use handshake::{ClientNoise, SEEN_INITS_LIMIT};
