@@ -16,6 +16,7 @@ pub mod session;
 pub mod streams;
 pub mod time;
 pub mod trace;
+pub mod view;
 pub mod wire;
 
 pub use conn::{BlockRecord, CloseReason, Connection, ConnectionConfig, Event, Transmit};

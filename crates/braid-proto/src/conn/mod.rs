@@ -500,7 +500,7 @@ impl Connection {
             max_streams: peer.max_streams,
         };
         let window = params.blocks_in_flight.into();
-        let xor_groups = self.redundancy.groups_at_send_time() && params.code == CodeFamily::Xor;
+        let xor_groups = self.redundancy.parity_groups().is_some() && params.code == CodeFamily::Xor;
         let mut sender = BlockSender::new(codec.clone(), window);
         if xor_groups {
             sender.set_manual_groups();

@@ -11,8 +11,8 @@ use braid_fec::CodeFamily;
 
 use crate::cc::{CcAlgorithm, CongestionController, RttEstimator};
 use crate::redundancy::{
-    CtcpScheduler, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController, RepairPlacement,
-    Sato, TcpIr,
+    CtcpRepair, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController, RepairPlacement, Sato,
+    TcpIr, XorGroups,
 };
 use crate::sched::SchedulerKind;
 
@@ -34,7 +34,7 @@ pub enum Mode {
     Tcp,
     /// CTCP (Kim, Médard et al., "Network Coded TCP"): systematic RLNC blocks, Algorithm 1's
     /// loss estimates, Algorithm 2's tokens ([`crate::cc::CtcpTokens`]) and Algorithm 3's block
-    /// scheduling ([`crate::redundancy::CtcpScheduler`]). Losses are repaired, not reacted to;
+    /// scheduling ([`crate::redundancy::CtcpRepair`]). Losses are repaired, not reacted to;
     /// only a loss-rate spike or a timeout reduces the tokens.
     Ctcp,
     /// FMTCP (Cui et al.): RaptorQ blocks, each sent until δ̂-complete with Eq. (4)'s appended
@@ -255,15 +255,17 @@ impl Mode {
     ) -> Box<dyn RedundancyController> {
         match self {
             Mode::Mptcp => Box::new(NoRedundancy),
-            Mode::MptcpDfec if placement == RepairPlacement::PerPath => Box::new(PerPath::<Dfec>::default()),
-            Mode::MptcpDfec => Box::new(Dfec::default()),
+            Mode::MptcpDfec if placement == RepairPlacement::PerPath => {
+                Box::new(PerPath::<XorGroups<Dfec>>::default())
+            }
+            Mode::MptcpDfec => Box::new(XorGroups::new(Dfec::default())),
             Mode::Braid => Box::new(adaptive),
             Mode::Tcp => Box::new(NoRedundancy),
-            Mode::Ctcp => Box::new(CtcpScheduler::default()),
+            Mode::Ctcp => Box::new(CtcpRepair::default()),
             Mode::Fmtcp => Box::new(Fmtcp::default()),
-            Mode::TcpIr => Box::new(TcpIr::new()),
-            Mode::Dfec => Box::new(Dfec::default()),
-            Mode::Sato => Box::new(Sato::new(adaptive.sato)),
+            Mode::TcpIr => Box::new(XorGroups::new(TcpIr::new())),
+            Mode::Dfec => Box::new(XorGroups::new(Dfec::default())),
+            Mode::Sato => Box::new(XorGroups::new(Sato::new(adaptive.sato))),
         }
     }
 }

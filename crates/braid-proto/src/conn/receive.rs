@@ -7,8 +7,9 @@ use braid_fec::CodeFamily;
 use super::path::SentPacket;
 use super::{BlockRecord, CloseReason, Connection, RepairPlacement, Session, State};
 use crate::cc::Congestion;
-use crate::redundancy::{FecAction, RedundancyEvent, SymbolEvent};
+use crate::redundancy::{FecAction, RedundancyEvent};
 use crate::streams::{PeerViolation, Side};
+use crate::view::SymbolEvent;
 use crate::wire::{Frame, FrameIter, PacketHeader, PacketType, Reader, TransportParams, WireError};
 use crate::Instant;
 
@@ -131,7 +132,9 @@ impl Connection {
                 let sender = &mut self.session.as_mut().expect("checked").sender;
                 sender.on_block_ack_at(&b, now);
                 sender.update_waiting(now);
-                self.redundancy.on_blocks_released(b.lowest_undecoded);
+                if let Some(groups) = self.redundancy.parity_groups() {
+                    groups.on_blocks_released(b.lowest_undecoded);
+                }
             }
             Frame::Symbol(s) => {
                 self.stats.symbols_received += 1;
@@ -209,7 +212,8 @@ impl Connection {
                 }
             }
         }
-        let threshold = self.redundancy.packet_threshold(usize::from(ack.path));
+        let threshold =
+            self.redundancy.parity_groups().and_then(|g| g.packet_threshold(usize::from(ack.path)));
         let coupled = self.paths.get(usize::from(ack.path)).is_some_and(|p| p.cc.coupled());
         let all = coupled.then(|| self.aggregate());
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
@@ -257,8 +261,8 @@ impl Connection {
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
                 self.scheduler.on_symbol(now, event);
-                if xor_groups {
-                    self.redundancy.on_symbol_acked(now, *s);
+                if let Some(groups) = self.redundancy.parity_groups().filter(|_| xor_groups) {
+                    groups.on_symbol_acked(now, *s);
                 }
             }
         }
@@ -284,7 +288,8 @@ impl Connection {
         for p in &lost {
             let mut taken = !p.symbols.is_empty();
             for s in &p.symbols {
-                let take = xor_groups && self.redundancy.take_loss(now, path, *s, p.time);
+                let take = xor_groups
+                    && self.redundancy.parity_groups().is_some_and(|g| g.take_loss(now, path, *s, p.time));
                 session.sender.on_symbol_lost_on(*s, retransmit && !take, pin);
                 taken &= take;
             }
@@ -321,7 +326,7 @@ impl Connection {
     /// Carries out what the redundancy controller decided about the losses it took over:
     /// retransmissions, and congestion signals (not for a probe timeout's presumed losses).
     fn apply_fec_actions(&mut self, now: Instant, probe: bool) {
-        while let Some(action) = self.redundancy.poll_action() {
+        while let Some(action) = self.redundancy.parity_groups().and_then(|g| g.poll_action()) {
             match action {
                 FecAction::Retransmit { block, index } => {
                     if let Some(s) = self.session.as_mut() {
@@ -342,7 +347,8 @@ impl Connection {
         let Some(path) = self.control_path() else { return };
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut().filter(|s| s.xor_groups) else { return };
-        let covers = self.redundancy.parity_covers(now, &mut session.sender.blocks(), &view);
+        let Some(groups) = self.redundancy.parity_groups() else { return };
+        let covers = groups.parity_covers(now, &mut session.sender.blocks(), &view);
         for cover in covers {
             let applied = session.sender.cover(cover);
             debug_assert!(applied, "a controller's cover must fit the block: {cover:?}");

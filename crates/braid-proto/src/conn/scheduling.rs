@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::Connection;
-use crate::redundancy::PathView;
 use crate::sched::{BlockView, PathInfo, Pick, SchedView};
+use crate::view::PathView;
 use crate::Instant;
 
 impl Connection {

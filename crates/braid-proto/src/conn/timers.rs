@@ -25,7 +25,8 @@ impl Connection {
         self.on_release_timeout(now);
         for i in 0..self.paths.len() {
             if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
-                self.paths[i].set_packet_threshold(self.redundancy.packet_threshold(i));
+                let threshold = self.redundancy.parity_groups().and_then(|g| g.packet_threshold(i));
+                self.paths[i].set_packet_threshold(threshold);
                 let (lost, probe) = self.paths[i].on_timer(now);
                 self.after_losses(now, i, Vec::new(), lost, probe);
                 if probe {

@@ -8,9 +8,10 @@ use super::path::{PathState, SentPacket};
 use super::timers::ack_deadline;
 use super::{BlockRecord, Connection, State, Transmit, BLOCK_LOG_LIMIT, COPIES_PER_PATH, MIN_INITIAL};
 use crate::pipe::OwnedFrame;
-use crate::redundancy::{RedundancyEvent, SymbolEvent};
+use crate::redundancy::RedundancyEvent;
 use crate::sched::Pick;
 use crate::streams::Side;
+use crate::view::SymbolEvent;
 use crate::wire::{Frame, PacketHeader, PacketType, Writer};
 use crate::Instant;
 
@@ -132,7 +133,7 @@ impl Connection {
             });
         }
         // TCP-IR's parity goes out at its fixed rate even when the window is full.
-        if self.redundancy.repair_ignores_window() {
+        if self.redundancy.parity_groups().is_some_and(|g| g.repair_ignores_window()) {
             if let Some(path) = self.control_path().filter(|&p| self.repair_due(p)) {
                 self.begin_packet(path, PacketType::Data, buf);
                 let start = buf.len();

@@ -7,8 +7,9 @@
 //! this is proactive repair; when losses are detected, in-flight symbols drop and the same rule
 //! asks for new repairs at once — no round trip per loss beyond detection.
 
-use super::{PathView, RedundancyController, SatoConfig};
+use super::{RedundancyController, SatoConfig};
 use crate::blocks::SendBlock;
+use crate::view::PathView;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Redundancy {

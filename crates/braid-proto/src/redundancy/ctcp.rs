@@ -20,17 +20,19 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use super::{PathView, RedundancyController, SymbolEvent};
+use super::RedundancyController;
 use crate::blocks::SendBlock;
+use crate::view::{PathView, SymbolEvent};
 use crate::Instant;
 
 /// Packets sent longer ago than this many RTTs are not counted on (CTCP §III-E: "the constant
 /// factor should be ≥ 1"; the paper uses 1.5).
 pub const FRESH_RTTS: f64 = 1.5;
 
-/// CTCP Algorithm 3.
+/// CTCP Algorithm 3: how many coded packets each block is short (the multipath block scheduler,
+/// Algorithm 4, is [`crate::sched::CtcpBlocks`]).
 #[derive(Debug, Clone)]
-pub struct CtcpScheduler {
+pub struct CtcpRepair {
     /// Per block, the path and send time of each of its symbols in flight, oldest first.
     in_flight: BTreeMap<u64, VecDeque<(u8, Instant)>>,
     /// The latest time the connection reported (a symbol sent, acknowledged or lost).
@@ -40,13 +42,13 @@ pub struct CtcpScheduler {
     paths: [Cell<Option<(Duration, f64)>>; crate::wire::MAX_PATHS as usize],
 }
 
-impl Default for CtcpScheduler {
+impl Default for CtcpRepair {
     fn default() -> Self {
-        CtcpScheduler { in_flight: BTreeMap::new(), now: Instant::ZERO, paths: Default::default() }
+        CtcpRepair { in_flight: BTreeMap::new(), now: Instant::ZERO, paths: Default::default() }
     }
 }
 
-impl CtcpScheduler {
+impl CtcpRepair {
     /// Algorithm 3's `onfly[block]`: symbols of `block` in flight, sent less than
     /// 1.5 × `rtt` ago.
     pub fn recent_in_flight(&self, block: u64, rtt: Duration) -> u64 {
@@ -99,7 +101,7 @@ impl CtcpScheduler {
     }
 }
 
-impl RedundancyController for CtcpScheduler {
+impl RedundancyController for CtcpRepair {
     fn name(&self) -> &'static str {
         "ctcp"
     }
@@ -187,7 +189,7 @@ mod tests {
     }
 
     /// Three closed blocks of 4 sources, every source sent at `t` ms and reported to `ctcp`.
-    fn sender(ctcp: &mut CtcpScheduler, t: u64) -> BlockSender {
+    fn sender(ctcp: &mut CtcpRepair, t: u64) -> BlockSender {
         let config = CodecConfig { symbol_size: 16, max_block_len: 4, ..CodecConfig::new(CodeFamily::Rlnc) };
         let mut tx = BlockSender::new(config, 8);
         for _ in 0..12 {
@@ -201,13 +203,13 @@ mod tests {
     }
 
     /// The block Algorithm 3 sends from: the lowest one that is short.
-    fn pick(ctcp: &CtcpScheduler, tx: &BlockSender, v: &PathView) -> Option<u64> {
+    fn pick(ctcp: &CtcpRepair, tx: &BlockSender, v: &PathView) -> Option<u64> {
         tx.blocks().find(|b| ctcp.repairs_wanted(b, v) > 0).map(|b| b.id)
     }
 
     #[test]
     fn algorithm_3_sends_from_the_lowest_short_block_and_keeps_tokens_otherwise() {
-        let mut ctcp = CtcpScheduler::default();
+        let mut ctcp = CtcpRepair::default();
         let tx = sender(&mut ctcp, 0);
         // No loss expected, everything fresh: nothing useful to send, the token is kept.
         assert_eq!(pick(&ctcp, &tx, &view(0.0)), None);
@@ -225,7 +227,7 @@ mod tests {
 
     #[test]
     fn packets_older_than_one_and_a_half_rtt_are_not_counted_on() {
-        let mut ctcp = CtcpScheduler::default();
+        let mut ctcp = CtcpRepair::default();
         let tx = sender(&mut ctcp, 0);
         ctcp.handle_timeout(ms(149));
         assert_eq!(ctcp.recent_in_flight(0, Duration::from_millis(100)), 4);
@@ -247,10 +249,10 @@ mod tests {
     /// A slow path's symbols stay counted on for 1.5 × the slow path's RTT, whichever path asks.
     #[test]
     fn symbols_age_by_the_rtt_of_the_path_they_went_on() {
-        let mut ctcp = CtcpScheduler::default();
+        let mut ctcp = CtcpRepair::default();
         let tx = sender(&mut ctcp, 0);
         // Block 0's four sources went on path 1 (500 ms RTT), not path 0.
-        let mut ctcp = CtcpScheduler::default();
+        let mut ctcp = CtcpRepair::default();
         for _ in 0..4 {
             ctcp.on_symbol(ms(0), SymbolEvent::Sent { block: 0, path: 1, at: ms(0) });
         }

@@ -3,7 +3,7 @@
 //!
 //! - §III-A: one XOR parity after every `ratio` data segments (an FEC block); the DupACK
 //!   threshold is the current FEC block size, so fast retransmit does not fire before the
-//!   block's parity could arrive ([`RedundancyController::packet_threshold`]).
+//!   block's parity could arrive ([`super::ParityGroups::packet_threshold`]).
 //! - §III-B (i) "Respect CWND": FEC is sent only when cwnd has room (the connection's normal
 //!   rule); cwnd is reduced only when FEC fails or is lost — a loss the parity repaired does not
 //!   reduce it; an acknowledged parity grows cwnd like data.
@@ -12,8 +12,10 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::{FecAction, GroupTracker, PathView, RedundancyController, RedundancyEvent};
+use super::{GroupingRule, RedundancyEvent};
 use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::cc::Congestion;
+use crate::view::PathView;
 use crate::Instant;
 
 /// dFEC's parameters, defaults from §III-B.
@@ -48,10 +50,10 @@ impl Default for DfecConfig {
     }
 }
 
+/// TCP-dFEC's grouping rule and ratio (run by [`super::XorGroups`]).
 #[derive(Debug)]
 pub struct Dfec {
     config: DfecConfig,
-    groups: GroupTracker,
     ratio: f64,
     interval_start: Option<Instant>,
     /// Data segments sent in the current period, and how many of them were retransmissions.
@@ -71,8 +73,6 @@ impl Dfec {
     pub fn new(config: DfecConfig) -> Dfec {
         Dfec {
             config,
-            // A repaired loss tells the congestion controller nothing (§III-B (i)).
-            groups: GroupTracker::new(None),
             ratio: config.start_ratio,
             interval_start: None,
             total: 0,
@@ -84,11 +84,6 @@ impl Dfec {
     /// Data segments per parity now.
     pub fn ratio(&self) -> usize {
         self.ratio.round() as usize
-    }
-
-    /// Losses the parity repaired / could not ("FEC recovered" / "FEC failed").
-    pub fn outcomes(&self) -> (u64, u64) {
-        (self.groups.recovered, self.groups.failed)
     }
 
     /// Ends a period T: Eq. (1) Residual_i = Retransmit / (Total − Retransmit); Eq. (2) the mean
@@ -113,13 +108,14 @@ impl Dfec {
     }
 }
 
-impl RedundancyController for Dfec {
+impl GroupingRule for Dfec {
     fn name(&self) -> &'static str {
         "dfec"
     }
 
-    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
-        block.pending_parities()
+    /// A repaired loss tells the congestion controller nothing (§III-B (i)).
+    fn on_repaired(&self) -> Option<Congestion> {
+        None
     }
 
     fn on_event(&mut self, now: Instant, event: RedundancyEvent, path: &PathView) {
@@ -134,14 +130,10 @@ impl RedundancyController for Dfec {
         self.retransmitted += u64::from(retransmission);
     }
 
-    fn groups_at_send_time(&self) -> bool {
-        true
-    }
-
     /// A parity after every `ratio` segments sent; a block's tail gets one when the block is
     /// complete and sent (groups do not span blocks), or when the sender has nothing more to send
     /// for now (so a held loss never waits for data that may not come).
-    fn parity_covers(
+    fn covers(
         &mut self,
         _now: Instant,
         blocks: &mut dyn Iterator<Item = &SendBlock>,
@@ -161,33 +153,17 @@ impl RedundancyController for Dfec {
                 covers.push(XorCover { block: b.id, start: r.start, end: r.end, interleave: 1 });
             }
         }
-        for c in &covers {
-            self.groups.on_cover(c);
-        }
         covers
     }
 
-    fn packet_threshold(&self, _path: usize) -> Option<u64> {
-        Some(self.ratio() as u64)
+    fn packet_threshold(&self) -> u64 {
+        self.ratio() as u64
     }
 
     /// A lost source is held while its parity can repair it; a lost parity is congestion at
     /// once (§III-B (i): cwnd is reduced "only if FEC is lost or fails").
-    fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
-        let held = self.groups.on_lost(s.block, s.source, s.group, path, sent);
-        held && !s.is_repair()
-    }
-
-    fn on_symbol_acked(&mut self, _now: Instant, s: OutgoingSymbol) {
-        self.groups.on_acked(s.block, s.source, s.group);
-    }
-
-    fn on_blocks_released(&mut self, below: u64) {
-        self.groups.release_below(below);
-    }
-
-    fn poll_action(&mut self) -> Option<FecAction> {
-        self.groups.poll_action()
+    fn holds_loss(&self, symbol: &OutgoingSymbol) -> bool {
+        !symbol.is_repair()
     }
 }
 
@@ -195,6 +171,7 @@ impl RedundancyController for Dfec {
 mod tests {
     use super::*;
     use crate::redundancy::testing::{parity, send, sender, view};
+    use crate::redundancy::{FecAction, ParityGroups, XorGroups};
 
     fn ms(t: u64) -> Instant {
         Instant::from_micros(t * 1000)
@@ -212,12 +189,12 @@ mod tests {
     #[test]
     fn ratio_adapts_on_residual_loss_and_clamps() {
         let mut d = Dfec::default();
-        assert_eq!((d.ratio(), d.packet_threshold(0)), (9, Some(9)));
+        assert_eq!((d.ratio(), d.packet_threshold()), (9, 9));
         // Residual 10 / 90 = 11 % > 1 %: ratio × 0.67 (more FEC).
         period(&mut d, 0, 100, 10);
         period(&mut d, 30, 100, 0);
         assert_eq!(d.ratio(), 6, "9 × 0.67");
-        assert_eq!(d.packet_threshold(0), Some(6), "the dupACK threshold follows the FEC block size");
+        assert_eq!(d.packet_threshold(), 6, "the dupACK threshold follows the FEC block size");
         // The clean period is averaged with the lossy one (N = 2): mean 5.5 % — still down.
         period(&mut d, 60, 100, 0);
         assert_eq!(d.ratio(), 4, "6.03 × 0.67 = 4.04");
@@ -246,7 +223,7 @@ mod tests {
 
     #[test]
     fn parity_after_every_ratio_segments_and_the_block_tail() {
-        let mut d = Dfec::default();
+        let mut d = XorGroups::new(Dfec::default());
         let mut tx = sender(20);
         let path = view(10, 10);
         send(&mut tx, 8);
@@ -260,7 +237,7 @@ mod tests {
         let mut idle = sender(3);
         send(&mut idle, 3);
         assert_eq!(
-            Dfec::default().parity_covers(ms(0), &mut idle.blocks(), &path),
+            XorGroups::new(Dfec::default()).parity_covers(ms(0), &mut idle.blocks(), &path),
             [XorCover { block: 0, start: 0, end: 3, interleave: 1 }]
         );
         // The block closes at 20 sources: its tail 18..20 gets a parity once sent.
@@ -277,7 +254,7 @@ mod tests {
 
     #[test]
     fn repaired_loss_is_not_congestion_failed_and_lost_fec_are() {
-        let mut d = Dfec::default();
+        let mut d = XorGroups::new(Dfec::default());
         let mut tx = sender(40);
         let path = view(10, 10);
         let sent = send(&mut tx, 9);

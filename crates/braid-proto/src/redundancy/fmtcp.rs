@@ -18,8 +18,9 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::{symbols_for, PathView, RedundancyController};
+use super::{symbols_for, RedundancyController};
 use crate::blocks::SendBlock;
+use crate::view::PathView;
 
 /// δ̂ of FMTCP §VI-A.
 pub const FMTCP_TARGET_FAILURE: f64 = 0.05;

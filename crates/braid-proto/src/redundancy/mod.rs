@@ -8,6 +8,13 @@
 //! controllers that adapt on feedback — TCP-dFEC's residual-loss ratio, Sato et al.'s
 //! cwnd-sized groups — can keep their own statistics. Which losses count as congestion is not
 //! decided here but by the mode (see `conn::Mode`).
+//!
+//! The trait is the small core every mode needs. The XOR modes — TCP-IR (`tcp_ir.rs`), TCP-dFEC
+//! (`dfec.rs`), Sato et al. (`sato.rs`) — decide parity groups as they send and hold the losses
+//! their parity may repair; they are [`GroupingRule`]s run by one adapter, [`XorGroups`], which
+//! keeps the groups ([`GroupTracker`]) and answers the connection's [`ParityGroups`] hooks.
+//! The views and events the connection hands in ([`PathView`], [`SymbolEvent`]) are shared with
+//! the schedulers and live in [`crate::view`].
 
 mod adaptive;
 mod ctcp;
@@ -17,41 +24,25 @@ mod groups;
 mod per_path;
 mod sato;
 mod tcp_ir;
+mod xor;
 
 use std::fmt;
-use std::time::Duration;
 
 pub use adaptive::symbols_for;
 pub use adaptive::Redundancy;
-pub use ctcp::CtcpScheduler;
+pub use ctcp::CtcpRepair;
 pub use dfec::Dfec;
 pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
 pub use groups::{GroupTracker, RecoveredLoss};
 pub use per_path::{PerPath, RepairPlacement};
 pub use sato::{Sato, SatoConfig};
 pub use tcp_ir::TcpIr;
+pub use xor::{GroupingRule, ParityGroups, XorGroups};
 
-use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::blocks::SendBlock;
 use crate::cc::Congestion;
+use crate::view::{PathView, SymbolEvent};
 use crate::Instant;
-
-/// What a redundancy controller may know about the path about to carry a symbol.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PathView {
-    /// The path's index in the connection.
-    pub path: u8,
-    pub smoothed_rtt: Duration,
-    pub min_rtt: Duration,
-    /// The path's random-loss estimate (CTCP Algorithm 1's p).
-    pub loss: f64,
-    /// A steadier estimate of the same, over about 8× as many packets (braid's tail margins).
-    pub loss_long: f64,
-    /// Congestion window and bytes in flight.
-    pub window: u64,
-    pub in_flight: u64,
-    /// Largest datagram.
-    pub mss: u64,
-}
 
 /// Something the connection observed, for controllers that adapt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,18 +53,6 @@ pub enum RedundancyEvent {
     Lost { repair: bool },
     /// A packet carrying a symbol was acknowledged.
     Acked { repair: bool },
-}
-
-/// One symbol's fate, with its block and send time, for controllers that track what is in
-/// flight per block (CTCP Algorithm 3 counts a block's packets sent less than 1.5 RTT ago).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SymbolEvent {
-    /// A symbol of `block` went out on `path` at `at`.
-    Sent { block: u64, path: u8, at: Instant },
-    /// The packet carrying a symbol of `block`, sent on `path` at `sent_at`, was acknowledged.
-    Acked { block: u64, path: u8, sent_at: Instant },
-    /// … was declared lost (also a probe timeout's presumption).
-    Lost { block: u64, path: u8, sent_at: Instant },
 }
 
 /// The redundancy half of a mode (the congestion half is a [`crate::cc::CongestionController`]).
@@ -106,59 +85,15 @@ pub trait RedundancyController: Send + fmt::Debug {
     /// Time passed (the connection's timer fired at `now`); the default ignores it.
     fn handle_timeout(&mut self, _now: Instant) {}
 
-    // Hooks for the XOR modes (TCP-IR, TCP-dFEC, Sato et al.), who decide parity groups when
-    // they send and keep track of which losses their parity repaired. All default to "not used".
-
-    /// Whether XOR parity groups are formed at send time by [`Self::parity_covers`] rather than
-    /// by the encoder's fixed layout.
-    fn groups_at_send_time(&self) -> bool {
-        false
-    }
-
-    /// Called before each send with the open blocks: which sources already sent get parity
-    /// groups now. Only asked when [`Self::groups_at_send_time`]; the covers are applied at once.
-    fn parity_covers(
-        &mut self,
-        _now: Instant,
-        _blocks: &mut dyn Iterator<Item = &SendBlock>,
-        _path: &PathView,
-    ) -> Vec<XorCover> {
-        Vec::new()
-    }
-
-    /// Whether a due repair may be sent when the congestion window is full (TCP-IR's fixed-rate
-    /// parity, which ignores cwnd).
-    fn repair_ignores_window(&self) -> bool {
-        false
-    }
-
-    /// The packet threshold for loss detection (RFC 9002 §6.1.1's 3, TCP's dupACK threshold)
-    /// this controller wants on `path` (dFEC: the FEC block size).
-    fn packet_threshold(&self, _path: usize) -> Option<u64> {
-        None
-    }
-
-    /// A packet carrying `symbol`, sent at `sent` on `path`, was declared lost. Returning true
-    /// takes the loss over: the connection neither retransmits it nor counts it as congestion;
-    /// the controller answers later with [`FecAction`]s (a parity that can still repair it, or
-    /// a loss a parity's loss does not make congestion).
-    fn take_loss(&mut self, _now: Instant, _path: usize, _symbol: OutgoingSymbol, _sent: Instant) -> bool {
-        false
-    }
-
-    /// A packet carrying `symbol` was acknowledged.
-    fn on_symbol_acked(&mut self, _now: Instant, _symbol: OutgoingSymbol) {}
-
-    /// The receiver holds every block below `block`: forget them.
-    fn on_blocks_released(&mut self, _below: u64) {}
-
-    /// What the controller wants done about losses it took over.
-    fn poll_action(&mut self) -> Option<FecAction> {
+    /// The XOR modes' parity-group hooks ([`ParityGroups`]): `Some` for a controller that forms
+    /// XOR parity groups as it sends (TCP-IR, TCP-dFEC, Sato et al., through [`XorGroups`]).
+    /// The default, for codes with a fixed layout: `None`.
+    fn parity_groups(&mut self) -> Option<&mut dyn ParityGroups> {
         None
     }
 }
 
-/// An XOR mode's answer to a loss it took over (see [`RedundancyController::take_loss`]).
+/// An XOR mode's answer to a loss it took over (see [`ParityGroups::take_loss`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FecAction {
     /// The parity cannot repair this source: send it again (TCP-style fallback).
@@ -188,8 +123,8 @@ pub(crate) mod testing {
 
     use braid_fec::{CodeFamily, CodecConfig};
 
-    use super::PathView;
     use crate::blocks::{BlockSender, OutgoingSymbol};
+    use crate::view::PathView;
     use crate::wire::Writer;
 
     /// A sender holding `n` source symbols of one (256-long) XOR block, none sent.

@@ -1,14 +1,15 @@
 //! Where a block's repair goes: on the path that carried the block (MPTCP-dFEC's intra-subflow
 //! FEC, dFEC paper §III-C) or on any path (FMTCP §IV: a block's symbols, new ones for lost ones
 //! included, go on whichever subflow the allocation picks). And [`PerPath`], which gives every
-//! path its own redundancy controller.
+//! path its own XOR-group controller (MPTCP-dFEC's per-subflow TCP-dFEC).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use super::{FecAction, PathView, RedundancyController, RedundancyEvent, SymbolEvent};
+use super::{FecAction, ParityGroups, RedundancyController, RedundancyEvent};
 use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use crate::view::{PathView, SymbolEvent};
 use crate::Instant;
 
 /// Where repair symbols may travel; flags map straight to it (`--placement per-path`).
@@ -52,7 +53,7 @@ impl FromStr for RepairPlacement {
 /// Most paths a connection has (one controller each).
 const MAX_PATHS: usize = crate::wire::MAX_PATHS as usize;
 
-/// One redundancy controller per path, for per-path placement: each path's controller sees
+/// One XOR-group controller per path, for per-path placement: each path's controller sees
 /// only that path's symbols, losses and blocks (MPTCP-dFEC: each subflow runs its own TCP-dFEC,
 /// with its own groups, ratio and DupACK threshold). Blocks are routed by the path they are
 /// mapped to ([`SendBlock::path`]).
@@ -65,7 +66,7 @@ pub struct PerPath<C> {
     owner: BTreeMap<u64, u8>,
 }
 
-impl<C: RedundancyController + Default> Default for PerPath<C> {
+impl<C: Default> Default for PerPath<C> {
     fn default() -> Self {
         PerPath { paths: (0..MAX_PATHS).map(|_| C::default()).collect(), owner: BTreeMap::new() }
     }
@@ -82,7 +83,7 @@ impl<C> PerPath<C> {
     }
 }
 
-impl<C: RedundancyController + Default> RedundancyController for PerPath<C> {
+impl<C: RedundancyController + ParityGroups> RedundancyController for PerPath<C> {
     fn name(&self) -> &'static str {
         self.paths[0].name()
     }
@@ -120,10 +121,12 @@ impl<C: RedundancyController + Default> RedundancyController for PerPath<C> {
         }
     }
 
-    fn groups_at_send_time(&self) -> bool {
-        self.paths[0].groups_at_send_time()
+    fn parity_groups(&mut self) -> Option<&mut dyn ParityGroups> {
+        Some(self)
     }
+}
 
+impl<C: ParityGroups> ParityGroups for PerPath<C> {
     /// Each path's controller groups the blocks it owns (blocks with nothing sent yet have
     /// nothing to group).
     fn parity_covers(
@@ -181,7 +184,7 @@ impl<C: RedundancyController + Default> RedundancyController for PerPath<C> {
 mod tests {
     use super::*;
     use crate::redundancy::testing::{parity, sender, view};
-    use crate::redundancy::Dfec;
+    use crate::redundancy::{Dfec, XorGroups};
     use crate::wire::Writer;
 
     fn ms(t: u64) -> Instant {
@@ -215,7 +218,7 @@ mod tests {
             tx.push_source(&[i; 16]).unwrap();
         }
         tx.close_block();
-        let mut d = PerPath::<Dfec>::default();
+        let mut d = PerPath::<XorGroups<Dfec>>::default();
         // Path 0 takes block 0, path 1 block 1: the mapping is made by the first source sent.
         let mut w = Vec::new();
         let mut sent = [Vec::new(), Vec::new()];
@@ -236,7 +239,7 @@ mod tests {
                 d.on_event(ms(t), event, &on(0, 10, 10));
             }
         }
-        assert_eq!((d.path(0).ratio(), d.path(1).ratio()), (12, 6));
+        assert_eq!((d.path(0).rule().ratio(), d.path(1).rule().ratio()), (12, 6));
         assert_eq!((d.packet_threshold(0), d.packet_threshold(1)), (Some(12), Some(6)));
         // Groups: every cover lies in a block of the path whose controller made it.
         let covers = d.parity_covers(ms(50), &mut tx.blocks(), &on(0, 10, 10));

@@ -10,9 +10,10 @@
 //!   r = 0.7 (Eq. 1);
 //! - §3.4 interleave control: g = 3 groups interleaved, g = 1 when cwnd < 2g.
 
-use super::{FecAction, GroupTracker, PathView, RedundancyController};
-use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use super::GroupingRule;
+use crate::blocks::{SendBlock, XorCover};
 use crate::cc::Congestion;
+use crate::view::PathView;
 use crate::Instant;
 
 /// Sato et al.'s parameters; defaults are the paper's best (§5).
@@ -32,10 +33,10 @@ impl Default for SatoConfig {
     }
 }
 
+/// Sato et al.'s grouping rule (run by [`super::XorGroups`]).
 #[derive(Debug)]
 pub struct Sato {
     config: SatoConfig,
-    groups: GroupTracker,
     /// (group size, groups interleaved) of the window being filled, fixed when its parities
     /// were last sent.
     layout: Option<(usize, usize)>,
@@ -49,8 +50,7 @@ impl Default for Sato {
 
 impl Sato {
     pub fn new(config: SatoConfig) -> Sato {
-        let repaired = Congestion::Repaired { factor: config.reduction };
-        Sato { config, groups: GroupTracker::new(Some(repaired)), layout: None }
+        Sato { config, layout: None }
     }
 
     /// §3.1 and §3.4: g groups, g = 1 when cwnd < 2g, interleaved within one cwnd, each of
@@ -69,30 +69,22 @@ impl Sato {
     pub fn layout(&self) -> Option<(usize, usize)> {
         self.layout
     }
-
-    /// Losses the parity repaired / could not.
-    pub fn outcomes(&self) -> (u64, u64) {
-        (self.groups.recovered, self.groups.failed)
-    }
 }
 
-impl RedundancyController for Sato {
+impl GroupingRule for Sato {
     fn name(&self) -> &'static str {
         "sato"
     }
 
-    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
-        block.pending_parities()
-    }
-
-    fn groups_at_send_time(&self) -> bool {
-        true
+    /// §3.3: a loss the parity recovered is still congestion, cwnd ← r·cwnd.
+    fn on_repaired(&self) -> Option<Congestion> {
+        Some(Congestion::Repaired { factor: self.config.reduction })
     }
 
     /// When g × size segments of the window are sent, their g interleaved parities follow
     /// (Fig. 3) and the next window's layout is taken from cwnd; a block's tail is covered when
     /// the block is complete and sent, or when the sender has nothing more to send for now.
-    fn parity_covers(
+    fn covers(
         &mut self,
         _now: Instant,
         blocks: &mut dyn Iterator<Item = &SendBlock>,
@@ -119,9 +111,6 @@ impl RedundancyController for Sato {
                 self.layout = Some(next);
             }
         }
-        for c in &covers {
-            self.groups.on_cover(c);
-        }
         covers
     }
 
@@ -129,32 +118,18 @@ impl RedundancyController for Sato {
     /// is not a loss the receiver sees (no gap in the data), so it is only fatal to its group.
     /// TCP's three duplicate ACKs, stated so that loss detection also keeps its time-threshold
     /// timer strict (see `Path::set_packet_threshold`).
-    fn packet_threshold(&self, _path: usize) -> Option<u64> {
-        Some(3)
-    }
-
-    fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
-        self.groups.on_lost(s.block, s.source, s.group, path, sent)
-    }
-
-    fn on_symbol_acked(&mut self, _now: Instant, s: OutgoingSymbol) {
-        self.groups.on_acked(s.block, s.source, s.group);
-    }
-
-    fn on_blocks_released(&mut self, below: u64) {
-        self.groups.release_below(below);
-    }
-
-    fn poll_action(&mut self) -> Option<FecAction> {
-        self.groups.poll_action()
+    fn packet_threshold(&self) -> u64 {
+        3
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blocks::OutgoingSymbol;
     use crate::cc::CcAlgorithm;
     use crate::redundancy::testing::{parity, send, sender, view};
+    use crate::redundancy::{FecAction, ParityGroups, XorGroups};
 
     fn ms(t: u64) -> Instant {
         Instant::from_micros(t * 1000)
@@ -178,12 +153,12 @@ mod tests {
 
     #[test]
     fn layout_is_updated_when_the_parities_are_sent() {
-        let mut s = Sato::default();
+        let mut s = XorGroups::new(Sato::default());
         let mut tx = sender(200);
         // cwnd 30: groups of 9, 3 interleaved — a window of 27 segments (and 3 parities).
         send(&mut tx, 26);
         assert!(s.parity_covers(ms(0), &mut tx.blocks(), &view(30, 50)).is_empty());
-        assert_eq!(s.layout(), Some((9, 3)));
+        assert_eq!(s.rule().layout(), Some((9, 3)));
         send(&mut tx, 1);
         // cwnd is 4 by now, but the window's layout was fixed when it began.
         let covers = s.parity_covers(ms(1), &mut tx.blocks(), &view(4, 50));
@@ -192,18 +167,18 @@ mod tests {
         let groups: Vec<Option<u16>> = (0..3).map(|_| parity(&mut tx, 0).group).collect();
         assert_eq!(groups, [Some(0), Some(1), Some(2)]);
         // The next window takes cwnd 4: groups of 3, no interleaving.
-        assert_eq!(s.layout(), Some((3, 1)));
+        assert_eq!(s.rule().layout(), Some((3, 1)));
         send(&mut tx, 3);
         assert_eq!(
             s.parity_covers(ms(2), &mut tx.blocks(), &view(40, 50)),
             [XorCover { block: 0, start: 27, end: 30, interleave: 1 }]
         );
-        assert_eq!(s.layout(), Some((12, 3)));
+        assert_eq!(s.rule().layout(), Some((12, 3)));
     }
 
     #[test]
     fn losses_are_held_until_known_unrecoverable_and_a_repaired_one_cuts_cwnd_by_r() {
-        let mut s = Sato::default();
+        let mut s = XorGroups::new(Sato::default());
         let mut tx = sender(200);
         let path = view(30, 50);
         let sent = send(&mut tx, 27);

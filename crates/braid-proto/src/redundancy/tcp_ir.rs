@@ -8,17 +8,18 @@
 
 use std::time::Duration;
 
-use super::{FecAction, GroupTracker, PathView, RedundancyController};
-use crate::blocks::{OutgoingSymbol, SendBlock, XorCover};
+use super::{GroupingRule, RedundancyEvent};
+use crate::blocks::{SendBlock, XorCover};
 use crate::cc::Congestion;
+use crate::view::PathView;
 use crate::Instant;
 
 /// Segments one parity covers at most (TCP-IR encodes up to 16 packets; Sato et al. §2).
 pub const MAX_COVERED: usize = 16;
 
+/// TCP-IR's grouping rule (run by [`super::XorGroups`]).
 #[derive(Debug)]
 pub struct TcpIr {
-    groups: GroupTracker,
     /// Start of the current RTT/4 interval: set by the first segment sent after a parity.
     interval_start: Option<Instant>,
     srtt: Duration,
@@ -32,48 +33,35 @@ impl Default for TcpIr {
 
 impl TcpIr {
     pub fn new() -> TcpIr {
-        // A loss the parity repaired still reduces the window as TCP's loss would.
-        TcpIr {
-            groups: GroupTracker::new(Some(Congestion::Loss)),
-            interval_start: None,
-            srtt: Duration::from_millis(333),
-        }
+        TcpIr { interval_start: None, srtt: Duration::from_millis(333) }
     }
 
     /// The parity clock: RTT/4.
     fn period(&self) -> Duration {
         (self.srtt / 4).max(Duration::from_millis(1))
     }
-
-    /// Losses the parity repaired / could not.
-    pub fn outcomes(&self) -> (u64, u64) {
-        (self.groups.recovered, self.groups.failed)
-    }
 }
 
-impl RedundancyController for TcpIr {
+impl GroupingRule for TcpIr {
     fn name(&self) -> &'static str {
         "tcp-ir"
     }
 
-    fn repairs_wanted(&self, block: &SendBlock, _path: &PathView) -> u64 {
-        block.pending_parities()
+    /// A loss the parity repaired still reduces the window as TCP's loss would.
+    fn on_repaired(&self) -> Option<Congestion> {
+        Some(Congestion::Loss)
     }
 
-    fn on_event(&mut self, now: Instant, event: super::RedundancyEvent, path: &PathView) {
+    fn on_event(&mut self, now: Instant, event: RedundancyEvent, path: &PathView) {
         self.srtt = path.smoothed_rtt;
-        if let super::RedundancyEvent::Sent { repair: false, retransmission: false } = event {
+        if let RedundancyEvent::Sent { repair: false, retransmission: false } = event {
             self.interval_start.get_or_insert(now);
         }
     }
 
-    fn groups_at_send_time(&self) -> bool {
-        true
-    }
-
     /// Every RTT/4, one parity per block over the newest ≤ 16 segments sent since the last
     /// parity; older uncovered segments stay bare (TCP-IR's fixed rate).
-    fn parity_covers(
+    fn covers(
         &mut self,
         now: Instant,
         blocks: &mut dyn Iterator<Item = &SendBlock>,
@@ -85,7 +73,7 @@ impl RedundancyController for TcpIr {
             return Vec::new();
         }
         self.interval_start = None;
-        let covers: Vec<XorCover> = blocks
+        blocks
             .filter_map(|b| {
                 let r = b.uncovered_sent();
                 (!r.is_empty()).then(|| XorCover {
@@ -95,11 +83,7 @@ impl RedundancyController for TcpIr {
                     interleave: 1,
                 })
             })
-            .collect();
-        for c in &covers {
-            self.groups.on_cover(c);
-        }
-        covers
+            .collect()
     }
 
     fn repair_ignores_window(&self) -> bool {
@@ -112,24 +96,8 @@ impl RedundancyController for TcpIr {
 
     /// TCP's three duplicate ACKs, stated so that loss detection also keeps its time-threshold
     /// timer strict (see `Path::set_packet_threshold`).
-    fn packet_threshold(&self, _path: usize) -> Option<u64> {
-        Some(3)
-    }
-
-    fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
-        self.groups.on_lost(s.block, s.source, s.group, path, sent)
-    }
-
-    fn on_symbol_acked(&mut self, _now: Instant, s: OutgoingSymbol) {
-        self.groups.on_acked(s.block, s.source, s.group);
-    }
-
-    fn on_blocks_released(&mut self, below: u64) {
-        self.groups.release_below(below);
-    }
-
-    fn poll_action(&mut self) -> Option<FecAction> {
-        self.groups.poll_action()
+    fn packet_threshold(&self) -> u64 {
+        3
     }
 }
 
@@ -137,7 +105,7 @@ impl RedundancyController for TcpIr {
 mod tests {
     use super::*;
     use crate::redundancy::testing::{parity, send, sender, view};
-    use crate::redundancy::RedundancyEvent;
+    use crate::redundancy::{FecAction, ParityGroups, RedundancyController, XorGroups};
 
     fn ms(t: u64) -> Instant {
         Instant::from_micros(t * 1000)
@@ -147,7 +115,7 @@ mod tests {
 
     #[test]
     fn one_parity_per_quarter_rtt_over_at_most_16() {
-        let mut ir = TcpIr::new();
+        let mut ir = XorGroups::new(TcpIr::new());
         let mut tx = sender(100);
         let path = view(10, 100); // RTT/4 = 25 ms; a window of 10 does not matter to TCP-IR
         assert!(ir.repair_ignores_window());
@@ -179,7 +147,7 @@ mod tests {
 
     #[test]
     fn a_bare_loss_falls_back_to_retransmission_and_a_repaired_one_is_congestion() {
-        let mut ir = TcpIr::new();
+        let mut ir = XorGroups::new(TcpIr::new());
         let mut tx = sender(100);
         let path = view(10, 100);
         let sent = send(&mut tx, 20);

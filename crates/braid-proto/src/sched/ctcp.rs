@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{by_key, BlockView, PathInfo, Pick, SchedView, Scheduler};
-use crate::redundancy::SymbolEvent;
+use crate::view::SymbolEvent;
 use crate::Instant;
 
 /// Packets older than this many RTTs are not counted on (CTCP §III-E).

@@ -33,7 +33,7 @@ pub use minrtt::MinRtt;
 pub use redundant::Redundant;
 pub use roundrobin::RoundRobin;
 
-use crate::redundancy::{PathView, SymbolEvent};
+use crate::view::{PathView, SymbolEvent};
 use crate::Instant;
 
 /// What a scheduler knows of one path.
@@ -282,7 +282,7 @@ pub(crate) mod testing {
     use std::time::Duration;
 
     use super::{BlockView, PathInfo};
-    use crate::redundancy::PathView;
+    use crate::view::PathView;
 
     /// Path `path` with RTT `rtt_ms`, loss `loss`, a window of `window` 1000-byte packets of
     /// which `in_flight` are in flight; ready if it has room.

@@ -4,7 +4,7 @@
 //! previous symbol, whatever the paths' delays.
 
 use super::{Pick, SchedView, Scheduler};
-use crate::redundancy::SymbolEvent;
+use crate::view::SymbolEvent;
 use crate::Instant;
 
 #[derive(Debug, Clone, Copy, Default)]

@@ -119,7 +119,8 @@ fn pinned_retransmissions_and_per_path_blocks() {
 /// out and the block is released.
 #[test]
 fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_timeout() {
-    use crate::redundancy::{PathView, Redundancy, RedundancyController};
+    use crate::redundancy::{Redundancy, RedundancyController};
+    use crate::view::PathView;
     let mut tx = BlockSender::new(config(), 4);
     let mut rx = BlockReceiver::new(config(), 4);
     for i in 0..4u8 {
@@ -175,7 +176,8 @@ fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_time
 /// missing symbol at once; one sent after it is.
 #[test]
 fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
-    use crate::redundancy::{PathView, Redundancy, RedundancyController};
+    use crate::redundancy::{Redundancy, RedundancyController};
+    use crate::view::PathView;
     let mut tx = BlockSender::new(config(), 4);
     let mut rx = BlockReceiver::new(config(), 4);
     for i in 0..4u8 {
