@@ -9,10 +9,13 @@ use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, Event, Instant};
 
+use super::entry::Entry;
 use super::{hex, Driver, Role, LINGER, SEND_BATCH, SERVER_HANDSHAKE_TIMEOUT};
 use crate::connection::Connection;
-use crate::limits::{Limit, ServerCounters};
-use crate::shared::{Ended, Handle, STREAM_SEND_BUFFER};
+use crate::emulate::EmulatedLink;
+use crate::limits::{Limit, LimitLog, ServerCounters};
+use crate::qlog::QlogWriter;
+use crate::shared::{Ended, Handle, Shared, STREAM_SEND_BUFFER};
 
 impl Driver {
     pub(super) fn drive_all(&mut self, now: Instant) {
@@ -117,105 +120,28 @@ impl Driver {
         self.out = out;
     }
 
+    /// The core's events since the last round, turned into the application's wake-ups, the
+    /// server's counters and the connection's end.
     fn handle_events(&mut self, cid: ConnectionId) {
         let now = self.now();
+        let emulated = self.emulated_drops();
         let Some(e) = self.conns.get_mut(&cid) else { return };
         let mut guard = e.handle.lock();
         let s = &mut *guard;
         let idle = Duration::from_millis(s.core.params().idle_timeout_ms);
-        let mut connected = false;
-        let mut ended = None;
-        if let Some(q) = &mut e.qlog {
-            q.drain(&mut s.core);
-        }
-        while let Some(ev) = s.core.poll_event() {
-            if let Some(q) = &mut e.qlog {
-                q.core_event(now, &ev, &s.paths);
-            }
-            match ev {
-                Event::Connected => connected = true,
-                Event::Stream(StreamEvent::Opened(id)) => {
-                    s.incoming_streams.push_back(id);
-                    if let Some(w) = s.accept_waker.take() {
-                        w.wake();
-                    }
-                }
-                Event::Stream(StreamEvent::Readable(id)) => {
-                    if let Some(w) = s.readers.remove(&id) {
-                        w.wake();
-                    }
-                }
-                Event::Closed(reason) => {
-                    if let CloseReason::Violation(why) = &reason {
-                        ServerCounters::add(&self.counters.connections_violated, 1);
-                        if let (Some(limit), Role::Server { limits, .. }) =
-                            (Limit::from_violation(why), &self.role)
-                        {
-                            let value = match limit {
-                                Limit::MaxStreams => limits.max_streams,
-                                _ => limits.connection_memory,
-                            };
-                            self.limit_log.hit(&self.counters, limit, value, now);
-                        }
-                    }
-                    ServerCounters::add(&self.counters.connections_closed, 1);
-                    ended = Some(Ended::from_close(&reason, idle));
-                }
-                Event::PathFailed(path) => {
-                    tracing::info!(path, "path failed: no answer; its data goes on the others")
-                }
-                Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
-                Event::PathRemoved(path) => tracing::info!(path, "path removed"),
-            }
-        }
-        if let Some(streams) = s.core.streams() {
-            let ready: Vec<u64> = s
-                .writers
-                .keys()
-                .copied()
-                .filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER)
-                .collect();
-            for id in ready {
-                if let Some(w) = s.writers.remove(&id) {
-                    w.wake();
-                }
-            }
-        }
-        for w in s.idle_wakers.drain(..) {
-            w.wake();
-        }
-        if s.core.has_datagrams() || ended.is_some() {
-            if let Some(w) = s.datagram_waker.take() {
-                w.wake();
-            }
-        }
-        let mut emulated = Vec::new();
-        if matches!(self.role, Role::Client { .. }) {
-            for sock in &self.sockets {
-                emulated.push(
-                    sock.egress.as_ref().map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu)
-                        + sock
-                            .ingress
-                            .as_ref()
-                            .map_or(0, |l| l.dropped_random + l.dropped_queue + l.dropped_mtu),
-                );
-            }
-        }
+        let (counters, role, limit_log) = (&self.counters, &self.role, &mut self.limit_log);
+        let (connected, ended) = drain_events(s, e.qlog.as_mut(), now, |reason| {
+            count_close(counters, role, limit_log, reason, now);
+            Ended::from_close(reason, idle)
+        });
+        wake_ready(s, ended.is_some());
         for (p, d) in emulated.into_iter().enumerate() {
             if let Some(r) = s.paths.get_mut(p) {
                 r.emulated_drops = d;
             }
         }
         if let Some(reason) = &ended {
-            if s.ended.is_none() {
-                s.ended = Some(reason.clone());
-            }
-            for (_, w) in s.readers.drain().chain(s.writers.drain()) {
-                w.wake();
-            }
-            if let Some(w) = s.accept_waker.take() {
-                w.wake();
-            }
+            wake_all_on_end(s, reason);
         }
         let peer = s.paths[0].remote.map_or_else(|| "?".to_string(), |a| a.to_string());
         drop(guard);
@@ -229,35 +155,157 @@ impl Driver {
             e.closed = true;
         }
         if connected {
-            e.established = true;
-            let handle = e.handle.clone();
-            match &mut self.role {
-                Role::Client { ready, .. } => {
-                    if let Some(r) = ready.take() {
-                        let _ = r.send(Ok(()));
-                    }
-                }
-                Role::Server { incoming, .. } => {
-                    tracing::info!(%peer, paths = e.replay.len(), "accepted a connection");
-                    let _ = incoming.send(Connection { handle });
-                }
-            }
+            hand_out(&mut self.role, e, &peer);
         }
         if let Some(reason) = ended {
-            let s = e.handle.lock();
-            tracing::debug!(
-                %peer,
-                reason = ?reason,
-                paths = ?s.core.path_stats(),
-                stats = ?s.core.stats,
-                "connection ended"
-            );
-            drop(s);
-            if let Role::Client { ready, .. } = &mut self.role {
-                if let Some(r) = ready.take() {
-                    let _ = r.send(Err(reason.error()));
+            report_end(&mut self.role, e, reason, &peer);
+        }
+    }
+
+    /// Client: per path, the datagrams its emulated links dropped (shown in path reports).
+    fn emulated_drops(&self) -> Vec<u64> {
+        if !matches!(self.role, Role::Client { .. }) {
+            return Vec::new();
+        }
+        let dropped = |l: &EmulatedLink| l.dropped_random + l.dropped_queue + l.dropped_mtu;
+        self.sockets
+            .iter()
+            .map(|sock| sock.egress.as_ref().map_or(0, dropped) + sock.ingress.as_ref().map_or(0, dropped))
+            .collect()
+    }
+}
+
+/// Takes the core's events (each into the qlog file, if any): stream and accept wake-ups at
+/// once, path news to the log; returns whether the connection came up, and how it ended
+/// (`on_close` counts and names a close).
+fn drain_events(
+    s: &mut Shared,
+    mut qlog: Option<&mut QlogWriter>,
+    now: Instant,
+    mut on_close: impl FnMut(&CloseReason) -> Ended,
+) -> (bool, Option<Ended>) {
+    let mut connected = false;
+    let mut ended = None;
+    if let Some(q) = qlog.as_deref_mut() {
+        q.drain(&mut s.core);
+    }
+    while let Some(ev) = s.core.poll_event() {
+        if let Some(q) = qlog.as_deref_mut() {
+            q.core_event(now, &ev, &s.paths);
+        }
+        match ev {
+            Event::Connected => connected = true,
+            Event::Stream(StreamEvent::Opened(id)) => {
+                s.incoming_streams.push_back(id);
+                if let Some(w) = s.accept_waker.take() {
+                    w.wake();
                 }
             }
+            Event::Stream(StreamEvent::Readable(id)) => {
+                if let Some(w) = s.readers.remove(&id) {
+                    w.wake();
+                }
+            }
+            Event::Closed(reason) => ended = Some(on_close(&reason)),
+            Event::PathFailed(path) => {
+                tracing::info!(path, "path failed: no answer; its data goes on the others")
+            }
+            Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
+            Event::PathRemoved(path) => tracing::info!(path, "path removed"),
+        }
+    }
+    (connected, ended)
+}
+
+/// The server's counters for a closed connection; a peer that broke a limit is logged with it.
+fn count_close(
+    counters: &ServerCounters,
+    role: &Role,
+    limit_log: &mut LimitLog,
+    reason: &CloseReason,
+    now: Instant,
+) {
+    if let CloseReason::Violation(why) = reason {
+        ServerCounters::add(&counters.connections_violated, 1);
+        if let (Some(limit), Role::Server { limits, .. }) = (Limit::from_violation(why), role) {
+            let value = match limit {
+                Limit::MaxStreams => limits.max_streams,
+                _ => limits.connection_memory,
+            };
+            limit_log.hit(counters, limit, value, now);
+        }
+    }
+    ServerCounters::add(&counters.connections_closed, 1);
+}
+
+/// Wakes the writers whose stream has room again, the tasks waiting for idle, and the datagram
+/// reader when datagrams wait (or the connection ended).
+fn wake_ready(s: &mut Shared, ended: bool) {
+    if let Some(streams) = s.core.streams() {
+        let ready: Vec<u64> =
+            s.writers.keys().copied().filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER).collect();
+        for id in ready {
+            if let Some(w) = s.writers.remove(&id) {
+                w.wake();
+            }
+        }
+    }
+    for w in s.idle_wakers.drain(..) {
+        w.wake();
+    }
+    if s.core.has_datagrams() || ended {
+        if let Some(w) = s.datagram_waker.take() {
+            w.wake();
+        }
+    }
+}
+
+/// The connection ended: record why (the first reason stays) and wake every waiting task.
+fn wake_all_on_end(s: &mut Shared, reason: &Ended) {
+    if s.ended.is_none() {
+        s.ended = Some(reason.clone());
+    }
+    for (_, w) in s.readers.drain().chain(s.writers.drain()) {
+        w.wake();
+    }
+    if let Some(w) = s.accept_waker.take() {
+        w.wake();
+    }
+}
+
+/// The core's handshake finished: the client's `connect` returns; the server hands the
+/// connection to `accept`.
+fn hand_out(role: &mut Role, e: &mut Entry, peer: &str) {
+    e.established = true;
+    let handle = e.handle.clone();
+    match role {
+        Role::Client { ready, .. } => {
+            if let Some(r) = ready.take() {
+                let _ = r.send(Ok(()));
+            }
+        }
+        Role::Server { incoming, .. } => {
+            tracing::info!(%peer, paths = e.replay.len(), "accepted a connection");
+            let _ = incoming.send(Connection { handle });
+        }
+    }
+}
+
+/// Logs a connection's end with its statistics; a client still waiting in `connect` gets the
+/// error.
+fn report_end(role: &mut Role, e: &Entry, reason: Ended, peer: &str) {
+    let s = e.handle.lock();
+    tracing::debug!(
+        %peer,
+        reason = ?reason,
+        paths = ?s.core.path_stats(),
+        stats = ?s.core.stats,
+        "connection ended"
+    );
+    drop(s);
+    if let Role::Client { ready, .. } = role {
+        if let Some(r) = ready.take() {
+            let _ = r.send(Err(reason.error()));
         }
     }
 }

@@ -10,11 +10,12 @@ use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
 use braid_proto::session::{FirstMessage, PathAddress, Repeater};
-use braid_proto::Instant;
+use braid_proto::wire::ConnectionId;
+use braid_proto::{ConnectionConfig, Instant};
 
 use super::entry::Entry;
 use super::{hex, Driver, Role};
-use crate::crypto::{self, ClientHandshake};
+use crate::crypto::{self, Accepted, ClientHandshake, Hello};
 use crate::limits::{Limit, ServerCounters};
 use crate::qlog::QlogWriter;
 use crate::shared::{Ended, Handle};
@@ -50,29 +51,11 @@ impl Driver {
         self.conns.clear();
     }
 
+    /// A client's first message (PROTOCOL.md §13.3): checked before any state is kept, then
+    /// the connection it asks for is created and answered.
     pub(super) fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
-        let Role::Server { auth, transport, limits, incoming, registry, qlog } = &self.role else { return };
-        if incoming.is_closed() {
-            return;
-        }
-        let Some(cid) = crypto::init_cid(data).filter(|_| crypto::is_init(data)) else { return };
-        if let Some(e) = self.conns.get(&cid) {
-            if e.init == data {
-                // Our answer was lost: the same answer again (never more bytes than came in).
-                let response = e.response.clone();
-                self.send_raw(0, from, &response, now);
-            }
-            return;
-        }
-        if self.conns.len() >= limits.max_connections {
-            self.limit_log.hit(&self.counters, Limit::MaxConnections, limits.max_connections as u64, now);
-            return;
-        }
-        // Before any public-key work: a flood of first messages costs a lookup each.
-        if !self.handshakes.take(now) {
-            self.limit_log.hit(&self.counters, Limit::HandshakeRate, limits.handshake_rate.into(), now);
-            return;
-        }
+        let Some(cid) = self.admit_init(data, from, now) else { return };
+        let Role::Server { auth, .. } = &self.role else { return };
         let Some(accepted) = crypto::server_accept_with(auth, data) else {
             ServerCounters::add(&self.counters.handshakes_failed, 1);
             // No state kept; a 9-byte hint so a client with the wrong key can say so.
@@ -82,43 +65,63 @@ impl Driver {
             }
             return;
         };
+        if !self.fresh_init(data, from, now) {
+            return;
+        }
+        self.accept(cid, data, accepted, from, now);
+    }
+
+    /// The cheap checks of a first message, before any public-key work: a server still
+    /// accepting, a well-formed first message, not one already answered (its answer was lost:
+    /// the same answer again, never more bytes than came in), the connection limit and the
+    /// handshake rate (a flood of first messages costs a lookup each). The connection id to
+    /// create, if it passes.
+    fn admit_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) -> Option<ConnectionId> {
+        let Role::Server { limits, incoming, .. } = &self.role else { return None };
+        if incoming.is_closed() {
+            return None;
+        }
+        let cid = crypto::init_cid(data).filter(|_| crypto::is_init(data))?;
+        if let Some(e) = self.conns.get(&cid) {
+            if e.init == data {
+                let response = e.response.clone();
+                self.send_raw(0, from, &response, now);
+            }
+            return None;
+        }
+        if self.conns.len() >= limits.max_connections {
+            self.limit_log.hit(&self.counters, Limit::MaxConnections, limits.max_connections as u64, now);
+            return None;
+        }
+        if !self.handshakes.take(now) {
+            self.limit_log.hit(&self.counters, Limit::HandshakeRate, limits.handshake_rate.into(), now);
+            return None;
+        }
+        Some(cid)
+    }
+
+    /// An authenticated first message seen before (its ephemeral key) is a replay: ignored.
+    fn fresh_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) -> bool {
         let ephemeral: [u8; 32] = data[9..41].try_into().expect("a first message is 1200 bytes");
         match self.seen_inits.insert(ephemeral, now) {
-            FirstMessage::Fresh => {}
+            FirstMessage::Fresh => true,
             FirstMessage::Replayed => {
                 ServerCounters::add(&self.counters.handshakes_replayed, 1);
                 tracing::debug!(%from, "replayed handshake ignored");
-                return;
+                false
             }
             FirstMessage::TooMany => {
                 tracing::warn!(%from, "too many handshakes lately: handshake ignored");
-                return;
+                false
             }
         }
-        let mut config = transport.clone();
-        config.paths = accepted.hello.paths;
-        if !accepted.hello.mode.is_empty() {
-            match accepted.hello.mode.parse::<Mode>() {
-                Ok(m) => config.mode = m,
-                Err(e) => {
-                    tracing::warn!(%from, error = %e, using = config.mode.name(), "client's mode unknown")
-                }
-            }
-        }
-        if !accepted.hello.cc.is_empty() {
-            match accepted.hello.cc.parse::<CcAlgorithm>() {
-                Ok(c) => config.cc = Some(c),
-                Err(e) => {
-                    tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
-                }
-            }
-        }
-        if !accepted.hello.scheduler.is_empty() {
-            match accepted.hello.scheduler.parse::<SchedulerKind>() {
-                Ok(k) => config.scheduler = Some(k),
-                Err(e) => tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used"),
-            }
-        }
+    }
+
+    /// Creates the connection an authenticated first message asks for, registers it and sends
+    /// the answer.
+    fn accept(&mut self, cid: ConnectionId, data: &[u8], accepted: Accepted, from: SocketAddr, now: Instant) {
+        let Role::Server { transport, registry, qlog, .. } = &self.role else { return };
+        let config = client_choices(transport, &accepted.hello, from);
         let paths = usize::from(accepted.hello.paths);
         let mut core = braid_proto::Connection::server(config, now);
         if qlog.is_some() {
@@ -207,4 +210,32 @@ impl Driver {
         // An ICMP "port unreachable" shows up on a later send or read (`self.refused`).
         self.send_raw(0, server, &init, now);
     }
+}
+
+/// The server's transport with the client's choices from its first message: path count, mode,
+/// congestion controller and scheduler (an unknown name is logged and the server's kept).
+fn client_choices(transport: &ConnectionConfig, hello: &Hello, from: SocketAddr) -> ConnectionConfig {
+    let mut config = transport.clone();
+    config.paths = hello.paths;
+    if !hello.mode.is_empty() {
+        match hello.mode.parse::<Mode>() {
+            Ok(m) => config.mode = m,
+            Err(e) => tracing::warn!(%from, error = %e, using = config.mode.name(), "client's mode unknown"),
+        }
+    }
+    if !hello.cc.is_empty() {
+        match hello.cc.parse::<CcAlgorithm>() {
+            Ok(c) => config.cc = Some(c),
+            Err(e) => {
+                tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
+            }
+        }
+    }
+    if !hello.scheduler.is_empty() {
+        match hello.scheduler.parse::<SchedulerKind>() {
+            Ok(k) => config.scheduler = Some(k),
+            Err(e) => tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used"),
+        }
+    }
+    config
 }
