@@ -24,6 +24,13 @@
 //!   while the RTT has stayed well above its minimum for several rounds with the cap binding: a
 //!   queue this flow is not making belongs to a competitor that fills buffers (CUBIC, BBRv1), and
 //!   yielding to it would starve braid.
+//! - **Draining what it sees.** In CRUISE the pacer runs below the bandwidth estimate by the
+//!   queue the last round's smallest RTT shows (as a fraction of the min RTT, at most 10 %):
+//!   a max-filtered estimate a little above the path's rate otherwise kept a standing queue of
+//!   ~10 ms until the cruising test fired (Copa's target of a queue that drains, as a
+//!   proportional rule). UP ends once it has put an eighth of a BDP more in flight than it
+//!   began with, not at 1.25 × BDP: its rate samples still show new bandwidth, and where there
+//!   is none the bump in delay is half as high.
 //! - **Startup ends on delay too**: when a round's smallest RTT rises by HyStart++'s threshold
 //!   (RFC 9406 §4.2: min RTT / 8, clamped to 4–16 ms) — before the queue overflows, so Startup
 //!   does not drop a burst into the blocks in flight.
@@ -49,6 +56,10 @@ const DRAIN_PACING_GAIN: f64 = 0.35;
 const DOWN_PACING_GAIN: f64 = 0.9;
 const UP_PACING_GAIN: f64 = 1.25;
 const UP_CWND_GAIN: f64 = 2.25;
+/// How much more UP puts in flight than it started with, in BDPs.
+const UP_PROBE: f64 = 0.125;
+/// The most CRUISE slows below the bandwidth estimate to drain a standing queue.
+const CRUISE_MAX_DRAIN: f64 = 0.1;
 /// Window outside UP: a quarter BDP of headroom (see the module comment).
 const CRUISE_CWND_GAIN: f64 = 1.25;
 /// Window while competing with a buffer-filling flow (BBR's usual ProbeBW gain).
@@ -129,6 +140,8 @@ pub struct ModelCc {
     app_limited_until: u64,
     sample_app_limited: bool,
     in_flight: u64,
+    /// What was in flight when UP began.
+    up_base: f64,
     /// ProbeRTT: when the window first reached its floor.
     probe_rtt_done: Option<Instant>,
 }
@@ -166,6 +179,7 @@ impl ModelCc {
             sample_app_limited: false,
             in_flight: 0,
             probe_rtt_done: None,
+            up_base: 0.0,
         }
     }
 
@@ -185,8 +199,20 @@ impl ModelCc {
             State::Drain => DRAIN_PACING_GAIN,
             State::Down => DOWN_PACING_GAIN,
             State::Up => UP_PACING_GAIN,
+            State::Cruise if !self.competing => 1.0 - self.standing_queue().min(CRUISE_MAX_DRAIN),
             State::Cruise | State::Refill | State::ProbeRtt => 1.0,
         }
+    }
+
+    /// The queue the last round's smallest RTT shows, as a fraction of the min RTT: what this
+    /// flow keeps standing at the bottleneck when its bandwidth estimate reads a little high.
+    /// Two datagrams' serialization at the estimated rate, and 1 ms of timer noise, do not
+    /// count: on a 10 Mbit/s, 20 ms path they alone read as a 10 % queue.
+    fn standing_queue(&self) -> f64 {
+        let (Some(min), Some(round)) = (self.min_rtt(), self.last_round_min_rtt) else { return 0.0 };
+        let serialization = if self.bandwidth > 0.0 { 2.0 * self.mss as f64 / self.bandwidth } else { 0.0 };
+        let queue = round.saturating_sub(min).as_secs_f64() - serialization.min(0.01) - 1e-3;
+        (queue / min.as_secs_f64().max(1e-6)).max(0.0)
     }
 
     fn cwnd_gain(&self) -> f64 {
@@ -330,11 +356,19 @@ impl ModelCc {
                     self.enter(State::Refill, now);
                 }
             }
-            State::Refill if self.round > self.state_round => self.enter(State::Up, now),
+            State::Refill if self.round > self.state_round => {
+                self.up_base = in_flight;
+                self.enter(State::Up, now);
+            }
             State::Up => {
-                let grown = in_flight >= UP_PACING_GAIN * bdp;
+                // UP ends once it has put UP_PROBE × BDP (at least four datagrams) more in
+                // flight than it started with (BBRv3 waits for 1.25 × BDP in all): the probe's rate samples show new
+                // bandwidth all the same, and the queue it leaves when there is none stays an
+                // eighth of the RTT. Measured from UP's start, what is in flight includes the
+                // lost packets not yet declared, so a lossy path probes as far as a clean one.
+                let grown = in_flight >= self.up_base + (UP_PROBE * bdp).max(4.0 * self.mss as f64);
                 let queue = self.round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-                if elapsed >= min && (grown || queue) {
+                if grown || (elapsed >= min && queue) {
                     self.cycles += 1;
                     self.enter(State::Down, now);
                 }
@@ -584,6 +618,24 @@ mod tests {
         tiny.update(Duration::ZERO, Duration::ZERO);
         cc.on_ack(&ack(Instant::from_micros((20) * 1_000_000), 1e6, 0), &tiny);
         assert!(cc.window() >= 4 * 1200);
+    }
+
+    /// CRUISE paces under the estimate by the queue the last round showed, at most 10 %, and
+    /// not at all for a queue of a millisecond or two; a competitor's queue is not drained.
+    #[test]
+    fn cruise_drains_the_queue_it_sees() {
+        let (mut cc, r) = settled();
+        cc.enter(State::Cruise, Instant::from_micros(3_000_000));
+        cc.last_round_min_rtt = Some(Duration::from_millis(101));
+        let full = cc.pacing_rate(&r).unwrap() as f64;
+        assert!((2.45e6..=2.55e6).contains(&full), "pacing {full} with 1 ms of queue");
+        cc.last_round_min_rtt = Some(Duration::from_millis(106));
+        let drained = cc.pacing_rate(&r).unwrap() as f64;
+        assert!(drained < 0.97 * full && drained > 0.93 * full, "pacing {drained} vs {full}");
+        cc.last_round_min_rtt = Some(Duration::from_millis(200));
+        assert!(cc.pacing_rate(&r).unwrap() as f64 >= 0.9 * full - 1.0, "more than 10 % off");
+        cc.competing = true;
+        assert_eq!(cc.pacing_rate(&r).unwrap() as f64, full, "a competitor's queue was drained");
     }
 
     /// App-limited samples below the estimate do not pull it down.
