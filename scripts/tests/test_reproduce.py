@@ -22,8 +22,8 @@ SIM_HEADER = ("run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_idea
 
 
 def row(sc, point, mode, goodput, seed=1, completion=5.0, repair=0.01, timeouts=0, p99=300.0, jitter=50.0,
-        ratio=0.9):
-    return (f'0,{sc},{point},{seed},{mode},{completion},{goodput},{ratio},{repair},100,1,0,,0,0,0,{timeouts},10,'
+        ratio=0.9, run=0):
+    return (f'{run},{sc},{point},{seed},{mode},{completion},{goodput},{ratio},{repair},100,1,0,,0,0,0,{timeouts},10,'
             f'100,{p99},{jitter},100,true,20,100,100,1,,')
 
 
@@ -79,8 +79,11 @@ class Fixture:
 
     def sato(self, sato_g=(40.0, 44.0, 46.0, 45.0, 43.0)):
         """The dumbbell (tcp 39 with 30 timeouts, sato 45 with 3) and the three sweeps."""
-        write(self.results, "sato-dumbbell", [row("sato-dumbbell", "", "tcp", 39.0, timeouts=30),
-                                              row("sato-dumbbell", "", "sato", 45.0, timeouts=3)])
+        write(self.results, "sato-dumbbell", [row("sato-dumbbell", "", "tcp", 39.0, timeouts=30, run=0),
+                                              row("sato-dumbbell", "", "sato", 45.0, timeouts=3, run=1)])
+        # Transient and steady goodput per run (phases.csv), sato ahead in both.
+        with open(os.path.join(self.results, "sato-dumbbell", "phases.csv"), "w") as f:
+            f.write("run,start_mbps,transient_mbps,steady_mbps\n0,20.0,35.0,41.0\n1,30.0,40.0,47.0\n")
         write(os.path.join(self.results, "sato-dumbbell"), "default",
               [row("sato-dumbbell", "", "braid", 47.0), row("sato-dumbbell", "", "sato", 44.0)])
         rows = [row("sato-sweep-l", f"sato_limit={l} sato_interleave={g}", "sato", 40.0 + l / 10 + g / 10)
@@ -131,12 +134,38 @@ class Reproduce(unittest.TestCase):
             self.assertEqual(v["sato-dumbbell"], rp.REPRODUCED)
             self.assertIn("sato ≥ the baseline at every sweep point (20 of 20)", text)
             self.assertIn("| sato@default | braid's NewReno (the mode's default) | 44.00 |", text)
+            self.assertIn("| sato | ns-3 NewReno (`newreno-ns3`), l = 30, r = 0.7, g = 3 | 45.00 | 40.00 | 47.00 |",
+                          text)
+            self.assertIn("and in the steady state, 20–60 s (Fig. 9(a)): **held**", text)
+            self.assertIn("sato is ahead (0–5 s: 30.00 against 20.00 Mbit/s", text)
             # Best g = 1: a trend that does not hold.
             fx.sato(sato_g=(46.0, 44.0, 45.0, 43.0, 42.0))
             rep, text = fx.run()
             v = {exp: verdict for _, exp, verdict in rep.verdicts}
             self.assertEqual(v["sato-dumbbell"], rp.PARTLY)
             self.assertIn("best g in 2–3 (measured: 1): **did not hold**", text)
+
+    def test_phase_goodput_from_the_time_series(self):
+        """One row per interval and flow; the run's goodput counted once per interval, intervals
+        ending in (start, end]."""
+        series = [{"run": run, "time_s": f"{t:.3f}", "goodput_mbps": str(g), "flow": str(flow)}
+                  for run, base in (("0", 10.0), ("1", 20.0))
+                  for t, g in ((0.0, 0.0), (10.0, base), (20.0, base + 2), (30.0, base + 4), (40.0, base + 8))
+                  for flow in (0, 1)]
+        phases = [("transient", 0.0, 20.0), ("steady", 20.0, None), ("none", 50.0, 60.0)]
+        got = rp.phase_goodput(series, phases)
+        self.assertEqual(dict(got["0"]), {"transient": 11.0, "steady": 16.0, "none": None})
+        self.assertEqual(dict(got["1"]), {"transient": 21.0, "steady": 26.0, "none": None})
+        with tempfile.TemporaryDirectory() as tmp:
+            ts = os.path.join(tmp, "timeseries.csv")
+            with open(ts, "w") as f:
+                f.write("run,time_s,goodput_mbps,flow\n" + "".join(
+                    f"{r['run']},{r['time_s']},{r['goodput_mbps']},{r['flow']}\n" for r in series))
+            rp.write_phases(ts, os.path.join(tmp, "phases.csv"), phases)
+            with open(os.path.join(tmp, "phases.csv")) as f:
+                self.assertEqual(f.read().splitlines(),
+                                 ["run,transient_mbps,steady_mbps,none_mbps", "0,11.000000,16.000000,",
+                                  "1,21.000000,26.000000,"])
 
     def test_dfec_workloads(self):
         """Pages: completion-time ratios from goodput; video: frames on time from video.csv."""
