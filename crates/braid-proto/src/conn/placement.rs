@@ -41,12 +41,28 @@ impl Connection {
     }
 
     /// Per-path placement: `path` may send and no block is left for it — cut the next
-    /// block from the pipe, at most one congestion window of `path` long (MPTCP hands a subflow
-    /// no more than it can send; a whole 64-symbol block on a subflow with a window of three
-    /// packets held the connection's receive buffer for many of its round trips).
+    /// block from the pipe, at most one congestion window of `path` long with the parities the
+    /// path's controller will add to it (MPTCP hands a subflow no more than it can send; a whole
+    /// 64-symbol block on a subflow with a window of three packets held the connection's receive
+    /// buffer for many of its round trips). Without the parities counted, dFEC's first parity
+    /// (ratio 9) took one of a 10-packet initial window and the block's tenth source waited a
+    /// round trip of its path: on a 400 ms second path that held the whole stream's in-order
+    /// delivery (dFEC Table III's google page, 0 % loss: 7.2 against MPTCP's 12.5 Mbit/s).
     pub(super) fn cut_block_for(&mut self, path: usize) {
         let mss = self.config.max_datagram as u64;
-        let limit = (self.paths[path].cc.window() / mss).max(1) as usize;
+        let window = (self.paths[path].cc.window() / mss).max(1);
+        // The most sources n with n + parities(n) ≤ window (monotone in n), at least one.
+        let fits = |n: u64| n.saturating_add(self.redundancy.parities_for(path, n)) <= window;
+        let (mut lo, mut hi) = (1, window);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let limit = usize::try_from(lo).unwrap_or(usize::MAX);
         let Some(s) = self.session.as_mut().filter(|s| s.sender.is_per_path()) else { return };
         if s.sender.has_unsent_for(path as u8) || !s.sender.has_room() {
             return;

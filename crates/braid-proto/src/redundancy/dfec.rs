@@ -156,6 +156,11 @@ impl GroupingRule for Dfec {
         covers
     }
 
+    /// One parity per `ratio` sources, and one for a shorter tail (§III-A).
+    fn parities_for(&self, sources: u64) -> u64 {
+        sources.div_ceil(self.ratio().max(1) as u64)
+    }
+
     fn packet_threshold(&self) -> u64 {
         self.ratio() as u64
     }
@@ -184,6 +189,18 @@ mod tests {
             let event = RedundancyEvent::Sent { repair: false, retransmission: i < retransmitted };
             d.on_event(ms(start), event, &view(10, 10));
         }
+    }
+
+    #[test]
+    fn a_block_of_n_sources_gets_a_parity_per_ratio_and_one_for_its_tail() {
+        let d = Dfec::default();
+        // Ratio 9: nine sources and their parity fill a 10-packet initial window; a tenth
+        // source would bring a second parity (its tail's).
+        let counts: Vec<u64> = [0, 1, 9, 10, 18, 19].iter().map(|&n| d.parities_for(n)).collect();
+        assert_eq!(counts, [0, 1, 1, 2, 2, 3]);
+        // Through the adapter, as the connection asks it.
+        let x = XorGroups::new(Dfec::default());
+        assert_eq!(crate::redundancy::RedundancyController::parities_for(&x, 0, 10), 2);
     }
 
     #[test]

@@ -85,6 +85,13 @@ pub trait RedundancyController: Send + fmt::Debug {
     /// Time passed (the connection's timer fired at `now`); the default ignores it.
     fn handle_timeout(&mut self, _now: Instant) {}
 
+    /// Parity symbols this controller adds to a block of `sources` source symbols sent on `path`
+    /// and closed as it is (its tail covered too): a block cut for one path fits that path's
+    /// window beside them. The default: none tied to a block's length.
+    fn parities_for(&self, _path: usize, _sources: u64) -> u64 {
+        0
+    }
+
     /// The XOR modes' parity-group hooks ([`ParityGroups`]): `Some` for a controller that forms
     /// XOR parity groups as it sends (TCP-IR, TCP-dFEC, Sato et al., through [`XorGroups`]).
     /// The default, for codes with a fixed layout: `None`.

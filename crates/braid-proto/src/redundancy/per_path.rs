@@ -121,6 +121,10 @@ impl<C: RedundancyController + ParityGroups> RedundancyController for PerPath<C>
         }
     }
 
+    fn parities_for(&self, path: usize, sources: u64) -> u64 {
+        self.path(path).parities_for(path, sources)
+    }
+
     fn parity_groups(&mut self) -> Option<&mut dyn ParityGroups> {
         Some(self)
     }

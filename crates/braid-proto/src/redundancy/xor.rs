@@ -67,6 +67,12 @@ pub trait GroupingRule: Send + std::fmt::Debug {
     ) -> Vec<XorCover>;
 
     /// The loss detection packet threshold (TCP's three duplicate ACKs, or dFEC's block size).
+    /// Parities this rule gives a block of `sources` sources closed as it is (see
+    /// [`RedundancyController::parities_for`]); the default: none counted.
+    fn parities_for(&self, _sources: u64) -> u64 {
+        0
+    }
+
     fn packet_threshold(&self) -> u64;
 
     /// Feedback; the default ignores it.
@@ -139,6 +145,10 @@ impl<R: GroupingRule> RedundancyController for XorGroups<R> {
 
     fn poll_timeout(&self, path: &PathView) -> Option<Instant> {
         self.rule.poll_timeout(path)
+    }
+
+    fn parities_for(&self, _path: usize, sources: u64) -> u64 {
+        self.rule.parities_for(sources)
     }
 
     fn parity_groups(&mut self) -> Option<&mut dyn ParityGroups> {
