@@ -124,6 +124,23 @@ class Reproduce(unittest.TestCase):
             self.assertIn("scripts/reproduce.py --only fmtcp-receive-buffer", text)
             self.assertIn("| CTCP (002) | [ctcp-table4](#ctcp-table4) | **partly** |", text)
 
+    def test_ctcp_testbed_runs_every_run_against_the_target(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            d = os.path.join(fx.raw, "testbed", "ctcp-table4-runs")
+            os.makedirs(d)
+            lines = ["scenario,label,seed,contender,completion_s,goodput_mbps,workload,mix"]
+            for seed in (1, 2, 3):
+                for p, g in ((0.01, 16.0), (0.05, 14.0 if seed < 3 else 12.5)):
+                    label = f"seed={seed} path.wifi.loss={p:g}"
+                    lines += [f'ctcp-table4-runs,"{label}",{seed},ext:braid-ctcp,6.0,{g},bulk,',
+                              f'ctcp-table4-runs,"{label}",{seed},bbr,7.0,14.0,bulk,']
+            with open(os.path.join(d, "runs.csv"), "w") as f:
+                f.write("\n".join(lines) + "\n")
+            _, text = fx.run()
+            self.assertIn("| 5 % | 1: 14.00, 2: 14.00, 3: 12.50 | 12.50 | 14.00 |", text)
+            self.assertIn("in every run: **not met** (5 of 6 runs", text)
+
     def test_sato_headline_and_trends(self):
         with tempfile.TemporaryDirectory() as tmp:
             fx = Fixture(tmp)
