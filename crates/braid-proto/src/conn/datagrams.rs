@@ -15,10 +15,17 @@ use crate::wire::{DatagramFrame, DatagramRepairFrame, MAX_DATAGRAM_PAYLOAD};
 /// Longest packet header (§7.2): first byte, connection id, path id, packet number.
 const PACKET_HEADER_MAX: usize = 1 + 8 + 1 + 8;
 
+/// The least margin past the smoothed RTT before a path that answers nothing counts as silent.
+const SILENCE_FLOOR: Duration = Duration::from_millis(10);
+
 /// Both directions of the connection's datagrams.
 pub(super) struct Datagrams {
     pub(super) sender: DatagramSender,
     pub(super) receiver: DatagramReceiver,
+    /// Per path: the packet number below which datagram packets were already given up as lost
+    /// for a silent path, and the newest packet number that carried datagrams.
+    suspected_below: Vec<u64>,
+    newest_on: Vec<Option<u64>>,
 }
 
 impl Datagrams {
@@ -26,8 +33,27 @@ impl Datagrams {
         Datagrams {
             sender: DatagramSender::new(config.clone()),
             receiver: DatagramReceiver::new(config.recv_queue),
+            suspected_below: Vec::new(),
+            newest_on: Vec::new(),
         }
     }
+
+    /// Whether path `i` carried datagram packets not yet given up for its silence.
+    fn unsuspected_on(&self, i: usize) -> bool {
+        let below = self.suspected_below.get(i).copied().unwrap_or(0);
+        self.newest_on.get(i).copied().flatten().is_some_and(|n| n >= below)
+    }
+}
+
+/// How long a path may leave every packet sent after its newest acknowledged one unanswered
+/// before datagrams treat it as silent: its smoothed RTT plus the larger of 4 × the RTT
+/// variation (RFC 6298's RTO margin), a quarter of the RTT and [`SILENCE_FLOOR`]. Far sooner
+/// than a probe timeout (which must also not presume losses wrongly, and backs off): a
+/// datagram is of no use after 150 ms, so a path that stopped answering must stop getting
+/// them within about one round trip, and what it was sent must be repaired elsewhere.
+fn silence(p: &super::path::Path) -> Duration {
+    let srtt = p.rtt.smoothed();
+    srtt + (4 * p.rtt.variation()).max(srtt / 4).max(SILENCE_FLOOR)
 }
 
 impl Connection {
@@ -101,14 +127,56 @@ impl Connection {
             .unwrap_or_default()
     }
 
+    /// Whether path `i` has left everything sent since its newest acknowledged packet
+    /// unanswered for longer than [`silence`] at `now`.
+    fn is_silent(&self, i: usize, now: Instant) -> bool {
+        let p = &self.paths[i];
+        p.unanswered_since().is_some_and(|t| now >= t + silence(p))
+    }
+
     /// The path that delivers a datagram first — earliest pacer release plus half its smoothed
-    /// RTT, among paths with room in their window — and when it may send.
+    /// RTT, among paths with room in their window that are not silent (unless all are) — and
+    /// when it may send.
     fn datagram_path(&self, now: Instant) -> Option<(usize, Instant)> {
         let mss = self.config.max_datagram as u64;
+        let first = |live_only: bool| {
+            (0..self.paths.len())
+                .filter(|&i| self.data_room(i) >= mss && !(live_only && self.is_silent(i, now)))
+                .map(|i| (i, self.paths[i].next_send.max(now)))
+                .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
+        };
+        first(true).or_else(|| first(false))
+    }
+
+    /// Datagram packets in flight on a path that fell silent are given up as lost at once
+    /// (not after a probe timeout, which comes too late for their deadline and does not
+    /// report datagram losses at all): their blocks owe repairs, which go out on the paths
+    /// still answering. If the path was only slow, those repairs were spare.
+    fn suspect_silent_paths(&mut self, now: Instant) {
+        for i in 0..self.paths.len() {
+            if !self.datagrams.unsuspected_on(i) || !self.is_silent(i, now) {
+                continue;
+            }
+            let below = self.datagrams.suspected_below.get(i).copied().unwrap_or(0);
+            let p = &mut self.paths[i];
+            for sent in p.sent.range_mut(below..).filter_map(|(_, s)| s.datagrams.take()) {
+                self.datagrams.sender.on_lost(sent);
+            }
+            let next = p.next_number;
+            let slots = &mut self.datagrams.suspected_below;
+            if slots.len() <= i {
+                slots.resize(i + 1, 0);
+            }
+            slots[i] = next;
+        }
+    }
+
+    /// When the first path carrying unsuspected datagram packets turns silent, if ever.
+    fn next_silence(&self) -> Option<Instant> {
         (0..self.paths.len())
-            .filter(|&i| self.data_room(i) >= mss)
-            .map(|i| (i, self.paths[i].next_send.max(now)))
-            .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
+            .filter(|&i| self.datagrams.unsuspected_on(i))
+            .filter_map(|i| Some(self.paths[i].unanswered_since()? + silence(&self.paths[i])))
+            .min()
     }
 
     /// Hook for `handle_datagram`: a DATAGRAM frame.
@@ -127,18 +195,27 @@ impl Connection {
         self.datagrams.sender.on_lost(sent);
     }
 
-    /// Hook for `handle_timeout`: datagrams past their deadline leave the queue.
+    /// Hook for `handle_timeout`: datagrams past their deadline leave the queue; datagram
+    /// packets on a path that fell silent are given up.
     pub(super) fn on_datagram_timeout(&mut self, now: Instant) {
         self.datagrams.sender.expire(now);
+        self.suspect_silent_paths(now);
     }
 
     /// Hook for `poll_timeout`: when datagrams next need the connection.
     pub(super) fn datagram_timeout(&self) -> Option<Instant> {
-        if self.session.is_none() || !self.datagrams.sender.has_work() {
+        if self.session.is_none() {
             return None;
+        }
+        let silence = self.next_silence();
+        if !self.datagrams.sender.has_work() {
+            return silence;
         }
         let now = self.last_poll;
         let mut next = self.datagrams.sender.next_expiry();
+        if let Some(t) = silence {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
         let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
         // Only when a path can take the packet: with none, an ACK opens a window first.
         if let Some((path, ready)) = self.datagram_path(now) {
@@ -155,13 +232,22 @@ impl Connection {
     /// Hook for `poll_transmit`: a packet of datagram frames (one datagram block's, as many as
     /// fit) and control frames, on the path that delivers first, if one is due.
     pub(super) fn send_datagrams(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<super::Transmit> {
-        if self.state != State::Established || !self.datagrams.sender.has_work() {
+        if self.state != State::Established {
+            return None;
+        }
+        self.suspect_silent_paths(now);
+        if !self.datagrams.sender.has_work() {
             return None;
         }
         let (path, ready) = self.datagram_path(now)?;
         let one_way = self.paths[path].rtt.smoothed() / 2;
         if ready > now || !self.datagrams.sender.wants_to_send(now, one_way) {
             return None;
+        }
+        // The path's propagation delay, not its smoothed RTT: a datagram is only given up when
+        // it could not make its deadline even over an empty queue.
+        if self.paths[path].rtt.has_sample() {
+            self.datagrams.sender.drop_hopeless(now, self.paths[path].rtt.min() / 2);
         }
         let limit = self.paths[path].pmtu.plpmtu();
         let loss = self.path_view(path).loss;
@@ -200,6 +286,11 @@ impl Connection {
         let t = self.end_packet(now, path, buf, true, Vec::new());
         if let Some(p) = self.paths[path].sent.get_mut(&number) {
             p.datagrams = Some(sent);
+            let newest = &mut self.datagrams.newest_on;
+            if newest.len() <= path {
+                newest.resize(path + 1, None);
+            }
+            newest[path] = Some(number);
         }
         Some(t)
     }

@@ -297,6 +297,14 @@ impl Path {
         self.packet_threshold = threshold.unwrap_or(PACKET_THRESHOLD).max(1);
     }
 
+    /// When the oldest packet still awaiting an ACK among those sent after the newest one
+    /// acknowledged went out: the path has said nothing about any packet since. `None` when
+    /// nothing sent after it awaits an ACK.
+    pub fn unanswered_since(&self) -> Option<Instant> {
+        let from = self.largest_acked.map_or(0, |l| l + 1);
+        self.sent.range(from..).next().map(|(_, p)| p.time)
+    }
+
     /// Room in the congestion window.
     pub fn window_room(&self) -> u64 {
         self.cc.window().saturating_sub(self.in_flight)

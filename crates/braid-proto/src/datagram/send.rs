@@ -158,6 +158,16 @@ impl DatagramSender {
         self.stats.dropped += (before - self.queue.len()) as u64;
     }
 
+    /// Drops queued datagrams that cannot arrive before their deadline even if sent now over a
+    /// path `one_way` long: sent, they would only hold window and queue space that a datagram
+    /// still in time needs (a path just taking over from a silent one is short of window).
+    pub fn drop_hopeless(&mut self, now: Instant, one_way: Duration) {
+        let before = self.queue.len();
+        let arrival = now + one_way;
+        self.queue.retain(|q| q.expires > arrival);
+        self.stats.dropped += (before - self.queue.len()) as u64;
+    }
+
     /// The earliest time something queued expires.
     pub fn next_expiry(&self) -> Option<Instant> {
         self.queue.iter().map(|q| q.expires).min()
