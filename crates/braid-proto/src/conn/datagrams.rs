@@ -150,8 +150,9 @@ impl Connection {
 
     /// Datagram packets in flight on a path that fell silent are given up as lost at once
     /// (not after a probe timeout, which comes too late for their deadline and does not
-    /// report datagram losses at all): their blocks owe repairs, which go out on the paths
-    /// still answering. If the path was only slow, those repairs were spare.
+    /// report datagram losses at all): their blocks owe repairs, as far as the repair credit
+    /// goes, which go out on the paths still answering. If the path was only slow, those
+    /// repairs were spare.
     fn suspect_silent_paths(&mut self, now: Instant) {
         for i in 0..self.paths.len() {
             if !self.datagrams.unsuspected_on(i) || !self.is_silent(i, now) {
@@ -160,7 +161,7 @@ impl Connection {
             let below = self.datagrams.suspected_below.get(i).copied().unwrap_or(0);
             let p = &mut self.paths[i];
             for sent in p.sent.range_mut(below..).filter_map(|(_, s)| s.datagrams.take()) {
-                self.datagrams.sender.on_lost(sent);
+                self.datagrams.sender.on_suspected(sent);
             }
             let next = p.next_number;
             let slots = &mut self.datagrams.suspected_below;
@@ -204,9 +205,7 @@ impl Connection {
 
     /// Hook for `poll_timeout`: when datagrams next need the connection.
     pub(super) fn datagram_timeout(&self) -> Option<Instant> {
-        if self.session.is_none() {
-            return None;
-        }
+        self.session.as_ref()?;
         let silence = self.next_silence();
         if !self.datagrams.sender.has_work() {
             return silence;

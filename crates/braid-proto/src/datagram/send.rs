@@ -393,6 +393,18 @@ impl DatagramSender {
         Some(Written::Repair { block: b.id, for_loss })
     }
 
+    /// A packet carrying `sent` went out on a path that fell silent: its block owes repairs
+    /// as for a loss, but only while the repair credit (down to the bounded debt) pays for the
+    /// repairs already owed and one more. A silent path may only be slow (a stalled receiver,
+    /// a CPU-starved host), and such repairs must not outrun the overhead budget; unbounded,
+    /// they also took the window the datagrams moving to the other path needed.
+    pub fn on_suspected(&mut self, sent: SentDatagrams) {
+        let owed: u32 = self.blocks.iter().map(|b| b.owed).sum();
+        if self.credit + MAX_DEBT - f64::from(owed) >= 1.0 {
+            self.on_lost(sent);
+        }
+    }
+
     /// A packet carrying `sent` was declared lost: its block owes a repair for each loss not
     /// already covered by a repair sent after it.
     pub fn on_lost(&mut self, sent: SentDatagrams) {
