@@ -135,17 +135,17 @@ impl Connection {
     }
 
     /// The path that delivers a datagram first — earliest pacer release plus half its smoothed
-    /// RTT, among paths with room in their window that are not silent (unless all are) — and
-    /// when it may send.
+    /// RTT, among paths with room in their window — and when it may send. A silent path is
+    /// left out whenever some path that may carry data is not silent, even one without room
+    /// now: the datagrams wait for its window rather than go where nothing answers. Only when
+    /// every path is silent (a stalled peer or host, not one dead path) do they all count.
     fn datagram_path(&self, now: Instant) -> Option<(usize, Instant)> {
         let mss = self.config.max_datagram as u64;
-        let first = |live_only: bool| {
-            (0..self.paths.len())
-                .filter(|&i| self.data_room(i) >= mss && !(live_only && self.is_silent(i, now)))
-                .map(|i| (i, self.paths[i].next_send.max(now)))
-                .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
-        };
-        first(true).or_else(|| first(false))
+        let any_live = (0..self.paths.len()).any(|i| self.paths[i].can_send() && !self.is_silent(i, now));
+        (0..self.paths.len())
+            .filter(|&i| self.data_room(i) >= mss && !(any_live && self.is_silent(i, now)))
+            .map(|i| (i, self.paths[i].next_send.max(now)))
+            .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
     }
 
     /// Datagram packets in flight on a path that fell silent are given up as lost at once
