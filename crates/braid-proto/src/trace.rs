@@ -1,8 +1,8 @@
 //! What a connection did, packet by packet, as plain data: packets sent, received and declared
 //! lost, each path's congestion state when it changes, and the sources recovered from repair.
-//! Off unless asked for ([`Connection::enable_trace`]); then the caller drains it with
-//! [`Connection::poll_trace`] (the runtime writes it out as qlog). The core still does no I/O
-//! and reads no clock: each event carries the `now` it happened at.
+//! Off unless asked for ([`crate::Connection::enable_trace`]); then the caller drains it with
+//! [`crate::Connection::poll_trace`] (the runtime writes it out as qlog). The core still does no
+//! I/O and reads no clock: each event carries the `now` it happened at.
 //!
 //! Path events (a path failing, answering again, moving to a new address) are the runtime's to
 //! record: it sees the core's [`crate::Event`]s and the addresses, which the core does not know.
@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use braid_fec::header::SymbolId;
 
-use crate::conn::Connection;
 use crate::time::Instant;
 use crate::wire::{Frame, PacketType};
 
@@ -209,7 +208,7 @@ pub enum TraceEvent {
     },
 }
 
-/// The connection's trace queue (inside [`Connection`]); every hook returns at once when off.
+/// The connection's trace queue (inside [`crate::Connection`]); every hook returns at once when off.
 #[derive(Debug, Default)]
 pub struct Tracer {
     on: bool,
@@ -223,6 +222,16 @@ pub struct Tracer {
 impl Tracer {
     pub fn is_on(&self) -> bool {
         self.on
+    }
+
+    /// Starts recording.
+    pub fn enable(&mut self) {
+        self.on = true;
+    }
+
+    /// The oldest event not yet taken.
+    pub fn pop(&mut self) -> Option<TraceEvent> {
+        self.events.pop_front()
     }
 
     fn push(&mut self, e: TraceEvent) {
@@ -323,22 +332,5 @@ impl Tracer {
         let symbols = total - self.recovered;
         self.recovered = total;
         self.push(TraceEvent::Recovered { at, symbols });
-    }
-}
-
-impl Connection {
-    /// Starts recording a trace (see the module docs); drain it with [`Connection::poll_trace`].
-    pub fn enable_trace(&mut self) {
-        self.trace.on = true;
-    }
-
-    /// The oldest event not yet taken.
-    pub fn poll_trace(&mut self) -> Option<TraceEvent> {
-        self.trace.events.pop_front()
-    }
-
-    /// Events lost because the queue was full (nobody drained it).
-    pub fn trace_dropped(&self) -> u64 {
-        self.trace.dropped
     }
 }

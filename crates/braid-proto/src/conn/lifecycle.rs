@@ -243,3 +243,20 @@ impl Connection {
         self.paths.iter().filter_map(Path::probe_due).min()
     }
 }
+
+impl Connection {
+    /// Starts recording a trace (see [`crate::trace`]); drain it with [`Connection::poll_trace`].
+    pub fn enable_trace(&mut self) {
+        self.trace.enable();
+    }
+
+    /// The oldest event not yet taken.
+    pub fn poll_trace(&mut self) -> Option<crate::trace::TraceEvent> {
+        self.trace.pop()
+    }
+
+    /// Events lost because the queue was full (nobody drained it).
+    pub fn trace_dropped(&self) -> u64 {
+        self.trace.dropped
+    }
+}
