@@ -169,24 +169,21 @@ pub struct PathMetrics {
     pub loss: f64,
 }
 
+/// A packet sent or received: its path, header and frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracePacket {
+    pub at: Instant,
+    pub path: u8,
+    pub number: u64,
+    pub ty: PacketType,
+    pub size: usize,
+    pub frames: Vec<TraceFrame>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TraceEvent {
-    PacketSent {
-        at: Instant,
-        path: u8,
-        number: u64,
-        ty: PacketType,
-        size: usize,
-        frames: Vec<TraceFrame>,
-    },
-    PacketReceived {
-        at: Instant,
-        path: u8,
-        number: u64,
-        ty: PacketType,
-        size: usize,
-        frames: Vec<TraceFrame>,
-    },
+    PacketSent(TracePacket),
+    PacketReceived(TracePacket),
     PacketLost {
         at: Instant,
         path: u8,
@@ -250,14 +247,8 @@ impl Tracer {
         let mut r = crate::wire::Reader::new(packet);
         let Ok(header) = crate::wire::PacketHeader::parse(&mut r) else { return };
         let frames = frames_of(crate::wire::FrameIter::new(r.rest()).map_while(Result::ok));
-        self.push(TraceEvent::PacketSent {
-            at,
-            path: path as u8,
-            number: header.number,
-            ty: header.ty,
-            size: packet.len(),
-            frames,
-        });
+        let (number, ty, size) = (header.number, header.ty, packet.len());
+        self.push(TraceEvent::PacketSent(TracePacket { at, path: path as u8, number, ty, size, frames }));
     }
 
     /// A packet arrived and was taken (not a duplicate); `frames` are its parsed frames.
@@ -273,14 +264,8 @@ impl Tracer {
             return;
         }
         let frames = frames_of(frames.iter().cloned());
-        self.push(TraceEvent::PacketReceived {
-            at,
-            path,
-            number: header.number,
-            ty: header.ty,
-            size,
-            frames,
-        });
+        let (number, ty) = (header.number, header.ty);
+        self.push(TraceEvent::PacketReceived(TracePacket { at, path, number, ty, size, frames }));
     }
 
     /// Packets of `path` declared lost: `(number, size)`.

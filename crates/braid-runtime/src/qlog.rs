@@ -18,7 +18,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use braid_proto::trace::{LossTrigger, TraceEvent, TraceFrame};
+use braid_proto::trace::{LossTrigger, TraceEvent, TraceFrame, TracePacket};
 use braid_proto::wire::{ConnectionId, PacketType};
 use braid_proto::{CloseReason, Event, Instant};
 use serde_json::{json, Value};
@@ -56,6 +56,17 @@ fn packet_type(ty: PacketType) -> &'static str {
         PacketType::Accept => "handshake",
         PacketType::Data => "1RTT",
     }
+}
+
+/// A packet event's data (`packet_sent` and `packet_received` alike).
+fn packet(p: &TracePacket) -> Value {
+    let frames: Vec<Value> = p.frames.iter().map(frame).collect();
+    json!({
+        "path_id": p.path,
+        "header": {"packet_type": packet_type(p.ty), "packet_number": p.number},
+        "raw": {"length": p.size},
+        "frames": frames,
+    })
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -235,8 +246,9 @@ impl QlogWriter {
     /// Writes one of the core's trace events.
     pub fn trace(&mut self, e: TraceEvent) {
         match e {
-            TraceEvent::PacketSent { at, path, number, ty, size, frames } => {
-                for f in &frames {
+            TraceEvent::PacketSent(p) => {
+                let (at, path, number) = (p.at, p.path, p.number);
+                for f in &p.frames {
                     if let TraceFrame::Symbol { block, index, repair: true, length } = f {
                         self.event(
                             at,
@@ -245,31 +257,9 @@ impl QlogWriter {
                         );
                     }
                 }
-                let frames: Vec<Value> = frames.iter().map(frame).collect();
-                self.event(
-                    at,
-                    "transport:packet_sent",
-                    json!({
-                        "path_id": path,
-                        "header": {"packet_type": packet_type(ty), "packet_number": number},
-                        "raw": {"length": size},
-                        "frames": frames,
-                    }),
-                );
+                self.event(at, "transport:packet_sent", packet(&p));
             }
-            TraceEvent::PacketReceived { at, path, number, ty, size, frames } => {
-                let frames: Vec<Value> = frames.iter().map(frame).collect();
-                self.event(
-                    at,
-                    "transport:packet_received",
-                    json!({
-                        "path_id": path,
-                        "header": {"packet_type": packet_type(ty), "packet_number": number},
-                        "raw": {"length": size},
-                        "frames": frames,
-                    }),
-                );
-            }
+            TraceEvent::PacketReceived(p) => self.event(p.at, "transport:packet_received", packet(&p)),
             TraceEvent::PacketLost { at, path, number, size, trigger } => {
                 let trigger = match trigger {
                     LossTrigger::Ack => "reordering_threshold",
