@@ -372,7 +372,7 @@ class Report:
             self.w("No point has both a simulator and a testbed row.")
             self.w()
 
-    # ---- targets (issue 6)
+    # ---- targets
 
     def target(self, name, verdict, evidence):
         self.targets.append((name, verdict, evidence))
@@ -433,7 +433,7 @@ class Report:
             self.verdict("Two paths: braid never below the best single path (kernel bbr on it)",
                          [(f"{n}: {x:.2f} vs {y:.2f}", x >= y) for n, x, y in c])
         # Video and web.
-        def lossy(r):  # issue 6 sets the video and web targets at 2 % loss, not at 0 %
+        def lossy(r):  # the video and web targets are set at 2 % loss, not at 0 %
             return any(fnum(v) for k, v in parse_label(r["label"]).items() if k.endswith("loss"))
 
         vid = [r for r in self.tb if workload(r) == "video"]
@@ -524,7 +524,7 @@ class Report:
                     "; ".join(e + ("" if v else " ✗") for e, v in items))
 
     def targets_section(self):
-        self.w("## Issue 6 targets (braid's default)")
+        self.w("## Targets (braid's default)")
         self.w()
         self.w("Goodput in these verdicts is the whole transfer's (connect → last byte at the receiver, slow "
                "start and handshake included), the stricter reading; one run per point.")

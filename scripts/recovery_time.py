@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recovery after an outage, from braid-sim's `--csv DIR` output (docs/BENCHMARKS.md, issue 4).
+"""Recovery after an outage, from braid-sim's `--csv DIR` output (docs/BENCHMARKS.md, "A path dies mid-transfer").
 
 usage: recovery_time.py DIR OUTAGE_S THRESHOLD_MBPS
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one command of issue 6: the whole testbed matrix, the simulator's models on the same
+# One command for the whole testbed matrix: the simulator's models on the same
 # scenarios, and the report.
 #
 #   scripts/testbed-matrix.sh                 # everything (~1 h; prints its estimate first)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The testbed scenario matrix (issue 6 items 2, 4, 5), driven by scripts/testbed-matrix.sh.
+"""The testbed scenario matrix, driven by scripts/testbed-matrix.sh.
 
 For every scenario of MATRIX and every sweep point, one `braid-testbed run` invocation runs every
 contender over the same emulated paths, one after the other: the kernel's (cubic, bbr on one path;
