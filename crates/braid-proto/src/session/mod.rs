@@ -1,7 +1,7 @@
-//! The security layer's protocol state around a core connection (PROTOCOL.md §13), with no I/O,
-//! no clock and no cryptography: the runtime seals and opens, sends and reads sockets, and asks
-//! these types what to do. Time comes in as [`Instant`](crate::Instant) values and randomness
-//! as numbers handed in, so every rule here is tested on a virtual clock.
+//! The security layer's protocol state around a core connection (PROTOCOL.md §13), with no I/O
+//! and no clock: time comes in as [`Instant`](crate::Instant) values and randomness as numbers
+//! handed in, so every rule here is tested on a virtual clock. The cryptography is behind the
+//! traits of [`crypto`]: Noise in the runtime, [`insecure`]'s double in tests.
 //!
 //! - [`ReplayWindow`]: a packet number (or an announcement's counter) is accepted once (§13.5).
 //! - [`PathAddress`]: where the server sends a path's packets, which addresses the peer proved
@@ -13,13 +13,18 @@
 //!   (§13.2).
 //! - [`SeenFirstMessages`]: the server's memory of first messages, so a replayed one creates
 //!   nothing (§13.3).
+//! - [`Hello`]: the client's choices in its first message (§13.2).
 
 mod address;
 mod announce;
+pub mod crypto;
 mod first;
+mod hello;
+pub mod insecure;
 mod replay;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
 pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
 pub use first::{FirstMessage, SeenFirstMessages};
+pub use hello::Hello;
 pub use replay::ReplayWindow;

@@ -9,12 +9,16 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader, MAX_PATHS};
+use braid_proto::session::crypto::{self as layer, Initiator, Keys, Responder};
+use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader};
 use snow::{HandshakeState, StatelessTransportState};
 
 mod keys;
 
-pub use braid_proto::session::{ReplayWindow, CHALLENGE_BIT};
+pub use braid_proto::session::crypto::{
+    hello_cid, init_cid, is_init, refusal, OpenError, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER, TAG_LEN,
+};
+pub use braid_proto::session::{Hello, ReplayWindow, CHALLENGE_BIT};
 pub use keys::{generate_pair, ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 
 const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
@@ -28,25 +32,6 @@ const NOISE_PARAMS_IK: &str = "Noise_IK_25519_ChaChaPoly_BLAKE2s";
 /// Binds the handshake to this protocol and version (Noise prologue).
 const PROLOGUE: &[u8] = b"braid/1";
 
-/// First byte of a Noise handshake message from the client (PROTOCOL.md §13.2).
-pub const NOISE_INIT: u8 = DatagramType::NoiseInit.first_byte();
-/// First byte of the server's Noise answer.
-pub const NOISE_RESPONSE: u8 = DatagramType::NoiseResponse.first_byte();
-/// First byte of a path announcement (PROTOCOL.md §13.6).
-pub const PATH_HELLO: u8 = DatagramType::PathHello.first_byte();
-
-/// The server's answer to a first message that does not decrypt under its key, then the
-/// connection id it named (9 bytes: no amplification). Unauthenticated, so the client treats it
-/// as a hint for its error message only, never as a reason to stop early.
-pub const REFUSED: u8 = DatagramType::Refused.first_byte();
-
-/// The client's first message is exactly this long, so the server's answer (≈ 60 bytes) never
-/// amplifies a spoofed source (PROTOCOL.md §13.2).
-pub const INIT_LEN: usize = 1200;
-/// AEAD tag length.
-pub const TAG_LEN: usize = 16;
-/// A sealed path announcement: first byte, connection id, path, counter, tag (PROTOCOL.md §13.6).
-pub const HELLO_LEN: usize = 1 + 8 + 1 + 8 + TAG_LEN;
 const DH_LEN: usize = 32;
 /// Payload of the first message: version, path count, unix time (µs), zero padding.
 const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
@@ -54,8 +39,6 @@ const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
 const INIT_PAYLOAD_LEN_IK: usize = INIT_PAYLOAD_LEN - DH_LEN - TAG_LEN;
 /// A first message more than this far from the server's clock is refused (bounds replays).
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(120);
-/// Packet numbers at or above this cannot be sealed: the nonce keeps 56 bits for them.
-pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
 
 fn builder_ik<'a>(private: &'a Key, prologue: &'a [u8]) -> snow::Builder<'a> {
     snow::Builder::new(NOISE_PARAMS_IK.parse().expect("valid Noise parameters"))
@@ -81,58 +64,6 @@ fn prologue(cid: ConnectionId) -> Vec<u8> {
 
 fn unix_micros() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
-}
-
-/// What the client tells the server in its (encrypted, authenticated) first message.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Hello {
-    /// Paths the client will use (1..=8): the server's core connection is created with as many.
-    pub paths: u8,
-    /// The scheme's name (`--mode`), so the server sends with it too; empty: the server's own.
-    pub mode: String,
-    /// The congestion controller's name (`--cc`); empty: the mode's default.
-    pub cc: String,
-    /// The multipath scheduler's name (`--scheduler`); empty: the mode's default. (A hello
-    /// without it reads as empty: the padding is zeros.)
-    pub scheduler: String,
-}
-
-impl Hello {
-    /// `version 1 | paths | unix time µs (8) | mode length | mode | cc length | cc |
-    /// scheduler length | scheduler`, zero-padded.
-    fn encode(&self, out: &mut [u8]) {
-        out[0] = 1;
-        out[1] = self.paths;
-        out[2..10].copy_from_slice(&unix_micros().to_be_bytes());
-        let mut at = 10;
-        for name in [&self.mode, &self.cc, &self.scheduler] {
-            let bytes = &name.as_bytes()[..name.len().min(64)];
-            out[at] = bytes.len() as u8;
-            out[at + 1..at + 1 + bytes.len()].copy_from_slice(bytes);
-            at += 1 + bytes.len();
-        }
-    }
-
-    /// Returns the hello and the time it was written. (Public for the fuzz targets: the hello
-    /// is peer bytes once the first message decrypts.)
-    #[doc(hidden)]
-    pub fn decode(payload: &[u8]) -> Option<(Hello, u64)> {
-        if payload.len() < 12 || payload[0] != 1 {
-            return None;
-        }
-        let paths = payload[1];
-        let sent = u64::from_be_bytes(payload[2..10].try_into().ok()?);
-        let mut at = 10;
-        let mut names = [String::new(), String::new(), String::new()];
-        for name in &mut names {
-            let len = usize::from(*payload.get(at)?);
-            let bytes = payload.get(at + 1..at + 1 + len)?;
-            *name = std::str::from_utf8(bytes).ok()?.to_string();
-            at += 1 + len;
-        }
-        let [mode, cc, scheduler] = names;
-        Some((Hello { paths, mode, cc, scheduler }, sent))
-    }
 }
 
 /// The client's side of the Noise handshake.
@@ -167,9 +98,9 @@ impl ClientHandshake {
         };
         let mut payload = [0u8; INIT_PAYLOAD_LEN];
         let payload = &mut payload[..payload_len];
-        hello.encode(payload);
+        hello.encode(unix_micros(), payload);
         let mut init = vec![0u8; INIT_LEN];
-        init[0] = NOISE_INIT;
+        init[0] = DatagramType::NoiseInit.first_byte();
         init[1..9].copy_from_slice(&cid.0);
         let n = state.write_message(payload, &mut init[9..]).expect("message fits");
         debug_assert_eq!(9 + n, INIT_LEN);
@@ -189,7 +120,7 @@ impl ClientHandshake {
 
     pub fn on_response(&mut self, datagram: &[u8]) -> Option<PacketKeys> {
         if datagram.len() < 9 + DH_LEN + TAG_LEN
-            || datagram[0] != NOISE_RESPONSE
+            || DatagramType::of(datagram) != Some(DatagramType::NoiseResponse)
             || datagram[1..9] != self.cid.0
         {
             return None;
@@ -204,33 +135,8 @@ impl ClientHandshake {
     }
 }
 
-/// A server's decision on a client's first message.
-pub struct Accepted {
-    pub cid: ConnectionId,
-    pub hello: Hello,
-    pub keys: PacketKeys,
-    /// The answer to send (and to repeat if the same first message comes again).
-    pub response: Vec<u8>,
-    /// Key pairs: the client's static public key (one of the authorized).
-    pub client_key: Option<Key>,
-}
-
-/// Whether a datagram looks like a Noise first message (cheap check before any crypto).
-pub fn is_init(datagram: &[u8]) -> bool {
-    datagram.len() == INIT_LEN && datagram[0] == NOISE_INIT
-}
-
-/// The connection id a Noise first message claims.
-pub fn init_cid(datagram: &[u8]) -> Option<ConnectionId> {
-    datagram.get(1..9).map(|b| ConnectionId(b.try_into().expect("8 bytes")))
-}
-
-/// The refusal hint for a first message (PROTOCOL.md §13.2).
-pub fn refusal(init: &[u8]) -> Option<[u8; 9]> {
-    let mut out = [REFUSED; 9];
-    out[1..9].copy_from_slice(init.get(1..9)?);
-    Some(out)
-}
+/// A server's decision on a client's first message, with Noise keys.
+pub type Accepted = layer::Accepted<PacketKeys>;
 
 /// The server reads a client's first message. `None` (and no state kept) unless it decrypts
 /// under the key, is recent, and is well-formed.
@@ -259,11 +165,11 @@ pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted
             if !authorized.iter().any(|k| k.0 == remote) {
                 return None;
             }
-            Some(Key(remote))
+            Some(remote)
         }
     };
     let (hello, sent) = Hello::decode(&payload[..n])?;
-    if !(1..=MAX_PATHS as u8).contains(&hello.paths) {
+    if !hello.paths_valid() {
         return None;
     }
     let skew = Duration::from_micros(unix_micros().abs_diff(sent));
@@ -271,12 +177,15 @@ pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted
         return None;
     }
     let mut response = vec![0u8; 9 + DH_LEN + TAG_LEN + 1];
-    response[0] = NOISE_RESPONSE;
+    response[0] = DatagramType::NoiseResponse.first_byte();
     response[1..9].copy_from_slice(&cid.0);
     let written = state.write_message(&[0], &mut response[9..]).ok()?;
     response.truncate(9 + written);
     let keys = PacketKeys::new(state.into_stateless_transport_mode().ok()?, cid);
-    Some(Accepted { cid, hello, keys, response, client_key })
+    // The ephemeral key follows the first byte and the connection id (Noise message 1 starts
+    // with it, in clear).
+    let fingerprint: [u8; DH_LEN] = datagram[9..9 + DH_LEN].try_into().ok()?;
+    Some(Accepted { cid, hello, keys, response, client_key, fingerprint })
 }
 
 /// The AEAD nonce of a core packet: its packet number, path and type (PROTOCOL.md §13.3).
@@ -297,13 +206,6 @@ pub struct PacketKeys {
     state: StatelessTransportState,
     /// The connection these keys belong to: a packet naming another is refused.
     cid: ConnectionId,
-}
-
-/// Why a datagram was not opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpenError {
-    Malformed,
-    Authentication,
 }
 
 impl PacketKeys {
@@ -357,7 +259,7 @@ impl PacketKeys {
     pub fn seal_hello(&self, path: u8, counter: u64) -> Vec<u8> {
         let cid = self.cid;
         let mut out = vec![0u8; HELLO_LEN];
-        out[0] = PATH_HELLO;
+        out[0] = DatagramType::PathHello.first_byte();
         out[1..9].copy_from_slice(&cid.0);
         out[9] = path;
         out[10..18].copy_from_slice(&counter.to_be_bytes());
@@ -367,12 +269,15 @@ impl PacketKeys {
 
     /// Checks a path announcement; returns (path, counter).
     pub fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
-        if datagram.len() != HELLO_LEN || datagram[0] != PATH_HELLO {
+        if hello_cid(datagram).is_none() || datagram.len() != HELLO_LEN {
             return None;
         }
         let path = datagram[9];
         let counter = u64::from_be_bytes(datagram[10..18].try_into().ok()?);
-        if u64::from(path) >= MAX_PATHS || counter >= MAX_PACKET_NUMBER || datagram[1..9] != self.cid.0 {
+        if u64::from(path) >= braid_proto::wire::MAX_PATHS
+            || counter >= MAX_PACKET_NUMBER
+            || datagram[1..9] != self.cid.0
+        {
             return None;
         }
         let mut empty = [0u8; 0];
@@ -381,9 +286,48 @@ impl PacketKeys {
     }
 }
 
-/// The connection id a path announcement names.
-pub fn hello_cid(datagram: &[u8]) -> Option<ConnectionId> {
-    (datagram.first() == Some(&PATH_HELLO)).then(|| init_cid(datagram)).flatten()
+/// Noise's side of the security layer's crypto traits (the inherent methods above are the same
+/// functions; the traits let the sans-IO session layer drive them).
+impl Keys for PacketKeys {
+    fn seal(&self, packet: &[u8], out: &mut Vec<u8>) -> Option<PacketHeader> {
+        PacketKeys::seal(self, packet, out)
+    }
+
+    fn open(&self, datagram: &[u8], out: &mut Vec<u8>) -> Result<PacketHeader, OpenError> {
+        PacketKeys::open(self, datagram, out)
+    }
+
+    fn seal_hello(&self, path: u8, counter: u64) -> Vec<u8> {
+        PacketKeys::seal_hello(self, path, counter)
+    }
+
+    fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
+        PacketKeys::open_hello(self, datagram)
+    }
+}
+
+impl Initiator for ClientHandshake {
+    type Keys = PacketKeys;
+
+    fn first_message(&self) -> &[u8] {
+        self.init_datagram()
+    }
+
+    fn read_answer(&mut self, datagram: &[u8]) -> Option<PacketKeys> {
+        self.on_response(datagram)
+    }
+
+    fn is_spent(&self) -> bool {
+        ClientHandshake::is_spent(self)
+    }
+}
+
+impl Responder for ServerAuth {
+    type Keys = PacketKeys;
+
+    fn accept(&self, first_message: &[u8]) -> Option<Accepted> {
+        server_accept_with(self, first_message)
+    }
 }
 
 #[cfg(test)]
@@ -458,7 +402,7 @@ mod tests {
         assert_eq!(client.init_datagram().len(), INIT_LEN);
         let accepted = server_accept_with(&server, client.init_datagram()).expect("authorized client");
         assert_eq!(accepted.hello.paths, 3);
-        assert_eq!(accepted.client_key.map(|k| k.0), Some(client_public.0));
+        assert_eq!(accepted.client_key, Some(client_public.0));
         assert!(accepted.response.len() * 3 <= INIT_LEN, "answer ≤ 3× the request");
         let keys = client.on_response(&accepted.response).expect("the server's answer");
         let mut sealed = Vec::new();

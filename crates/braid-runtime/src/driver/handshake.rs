@@ -158,7 +158,7 @@ impl Driver {
             mode = %accepted.hello.mode,
             cc = %accepted.hello.cc,
             scheduler = %accepted.hello.scheduler,
-            client_key = %accepted.client_key.as_ref().map_or_else(|| "psk".to_string(), |k| k.to_hex()),
+            client_key = %accepted.client_key.map_or_else(|| "psk".to_string(), |k| hex(&k)),
             "handshake authenticated"
         );
         self.send_raw(0, from, &response, now);

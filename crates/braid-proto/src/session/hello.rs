@@ -1,0 +1,91 @@
+//! What the client tells the server in its first handshake message (PROTOCOL.md §13.2): the
+//! path count and the names of the scheme, congestion controller and scheduler it asks for.
+
+use crate::wire::MAX_PATHS;
+
+/// Longest name kept in a hello (longer ones are cut).
+const MAX_NAME: usize = 64;
+
+/// The client's choices, carried encrypted and authenticated in its first message.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Hello {
+    /// Paths the client will use (1..=8): the server's core connection is created with as many.
+    pub paths: u8,
+    /// The scheme's name (`--mode`), so the server sends with it too; empty: the server's own.
+    pub mode: String,
+    /// The congestion controller's name (`--cc`); empty: the mode's default.
+    pub cc: String,
+    /// The multipath scheduler's name (`--scheduler`); empty: the mode's default. (A hello
+    /// without it reads as empty: the padding is zeros.)
+    pub scheduler: String,
+}
+
+impl Hello {
+    /// Bytes [`Hello::encode`] needs at most.
+    pub const MAX_LEN: usize = 10 + 3 * (1 + MAX_NAME);
+
+    /// `version 1 | paths | unix time µs (8) | mode length | mode | cc length | cc |
+    /// scheduler length | scheduler` into the front of `out` (at least [`Hello::MAX_LEN`]
+    /// bytes; the rest is left as it is, zeros in a first message). `unix_micros` is the
+    /// sender's wall clock, which the server checks to bound replays (§13.3).
+    pub fn encode(&self, unix_micros: u64, out: &mut [u8]) {
+        out[0] = 1;
+        out[1] = self.paths;
+        out[2..10].copy_from_slice(&unix_micros.to_be_bytes());
+        let mut at = 10;
+        for name in [&self.mode, &self.cc, &self.scheduler] {
+            let bytes = &name.as_bytes()[..name.len().min(MAX_NAME)];
+            out[at] = bytes.len() as u8;
+            out[at + 1..at + 1 + bytes.len()].copy_from_slice(bytes);
+            at += 1 + bytes.len();
+        }
+    }
+
+    /// Returns the hello and the time it was written; `None` for bytes that are not a hello.
+    /// These are peer bytes once a first message authenticates.
+    pub fn decode(payload: &[u8]) -> Option<(Hello, u64)> {
+        if payload.len() < 12 || payload[0] != 1 {
+            return None;
+        }
+        let paths = payload[1];
+        let sent = u64::from_be_bytes(payload[2..10].try_into().ok()?);
+        let mut at = 10;
+        let mut names = [String::new(), String::new(), String::new()];
+        for name in &mut names {
+            let len = usize::from(*payload.get(at)?);
+            let bytes = payload.get(at + 1..at + 1 + len)?;
+            *name = std::str::from_utf8(bytes).ok()?.to_string();
+            at += 1 + len;
+        }
+        let [mode, cc, scheduler] = names;
+        Some((Hello { paths, mode, cc, scheduler }, sent))
+    }
+
+    /// Whether the path count is one a server accepts (1..=8).
+    pub fn paths_valid(&self) -> bool {
+        (1..=MAX_PATHS as u8).contains(&self.paths)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_cut_names_and_garbage() {
+        let h = Hello { paths: 3, mode: "fmtcp".into(), cc: "x".repeat(100), scheduler: "eat".into() };
+        let mut out = [0u8; Hello::MAX_LEN];
+        h.encode(42, &mut out);
+        let (back, sent) = Hello::decode(&out).unwrap();
+        assert_eq!(sent, 42);
+        assert_eq!(back.cc.len(), MAX_NAME);
+        assert_eq!((back.paths, back.mode.as_str(), back.scheduler.as_str()), (3, "fmtcp", "eat"));
+        for cut in 0..12 {
+            assert_eq!(Hello::decode(&out[..cut]), None);
+        }
+        out[0] = 2;
+        assert_eq!(Hello::decode(&out), None);
+        assert!(!Hello { paths: 0, ..Hello::default() }.paths_valid());
+        assert!(!Hello { paths: 9, ..Hello::default() }.paths_valid());
+    }
+}
