@@ -104,7 +104,7 @@ pub struct TransportOpts {
     pub max_datagram: usize,
 }
 
-/// `--max-datagram`'s default: see docs/BENCHMARKS.md (path MTU discovery) for the loopback
+/// `--max-datagram`'s default: see docs/BENCHMARKS.md ("Runtime over loopback") for the
 /// measurements behind it. On a 1500-byte Ethernet path discovery stops at 1472 (IPv4) or 1452
 /// (IPv6) by itself.
 pub const DEFAULT_MAX_DATAGRAM: usize = 16_448;

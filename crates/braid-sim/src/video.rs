@@ -5,7 +5,7 @@
 //! every `gop` frames and P-frames varying ±30 % around their mean, all drawn from the seed, so
 //! the receiver computes the same sizes and knows where each frame ends without a header. A frame
 //! is on time when its last byte is readable (in order, intact) within the deadline after its
-//! capture (issue 6: 200 ms).
+//! capture (200 ms by default, the live-video target's deadline).
 
 use std::time::Duration;
 

@@ -353,7 +353,7 @@ fn header() {
     println!("setup          seed  on-time  p50 ms p99 ms  overhead  link loss  repairs (loss)  on 0/1/rebuilt    lost late-rebuilt late-direct 0/1 rx-late tx-dropped run");
 }
 
-/// The measurement behind docs/BENCHMARKS.md's datagram rows:
+/// The measurement behind docs/TUN.md's simulator rows for datagrams:
 /// `cargo test --release -p braid-sim --test datagrams -- --ignored --nocapture`.
 #[test]
 #[ignore]

@@ -1,4 +1,4 @@
-//! Multipath integrity and receiver memory (issue 4, item 6): in the `braid`, `ctcp` and
+//! Multipath integrity and receiver memory: in the `braid`, `ctcp` and
 //! `fmtcp` modes, every byte arrives, in order, intact, over 2, 3 and 4 lossy paths, across
 //! paths of very different delay with jitter, through an outage of one path and with every path
 //! flapping; and the receiver never holds more undelivered data than it advertised, however the

@@ -1,4 +1,4 @@
-//! Path lifecycle (issue 4, items 1 and 4): a path that dies mid-transfer, one that comes back,
+//! Path lifecycle: a path that dies mid-transfer, one that comes back,
 //! all paths flapping, a path opened and one removed during a transfer, and a server that
 //! only sends on paths it has heard on. Every run checks every byte (the receiver compares
 //! the stream with the pattern as it reads). The seed is in every failure message.
@@ -40,7 +40,7 @@ fn client_path(run: &Transfer, path: usize) -> braid_proto::conn::PathStats {
 
 /// WiFi goes dark for good at 1 s; LTE carries on. In every mode the transfer completes
 /// intact, WiFi is declared failed, and in the `braid` mode the survivor is back above
-/// 0.8 × its capacity within 1 s of the outage (issue 4's target): the bytes delivered in the
+/// 0.8 × its capacity within 1 s of the outage (the path-failure target): the bytes delivered in the
 /// second after that are at least 0.8 × 10 Mbit/s × 1 s.
 #[test]
 fn a_path_dies_mid_transfer() {

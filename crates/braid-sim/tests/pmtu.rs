@@ -1,4 +1,4 @@
-//! Path MTU discovery (issue 5 item 7, RFC 8899; PROTOCOL.md §14) over links that drop
+//! Path MTU discovery (RFC 8899; PROTOCOL.md §14) over links that drop
 //! datagrams larger than their `mtu`: discovery finds 1500, a black hole (the MTU shrinks
 //! mid-transfer) is detected and survived, two paths with different MTUs each find theirs, and
 //! a link without an MTU is never probed. Every run checks every byte; the seed is in every

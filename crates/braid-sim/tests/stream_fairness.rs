@@ -1,7 +1,7 @@
 //! Streams of one connection do not queue behind each other: while one stream carries a bulk
 //! transfer, small requests on a second stream reach the peer within about a round trip plus the
-//! path's queue, not behind everything the bulk stream has written (issue 5's "latency under
-//! load"; `braid forward`/`socks` multiplex many TCP connections this way). The seed is in every
+//! path's queue, not behind everything the bulk stream has written (latency under load;
+//! `braid forward`/`socks` multiplex many TCP connections this way). The seed is in every
 //! failure message.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The live-video workload (issue 6): 25 fps at 3.4 Mbit/s over one 20 Mbit/s, 100 ms RTT path
+//! The live-video workload: 25 fps at 3.4 Mbit/s over one 20 Mbit/s, 100 ms RTT path
 //! with 2 % random loss on the data direction. braid repairs a frame's losses with the tail
 //! margin sent right after the frame, without a round trip; the `tcp` model, which retransmits
 //! and halves its window at each loss, cannot even carry the bitrate. The seed is in every
@@ -53,6 +53,6 @@ fn no_loss_no_repair() {
     let seed = 3;
     let (braid, overhead) = run(Mode::Braid, 0.0, seed, 10);
     assert_eq!(braid.steady_on_time, braid.steady_frames, "seed {seed}: braid {braid:?}");
-    // Issue 6: repair overhead ≤ 1 % at 0 % loss.
+    // The target: repair overhead ≤ 1 % at 0 % loss.
     assert!(overhead <= 0.01, "seed {seed}: repair overhead {overhead:.3}");
 }

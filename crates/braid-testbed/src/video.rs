@@ -1,5 +1,5 @@
 //! The live-video workload: a 25 fps stream from the client to the server with real H.264 frame
-//! sizes (issue 6; the dFEC paper streams H.264 at 25 fps, 3.4 Mbit/s).
+//! sizes (the dFEC paper streams H.264 at 25 fps, 3.4 Mbit/s).
 //!
 //! The frame sizes come from `data/h264-720p25-3400k.txt` (libx264 at 3.4 Mbit/s, how it was made
 //! is in the file's header), built into the binary so runs need no ffmpeg; `--video-trace FILE`

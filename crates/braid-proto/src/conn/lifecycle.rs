@@ -1,4 +1,4 @@
-//! Path lifecycle (issue 4, items 1 and 4; PROTOCOL.md §12): paths opened and removed during a
+//! Path lifecycle (PROTOCOL.md §12): paths opened and removed during a
 //! connection, a path that stops answering declared failed and its symbols covered on the
 //! others, and a failed path probed until it answers again.
 //!

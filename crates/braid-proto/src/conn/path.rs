@@ -18,8 +18,8 @@ const PACKET_THRESHOLD: u64 = 3;
 const TIME_THRESHOLD: f64 = 9.0 / 8.0;
 /// Keep at most this many received ranges (older ones are forgotten; see `AckFrame`).
 const MAX_RANGES: usize = 32;
-/// Consecutive probe timeouts without an ACK after which a path is declared failed (issue 4
-/// item 4: "no ACK for a few RTOs"). With the PTO's doubling that is about 7 PTOs of silence.
+/// Consecutive probe timeouts without an ACK after which a path is declared failed (a dead path
+/// shows as no ACK for a few RTOs). With the PTO's doubling that is about 7 PTOs of silence.
 pub(crate) const FAIL_AFTER_PTOS: u32 = 3;
 /// A failed path's PING probes back off from its PTO up to this interval.
 const MAX_PROBE_INTERVAL: Duration = Duration::from_secs(1);

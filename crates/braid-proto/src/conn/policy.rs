@@ -123,8 +123,7 @@ impl Mode {
     /// ten datagrams. braid: 32 datagrams (what Chromium's QUIC starts with), paced over the first
     /// RTT sample like every later window. Ten datagrams take five round trips of slow start to
     /// fill a 20 Mbit/s × 100 ms path; 32 take three and put 40 kB, a sixth of that path's 1-BDP
-    /// queue, on a path never measured (docs/BENCHMARKS.md, "braid mode: ACK routing, block
-    /// window, start-up"; DEVIATIONS.md).
+    /// queue, on a path never measured (docs/DEVIATIONS.md, "Protocol core").
     pub fn initial_window(self, mss: u64) -> Option<u64> {
         (self == Mode::Braid).then_some(INITIAL_WINDOW_PACKETS * mss)
     }
@@ -142,8 +141,8 @@ impl Mode {
     /// the parameter's default. braid: 32. Its blocks span every path, so a block is complete
     /// only when its symbols on the slowest path are acknowledged, and the block window must
     /// cover that path's round trip at the connection's whole rate: 16 blocks (1.26 MB) stall
-    /// a 10 + 10 Mbit/s connection whose second path has a 500 ms RTT (docs/BENCHMARKS.md,
-    /// "braid mode: ACK routing, block window, start-up").
+    /// a 10 + 10 Mbit/s connection whose second path has a 500 ms RTT (docs/DEVIATIONS.md,
+    /// "Protocol core").
     pub fn min_blocks_in_flight(self) -> Option<u16> {
         (self == Mode::Braid).then_some(32)
     }

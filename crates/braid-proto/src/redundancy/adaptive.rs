@@ -23,7 +23,7 @@ pub struct Redundancy {
     /// round trip for a repair) rather than only in capacity new data leaves unused (goodput
     /// first: a margin the losses did not need is never paid for in bulk transfers). Default
     /// false. Measured (CTCP Table IV, 5 seeds, 5% loss): false → 0.859 of the ideal, block
-    /// delay 241 ms mean; true with δ̂ = 0.3 → 0.825, 124 ms (docs/BENCHMARKS.md).
+    /// delay 241 ms mean; true with δ̂ = 0.3 → 0.825, 124 ms (docs/BENCHMARKS.md, CTCP Table IV).
     pub margin_ahead_of_data: bool,
     /// δ̂ for the blocks at the tail of a burst, when the application went idle
     /// ([`SendBlock::app_idle`]: a video frame, a response). Their margin goes out at once,
@@ -319,7 +319,7 @@ mod tests {
         // δ̂ = 0.01: 15 symbols succeed with 0.965, 16 with 0.996: two repairs, ahead of data.
         assert_eq!(symbols_for(14, 0.02, 0.01), 16);
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (2, 0));
-        // No loss estimate, no margin (issue 6: overhead ≤ 1 % at 0 % loss).
+        // No loss estimate, no margin (the target: repair overhead ≤ 1 % at 0 % loss).
         assert_eq!(r.repairs_wanted(b, &view(0.0)), 0);
     }
 
