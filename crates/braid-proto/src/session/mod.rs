@@ -14,6 +14,8 @@
 //! - [`SeenFirstMessages`]: the server's memory of first messages, so a replayed one creates
 //!   nothing (§13.3).
 //! - [`Hello`]: the client's choices in its first message (§13.2).
+//! - [`Session`]: all of the above around one core connection: datagrams and addresses in,
+//!   datagrams and destinations out, with the keys of a [`crypto`] implementation.
 
 mod address;
 mod announce;
@@ -22,9 +24,11 @@ mod first;
 mod hello;
 pub mod insecure;
 mod replay;
+mod secure;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
 pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
 pub use first::{FirstMessage, SeenFirstMessages};
 pub use hello::Hello;
 pub use replay::ReplayWindow;
+pub use secure::{HandshakeFailure, Random, Received, SecureTransmit, Session, SessionEvent, SessionStats};

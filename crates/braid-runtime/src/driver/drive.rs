@@ -1,6 +1,6 @@
 //! One round of the driver for its connections: which connections to drive, then for each the
-//! client's announcements, the server's challenges, the orphan's linger, the core's timer and
-//! packets, and the core's events turned into the application's wake-ups.
+//! orphan's linger, what its security layer has due (repeats, announcements, challenges, the
+//! core's timer), its datagrams, and the core's events turned into the application's wake-ups.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,17 +10,17 @@ use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, Event, Instant};
 
 use super::entry::Entry;
-use super::{hex, Driver, Role, LINGER, SEND_BATCH, SERVER_HANDSHAKE_TIMEOUT};
+use super::{hex, Driver, Role, LINGER, SERVER_HANDSHAKE_TIMEOUT};
 use crate::connection::Connection;
 use crate::emulate::EmulatedLink;
 use crate::limits::{Limit, LimitLog, ServerCounters};
 use crate::qlog::QlogWriter;
-use crate::shared::{Ended, Handle, Shared, STREAM_SEND_BUFFER};
+use crate::shared::{Ended, Shared, STREAM_SEND_BUFFER};
 
 impl Driver {
     pub(super) fn drive_all(&mut self, now: Instant) {
         self.busy = false;
-        self.drive_client_handshake(now);
+        self.drive_client_handshake();
         let is_client = matches!(self.role, Role::Client { .. });
         let cids: Vec<ConnectionId> =
             self.conns.iter().filter(|(_, e)| e.wants_drive(now, is_client)).map(|(c, _)| *c).collect();
@@ -53,15 +53,6 @@ impl Driver {
             e.closed = true;
             return;
         }
-        let Some(keys) = &e.keys else { return };
-        // Client: announce every path until the server echoes it, and all again now and then
-        // as the keep-alive that shows a NAT rebinding (PROTOCOL.md §13.6).
-        let mut hellos = Vec::new();
-        if is_client {
-            let mut due = Vec::new();
-            e.announcer.poll(now, &mut due);
-            hellos.extend(due.into_iter().map(|(p, counter)| (usize::from(p), keys.seal_hello(p, counter))));
-        }
         let handle = e.handle.clone();
         // The application's handles are gone: finish delivering, then close.
         // (Two references: the entry's and `handle`; a server's connection counts once handed out.)
@@ -72,19 +63,13 @@ impl Driver {
                 s.core.close(0, "");
             }
         }
-        for (p, h) in hellos {
-            let Some(to) = self.conns[&cid].handle.lock().paths[p].remote else { continue };
-            self.send_raw(p, to, &h, now);
-        }
-        if !is_client {
-            self.send_challenges(cid, now);
-        }
         {
+            // The client's first message or its deadline, announcements, challenges, the
+            // core's timer: whatever of them is due.
             let mut s = handle.lock();
-            if s.core.poll_timeout().is_some_and(|t| t <= now) {
-                s.core.handle_timeout(now);
-            }
+            e.session.handle_timeout(&mut s.core, now);
         }
+        self.session_events(cid, now);
         self.transmit(cid, &handle, now);
         #[cfg(test)]
         super::seam::hit(super::seam::Point::AfterSends, &handle);
@@ -96,28 +81,8 @@ impl Driver {
             // round nothing drives the connection again.
             self.transmit(cid, &handle, now);
         } else {
-            e.next_timeout = handle.lock().core.poll_timeout();
+            e.next_timeout = e.session.poll_timeout(&handle.lock().core);
         }
-    }
-
-    /// Sends what the core has, at most one batch (then the connection is driven again soon).
-    fn transmit(&mut self, cid: ConnectionId, handle: &Handle, now: Instant) {
-        let mut sent = 0;
-        let mut out = std::mem::take(&mut self.out);
-        loop {
-            let t = handle.lock().core.poll_transmit(now, &mut out);
-            let Some(t) = t else { break };
-            self.send_packet(t.path, &out[..t.size], now);
-            sent += 1;
-            if sent >= SEND_BATCH {
-                self.busy = true;
-                if let Some(e) = self.conns.get_mut(&cid) {
-                    e.dirty = true;
-                }
-                break;
-            }
-        }
-        self.out = out;
     }
 
     /// The core's events since the last round, turned into the application's wake-ups, the
@@ -285,7 +250,7 @@ fn hand_out(role: &mut Role, e: &mut Entry, peer: &str) {
             }
         }
         Role::Server { incoming, .. } => {
-            tracing::info!(%peer, paths = e.replay.len(), "accepted a connection");
+            tracing::info!(%peer, paths = e.session.paths(), "accepted a connection");
             let _ = incoming.send(Connection { handle });
         }
     }

@@ -1,10 +1,10 @@
-//! One connection as the driver keeps it: the core's shared state, the keys, the replay
-//! windows, where each path's packets go, the client's announcements, and whether this round
-//! must drive it.
+//! One connection as the driver keeps it: the core's shared state, its security layer
+//! ([`Session`]: keys, replay windows, where each path's packets go, announcements), and
+//! whether this round must drive it.
 
 use std::sync::Arc;
 
-use braid_proto::session::{Announcer, PathAddress, ReplayWindow};
+use braid_proto::session::Session;
 use braid_proto::Instant;
 
 use super::SERVER_HANDSHAKE_TIMEOUT;
@@ -15,22 +15,15 @@ use crate::shared::Handle;
 /// Driver-private state of one connection.
 pub(super) struct Entry {
     pub(super) handle: Handle,
-    pub(super) keys: Option<PacketKeys>,
-    pub(super) replay: Vec<ReplayWindow>,
-    pub(super) hello_replay: Vec<ReplayWindow>,
-    /// Per path, where its packets go. The server follows the newest packet (NAT rebinding
-    /// keeps the connection), a new address within its budget until it answers a challenge.
-    pub(super) addresses: Vec<PathAddress>,
-    /// Client: its path announcements.
-    pub(super) announcer: Announcer,
-    /// Server: the client's first message and our answer, to repeat if it comes again.
-    pub(super) init: Vec<u8>,
-    pub(super) response: Vec<u8>,
+    /// The security layer around the core (the core itself is in `handle`, beside the
+    /// application's state).
+    pub(super) session: Session<PacketKeys>,
     pub(super) established: bool,
     pub(super) created: Instant,
     pub(super) orphaned_at: Option<Instant>,
     pub(super) closed: bool,
-    /// The core's `poll_timeout` after the last drive (asking it is not free).
+    /// The session's `poll_timeout` after the last drive (the core's timer among the others;
+    /// asking it is not free).
     pub(super) next_timeout: Option<Instant>,
     /// Something arrived for this connection, or it had more to send than one batch: drive it
     /// at the next round (the others wait for their timer or the application).
@@ -41,36 +34,21 @@ pub(super) struct Entry {
 
 impl Entry {
     /// Whether this round must drive the connection: input, a poke from the application, an
-    /// expired timer (the core's, a path announcement's, a challenge's, the handshake's or the
-    /// linger's), or an orphaned connection on its way out.
+    /// expired timer (the session's: the core's, a repeat, an announcement's, a challenge's;
+    /// the handshake's or the linger's), or an orphaned connection on its way out.
     pub(super) fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
         self.dirty
             || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
             || self.next_timeout.is_some_and(|t| t <= now)
-            || (is_client && self.keys.is_some() && self.announcer.is_due(now))
-            || self.addresses.iter().any(|a| a.challenge_due(now))
             || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
             // Only the entry's own reference left: the application let go.
             || (self.established && Arc::strong_count(&self.handle.shared) <= 1)
     }
 
-    /// `addresses`: one per path.
-    pub(super) fn new(
-        handle: Handle,
-        addresses: Vec<PathAddress>,
-        keys: Option<PacketKeys>,
-        now: Instant,
-    ) -> Entry {
-        let paths = addresses.len();
+    pub(super) fn new(handle: Handle, session: Session<PacketKeys>, now: Instant) -> Entry {
         Entry {
             handle,
-            keys,
-            replay: vec![ReplayWindow::default(); paths],
-            hello_replay: vec![ReplayWindow::default(); paths],
-            addresses,
-            announcer: Announcer::new(paths, now),
-            init: Vec::new(),
-            response: Vec::new(),
+            session,
             established: false,
             created: now,
             orphaned_at: None,
@@ -90,10 +68,20 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::crypto::HELLO_LEN;
+    use crate::crypto::{server_accept, ClientHandshake, Hello, Key};
 
-    /// A server entry with a fresh core, as `on_init` makes one (no keys needed here).
+    /// A server entry with a fresh core, as `on_init` makes one.
     fn entry(now: Instant) -> Entry {
+        let key = Key([3; 32]);
+        let first = ClientHandshake::new(
+            &key,
+            braid_proto::wire::ConnectionId([1; 8]),
+            &Hello { paths: 1, ..Hello::default() },
+        );
+        let a = server_accept(&key, first.init_datagram()).expect("the same key");
+        let from = "127.0.0.1:9".parse().unwrap();
+        let session =
+            Session::server(a.keys, 1, first.init_datagram(), a.response, from, Box::new(|| 0), now);
         let core = braid_proto::Connection::server(ConnectionConfig::default(), now);
         let handle = Handle::for_core(
             core,
@@ -102,7 +90,7 @@ mod tests {
             tokio::time::Instant::now(),
             Arc::new(Notify::new()),
         );
-        Entry::new(handle, vec![PathAddress::default()], None, now)
+        Entry::new(handle, session, now)
     }
 
     /// The server drives a connection only when something asks for it: input, the application,
@@ -124,11 +112,6 @@ mod tests {
         assert!(!e.wants_drive(later - Duration::from_micros(1), false), "timer not yet due");
         assert!(e.wants_drive(later, false), "timer due");
         e.next_timeout = None;
-        e.addresses[0] = PathAddress::validated("127.0.0.1:9".parse().unwrap());
-        e.addresses[0].on_packet("127.0.0.1:10".parse().unwrap(), 1, 100, || 0, later);
-        assert!(e.wants_drive(later, false), "a challenge is due");
-        e.addresses[0].poll_challenge(later, HELLO_LEN);
-        assert!(!e.wants_drive(later, false), "the challenge went out");
         drop(app);
         assert!(e.wants_drive(later, false), "orphaned: drive it to its close");
         // Before the core handshake completes: only its timeout or input.

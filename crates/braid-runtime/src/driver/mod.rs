@@ -4,11 +4,12 @@
 //! Time: the core's `Instant` is microseconds since the driver started (`epoch`), read from
 //! tokio's clock; the core itself never reads a clock.
 //!
-//! Here: the sockets, the loop and its deadline, the `--emulate` links, dispatch by datagram
-//! type. `handshake.rs`: the Noise handshake (both sides); `paths.rs`: announcements,
-//! challenges and sealed packets; `drive.rs`: one round over the connections and their
-//! events; `entry.rs`: a connection's driver-side state. The rules with no I/O in them (replay,
-//! address validation, repeats) are [`braid_proto::session`]'s.
+//! Here: the sockets, the loop and its deadline, the `--emulate` links, dispatch of first
+//! messages and of the rest by connection id. `handshake.rs`: the server's admission of first
+//! messages; `session.rs`: a connection's datagrams in and out through its security layer;
+//! `drive.rs`: one round over the connections and their events; `entry.rs`: a connection's
+//! driver-side state. The security layer itself (handshake repeats, sealing, replay, address
+//! validation, announcements) is [`braid_proto::session::Session`], with Noise as its crypto.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use braid_proto::session::{PathAddress, Repeater, SeenFirstMessages};
+use braid_proto::session::{SeenFirstMessages, Session};
 use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{ConnectionConfig, Instant};
 use tokio::net::UdpSocket;
@@ -36,12 +37,12 @@ use crate::Error;
 mod drive;
 mod entry;
 mod handshake;
-mod paths;
 #[cfg(test)]
 pub(crate) mod seam;
+mod session;
 
 use entry::Entry;
-use handshake::{ClientNoise, SEEN_INITS_LIMIT};
+use handshake::SEEN_INITS_LIMIT;
 
 /// Datagrams sent per connection per round before the driver reads its sockets again.
 const SEND_BATCH: usize = 256;
@@ -92,9 +93,9 @@ enum Role {
     Client {
         server: SocketAddr,
         ready: Option<oneshot::Sender<Result<(), Error>>>,
-        noise: Option<Box<ClientNoise>>,
-        deadline: Instant,
         timeout: Duration,
+        /// Key pairs (a refusal then names --server-key and --authorized).
+        pair: bool,
     },
     Server {
         auth: ServerAuth,
@@ -113,8 +114,6 @@ pub(crate) struct Driver {
     role: Role,
     wake: Arc<Notify>,
     out: Vec<u8>,
-    sealed: Vec<u8>,
-    opened: Vec<u8>,
     /// A connection had more to send than one batch: do not sleep.
     busy: bool,
     /// The kernel reported ICMP port unreachable (on a send or a receive).
@@ -157,8 +156,6 @@ impl Driver {
             role,
             wake,
             out: Vec::with_capacity(2048),
-            sealed: Vec::with_capacity(2048),
-            opened: Vec::with_capacity(2048),
             busy: false,
             refused: false,
             seen_inits: SeenFirstMessages::new(SEEN_INITS_LIMIT, MAX_CLOCK_SKEW * 2),
@@ -198,9 +195,8 @@ impl Driver {
             Role::Client {
                 server: setup.server,
                 ready: Some(setup.ready),
-                noise: None,
-                deadline: Instant::ZERO + setup.handshake_timeout,
                 timeout: setup.handshake_timeout,
+                pair: matches!(setup.auth, ClientAuth::Pair { .. }),
             },
             wake.clone(),
             Arc::default(),
@@ -223,10 +219,16 @@ impl Driver {
             scheduler: scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
         };
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
-        let pair = matches!(setup.auth, ClientAuth::Pair { .. });
+        let session = Session::client(
+            Box::new(noise),
+            paths,
+            setup.server,
+            setup.handshake_timeout,
+            session::random(),
+            now,
+        );
         let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
-        let mut entry =
-            Entry::new(handle.clone(), vec![PathAddress::validated(setup.server); paths], None, now);
+        let mut entry = Entry::new(handle.clone(), session, now);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
@@ -235,9 +237,6 @@ impl Driver {
             entry.qlog = QlogWriter::open(dir, cid, false, now, &handle.lock().paths);
         }
         driver.conns.insert(cid, entry);
-        if let Role::Client { noise: n, .. } = &mut driver.role {
-            *n = Some(Box::new(ClientNoise { noise, repeat: Repeater::new(now), refused: false, pair }));
-        }
         tokio::spawn(driver.run());
         Ok(handle)
     }
@@ -349,20 +348,9 @@ impl Driver {
                 }
             }
         }
-        if let Role::Client { noise, deadline, .. } = &self.role {
-            if let Some(n) = noise {
-                at(n.repeat.next());
-            }
-            at(*deadline);
-        }
         for e in self.conns.values() {
-            if e.keys.is_some() {
-                if let Some(t) = e.next_timeout {
-                    at(t);
-                }
-                if matches!(self.role, Role::Client { .. }) {
-                    at(e.announcer.timeout());
-                }
+            if let Some(t) = e.next_timeout {
+                at(t);
             }
             if let Some(o) = e.orphaned_at {
                 at(o + LINGER);
@@ -449,19 +437,10 @@ impl Driver {
         ServerCounters::add(&self.counters.datagrams_received, 1);
         ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
         match DatagramType::of(data) {
-            Some(DatagramType::NoiseInit) => self.on_init(data, from, now),
-            Some(DatagramType::NoiseResponse) => self.on_response(data, now),
-            Some(DatagramType::Refused) => {
-                if let Role::Client { noise: Some(n), .. } = &mut self.role {
-                    if data.len() == 9
-                        && self.conns.contains_key(&ConnectionId(data[1..9].try_into().expect("8")))
-                    {
-                        n.refused = true;
-                    }
-                }
+            Some(DatagramType::NoiseInit) if matches!(self.role, Role::Server { .. }) => {
+                self.on_init(data, from, now)
             }
-            Some(DatagramType::PathHello) => self.on_path_hello(i, data, from, now),
-            Some(DatagramType::Packet(_)) => self.on_packet(i, data, from, now),
+            Some(_) => self.on_connection_datagram(i, data, from, now),
             None => tracing::trace!("dropped a datagram of unknown type from {from}"),
         }
     }

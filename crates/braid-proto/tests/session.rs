@@ -1,0 +1,402 @@
+//! The security layer (PROTOCOL.md §13) end to end on a virtual clock: a client's and a
+//! server's [`Session`] around their core connections, over a wire with a fixed one-way delay,
+//! with [`insecure`](braid_proto::session::insecure)'s test double for the cryptography. The
+//! server's dispatch (first messages to its responder and its memory of first messages, the
+//! rest to the connection's session) is the harness's, as it is the runtime's. No sockets, no
+//! sleeps: each test runs in milliseconds and fails the same way every time.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use braid_proto::session::crypto::{refusal, Responder, INIT_LEN};
+use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
+use braid_proto::session::{
+    FirstMessage, HandshakeFailure, Hello, Received, SeenFirstMessages, Session, SessionEvent, AMPLIFICATION,
+};
+use braid_proto::wire::DatagramType;
+use braid_proto::{Connection, ConnectionConfig, Instant};
+
+const ONE_WAY: Duration = Duration::from_millis(10);
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn addr(host: u8, port: u16) -> SocketAddr {
+    SocketAddr::from(([192, 0, 2, host], port))
+}
+
+const SERVER: u8 = 1;
+
+/// One datagram on the wire: when it arrives, to the server or to a client address, from where.
+#[derive(Clone)]
+struct Datagram {
+    at: Instant,
+    to_server: bool,
+    to: SocketAddr,
+    from: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+impl Datagram {
+    fn ty(&self) -> Option<DatagramType> {
+        DatagramType::of(&self.bytes)
+    }
+}
+
+struct End {
+    session: Session<InsecureKeys>,
+    core: Connection,
+    events: Vec<SessionEvent>,
+}
+
+struct Net {
+    now: Instant,
+    client: End,
+    /// Where the client's datagrams appear from, per path (its NAT's public address): a
+    /// rebinding changes it, and datagrams to the old one are lost.
+    public: Vec<SocketAddr>,
+    responder: InsecureResponder,
+    seen: SeenFirstMessages,
+    server: Option<End>,
+    /// Connections the server created (a repeat of a first message must create none).
+    accepted: usize,
+    wire: Vec<Datagram>,
+    /// Every datagram sent, as it left (`at`: the send time).
+    sent: Vec<Datagram>,
+    /// Drops a datagram as it leaves (true: lost).
+    lose: Box<dyn FnMut(&Datagram) -> bool>,
+    /// Stream bytes the server sends the client, and what the client read so far.
+    download: usize,
+    stream: Option<u64>,
+    written: usize,
+    read: usize,
+}
+
+fn hello(paths: u8) -> Hello {
+    Hello { paths, ..Hello::default() }
+}
+
+impl Net {
+    fn new(paths: u8, client_secret: u64, server_secret: u64) -> Net {
+        let config = ConnectionConfig { paths, ..ConnectionConfig::default() };
+        let core = Connection::client(config, Instant::ZERO, 1);
+        let initiator = InsecureInitiator::new(client_secret, core.cid(), &hello(paths), 9, 0);
+        let mut x = 7u64;
+        let random = Box::new(move || {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            x
+        });
+        let session = Session::client(
+            Box::new(initiator),
+            paths.into(),
+            addr(SERVER, 443),
+            HANDSHAKE_TIMEOUT,
+            random,
+            Instant::ZERO,
+        );
+        Net {
+            now: Instant::ZERO,
+            client: End { session, core, events: Vec::new() },
+            public: (0..paths).map(|p| addr(2, 1000 + u16::from(p))).collect(),
+            responder: InsecureResponder { secret: server_secret },
+            seen: SeenFirstMessages::new(100, Duration::from_secs(240)),
+            server: None,
+            accepted: 0,
+            wire: Vec::new(),
+            sent: Vec::new(),
+            lose: Box::new(|_| false),
+            download: 0,
+            stream: None,
+            written: 0,
+            read: 0,
+        }
+    }
+
+    fn send(&mut self, d: Datagram) {
+        self.sent.push(Datagram { at: self.now, ..d.clone() });
+        if !(self.lose)(&d) {
+            self.wire.push(d);
+        }
+    }
+
+    /// The server's endpoint: a first message it has no connection for goes to its responder.
+    fn server_receives(&mut self, d: &Datagram) {
+        if let Some(s) = &mut self.server {
+            s.session.handle_datagram(&mut s.core, self.now, 0, d.from, &d.bytes);
+            return;
+        }
+        if d.ty() != Some(DatagramType::NoiseInit) {
+            return;
+        }
+        let Some(a) = self.responder.accept(&d.bytes) else {
+            let hint = refusal(&d.bytes).unwrap().to_vec();
+            self.send(Datagram {
+                at: self.now + ONE_WAY,
+                to_server: false,
+                to: d.from,
+                from: d.to,
+                bytes: hint,
+            });
+            return;
+        };
+        if self.seen.insert(a.fingerprint, self.now) != FirstMessage::Fresh {
+            return;
+        }
+        self.accepted += 1;
+        let paths = usize::from(a.hello.paths);
+        let config = ConnectionConfig { paths: a.hello.paths, ..ConnectionConfig::default() };
+        let core = Connection::server(config, self.now);
+        let session = Session::server(a.keys, paths, &d.bytes, a.response, d.from, Box::new(|| 3), self.now);
+        self.server = Some(End { session, core, events: Vec::new() });
+    }
+
+    fn client_receives(&mut self, d: &Datagram) -> Option<Received> {
+        let socket = self.public.iter().position(|a| *a == d.to)?;
+        let c = &mut self.client;
+        Some(c.session.handle_datagram(&mut c.core, self.now, socket, d.from, &d.bytes))
+    }
+
+    /// One round at `self.now`: arrivals, timers, the application, then everything to send.
+    fn round(&mut self) {
+        let now = self.now;
+        let (due, later): (Vec<_>, Vec<_>) = self.wire.drain(..).partition(|d| d.at <= now);
+        self.wire = later;
+        for d in due {
+            if d.to_server {
+                self.server_receives(&d);
+            } else {
+                self.client_receives(&d);
+            }
+        }
+        for end in [Some(&mut self.client), self.server.as_mut()].into_iter().flatten() {
+            if end.session.poll_timeout(&end.core).is_some_and(|t| t <= now) {
+                end.session.handle_timeout(&mut end.core, now);
+            }
+            while let Some(e) = end.session.poll_event() {
+                end.events.push(e);
+            }
+        }
+        self.application();
+        let mut buf = Vec::new();
+        let c = &mut self.client;
+        let mut out = Vec::new();
+        while let Some(t) = c.session.poll_transmit(&mut c.core, now, &mut buf) {
+            let from = self.public[usize::from(t.path)];
+            out.push(Datagram {
+                at: now + ONE_WAY,
+                to_server: true,
+                to: t.to,
+                from,
+                bytes: buf[..t.size].to_vec(),
+            });
+        }
+        if let Some(s) = &mut self.server {
+            while let Some(t) = s.session.poll_transmit(&mut s.core, now, &mut buf) {
+                let bytes = buf[..t.size].to_vec();
+                out.push(Datagram {
+                    at: now + ONE_WAY,
+                    to_server: false,
+                    to: t.to,
+                    from: addr(SERVER, 443),
+                    bytes,
+                });
+            }
+        }
+        for d in out {
+            self.send(d);
+        }
+    }
+
+    /// The server writes `download` bytes on one stream; the client reads them.
+    fn application(&mut self) {
+        if let Some(streams) = self.server.as_mut().and_then(|s| s.core.streams()) {
+            let id = *self.stream.get_or_insert_with(|| streams.open().unwrap());
+            while self.written < self.download && streams.send_buffered(id) < 200_000 {
+                let n = streams.write(id, &vec![7; (self.download - self.written).min(10_000)]).unwrap();
+                self.written += n;
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        if let (Some(id), Some(streams)) = (self.stream, self.client.core.streams()) {
+            let mut chunk = vec![0; 65_536];
+            while let Ok((n, _)) = streams.read(id, &mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                self.read += n;
+            }
+        }
+    }
+
+    /// The next time anything happens: an arrival or a timer (at least 1 µs on).
+    fn next(&self) -> Option<Instant> {
+        let timers = [Some(&self.client), self.server.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.session.poll_timeout(&e.core));
+        let t = self.wire.iter().map(|d| d.at).chain(timers).min()?;
+        Some(t.max(self.now + Duration::from_micros(1)))
+    }
+
+    /// Runs rounds until `until` or `done`.
+    fn run(&mut self, until: Duration, mut done: impl FnMut(&Net) -> bool) {
+        let end = Instant::ZERO + until;
+        self.round();
+        while !done(self) {
+            let Some(t) = self.next().filter(|t| *t <= end) else { break };
+            self.now = t;
+            self.round();
+        }
+    }
+
+    fn established(&self) -> bool {
+        self.client.core.is_established() && self.server.as_ref().is_some_and(|s| s.core.is_established())
+    }
+
+    fn sent_of(&self, to_server: bool, ty: DatagramType) -> Vec<&Datagram> {
+        self.sent.iter().filter(|d| d.to_server == to_server && d.ty() == Some(ty)).collect()
+    }
+}
+
+fn ms(d: &Datagram) -> u64 {
+    d.at.as_micros() / 1000
+}
+
+/// The first three first messages are lost: the client repeats it at 0, 100, 300 and 700 ms
+/// (§13.2), the fourth gets through and the connection comes up a round trip later.
+#[test]
+fn a_lost_first_message_is_repeated_on_schedule() {
+    let mut net = Net::new(1, 5, 5);
+    let mut lost = 0;
+    net.lose = Box::new(move |d| {
+        let first = d.ty() == Some(DatagramType::NoiseInit) && lost < 3;
+        lost += usize::from(first);
+        first
+    });
+    net.run(Duration::from_secs(3), Net::established);
+    assert!(net.established(), "the connection comes up");
+    let inits: Vec<u64> = net.sent_of(true, DatagramType::NoiseInit).iter().map(|d| ms(d)).collect();
+    assert_eq!(inits, [0, 100, 300, 700]);
+    assert!(net.sent_of(true, DatagramType::NoiseInit).iter().all(|d| d.bytes.len() == INIT_LEN));
+    assert_eq!(net.accepted, 1);
+    assert!(net.now < Instant::from_micros(800_000), "up one round trip after the fourth: {:?}", net.now);
+}
+
+/// The server's answer is lost: the client repeats its first message, and the server answers
+/// the byte-identical repeat with the very same answer, creating nothing new and never sending
+/// more bytes than came in.
+#[test]
+fn a_lost_answer_is_answered_again_with_the_same_bytes() {
+    let mut net = Net::new(1, 5, 5);
+    let mut lost = false;
+    net.lose = Box::new(move |d| {
+        let first = d.ty() == Some(DatagramType::NoiseResponse) && !lost;
+        lost |= first;
+        first
+    });
+    net.run(Duration::from_secs(3), Net::established);
+    assert!(net.established());
+    assert_eq!(net.accepted, 1, "the repeat created no second connection");
+    let inits = net.sent_of(true, DatagramType::NoiseInit);
+    let answers = net.sent_of(false, DatagramType::NoiseResponse);
+    assert_eq!(inits.len(), 2);
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0].bytes, answers[1].bytes, "the same answer");
+    for (a, i) in answers.iter().zip(&inits) {
+        assert!(a.bytes.len() * 3 <= i.bytes.len(), "an answer is at most a third of its request");
+    }
+    assert_eq!(ms(answers[1]), 110, "answered when the repeat (100 ms) arrived");
+}
+
+/// A core packet from the client, delivered a second time, is dropped before the core sees it.
+#[test]
+fn a_replayed_packet_is_dropped() {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 50_000;
+    net.run(Duration::from_secs(5), |n| n.read == n.download);
+    assert_eq!(net.read, 50_000);
+    let packet = net
+        .sent
+        .iter()
+        .rev()
+        .find(|d| d.to_server && d.at + ONE_WAY <= net.now && matches!(d.ty(), Some(DatagramType::Packet(_))))
+        .expect("the client's packets arrived")
+        .clone();
+    let s = net.server.as_mut().unwrap();
+    let before = s.session.stats;
+    let now = net.now + Duration::from_millis(1);
+    assert_eq!(
+        s.session.handle_datagram(&mut s.core, now, 0, packet.from, &packet.bytes),
+        Received::Replayed
+    );
+    assert_eq!(s.session.stats.replayed, before.replayed + 1);
+    // The same bytes with one byte changed do not authenticate.
+    let mut forged = packet.bytes.clone();
+    *forged.last_mut().unwrap() ^= 1;
+    assert_eq!(
+        s.session.handle_datagram(&mut s.core, now, 0, packet.from, &forged),
+        Received::Unauthenticated
+    );
+}
+
+/// NAT rebinding in the middle of a download: the client's datagrams start coming from a new
+/// port and the old one stops receiving. The server follows at once, sends the new port at
+/// most 3x what came from it until the port answers a challenge, then the download completes.
+#[test]
+fn nat_rebinding_mid_transfer_completes_within_the_budget() {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 2_000_000;
+    net.run(Duration::from_secs(20), |n| n.read >= 300_000);
+    assert!(net.read >= 300_000 && net.read < net.download, "mid-transfer: {}", net.read);
+    let old = net.public[0];
+    let new = addr(2, 4000);
+    net.public[0] = new;
+    let moved_at = net.now;
+    net.run(Duration::from_secs(60), |n| n.read == n.download);
+    assert_eq!(net.read, net.download, "the download completes");
+    let s = net.server.as_ref().unwrap();
+    assert_eq!(s.session.remote(0), Some(new));
+    assert!(s.session.probation(0).is_none(), "the new address was validated");
+    assert!(s.events.iter().any(|e| matches!(e, SessionEvent::PathMoved { old: Some(o), new: n, probation: true, .. } if *o == old && *n == new)));
+    let validated = s.events.contains(&SessionEvent::AddressValidated { path: 0, addr: new });
+    assert!(validated, "the challenge was answered");
+    // Before the challenge's echo arrived, the server never sent the new address more than 3x
+    // what came from it, counted at every send on the wire.
+    let echo_at = net
+        .sent
+        .iter()
+        .find(|d| d.to_server && d.from == new && d.ty() == Some(DatagramType::PathHello))
+        .map(|d| d.at + ONE_WAY)
+        .expect("the client echoed the challenge");
+    let (mut got, mut sent) = (0u64, 0u64);
+    for d in net.sent.iter().filter(|d| d.at >= moved_at && d.at < echo_at) {
+        if d.to_server && d.from == new {
+            got += d.bytes.len() as u64;
+        } else if !d.to_server && d.to == new {
+            sent += d.bytes.len() as u64;
+            assert!(sent <= AMPLIFICATION * got, "{sent} bytes sent for {got} received");
+        }
+    }
+    assert!(sent > 0, "the server followed the new address before it was validated");
+    assert!(net.sent.iter().any(|d| !d.to_server && d.to == new && d.at >= echo_at && d.bytes.len() > 1000));
+}
+
+/// A client with the wrong key: the server keeps nothing and answers each first message with
+/// the 9-byte hint only; the client fails at its deadline, saying the server refused it, and
+/// then sends nothing more.
+#[test]
+fn a_wrong_key_is_refused() {
+    let mut net = Net::new(1, 5, 6);
+    net.run(Duration::from_secs(10), |n| n.client.session.has_failed());
+    assert!(net.server.is_none() && net.accepted == 0, "the server kept no state");
+    let inits = net.sent_of(true, DatagramType::NoiseInit).len();
+    let hints = net.sent_of(false, DatagramType::Refused);
+    assert_eq!(hints.len(), inits);
+    assert!(hints.iter().all(|d| d.bytes.len() == 9));
+    assert_eq!(net.client.events, [SessionEvent::Failed(HandshakeFailure::TimedOut { refused: true })]);
+    assert_eq!(net.now, Instant::ZERO + HANDSHAKE_TIMEOUT);
+    assert!(!net.client.session.has_keys());
+    let sent = net.sent.len();
+    net.run(Duration::from_secs(20), |_| false);
+    assert_eq!(net.sent.len(), sent, "nothing after the failure");
+}
