@@ -7,6 +7,10 @@ use braid_proto::conn::Mode;
 use braid_proto::streams::{StreamEvent, Streams};
 use braid_proto::{BlockRecord, Connection, ConnectionConfig, Event, Instant};
 
+mod secure;
+
+pub use secure::SecureFlow;
+
 /// The transfer pattern repeats every `PERIOD` bytes (a prime, so it never lines up with
 /// symbol or block sizes).
 pub(crate) const PERIOD: usize = 65_521;

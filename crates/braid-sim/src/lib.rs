@@ -50,7 +50,7 @@ pub mod video;
 pub use braid_netem::LossModel;
 pub use braid_netem::{link, loss, rng, units};
 pub use braid_netem::{Fate, Link, LinkChange, LinkConfig, LinkConfigError, LinkStats, Outage, QueueLimit};
-pub use flow::BulkFlow;
+pub use flow::{BulkFlow, SecureFlow};
 pub use metrics::{BlockStats, Metrics, MetricsHandle, Summary};
 pub use net::{
     Endpoint, EndpointId, LinkId, NetConfig, NetError, NetStats, Network, PathConfig, RunReport, StopReason,
