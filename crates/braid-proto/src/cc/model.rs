@@ -68,6 +68,20 @@ const COMPETING_CWND_GAIN: f64 = 2.0;
 const BETA: f64 = 0.7;
 /// The decrease while a competitor's queue stands (see `on_congestion`).
 const COMPETING_BETA: f64 = 0.85;
+/// Of the last [`LOSS_HISTORY`] rounds, how many must lose [`LOSSES_PER_LOSS_ROUND`] packets
+/// with a queue behind them while a competitor's queue stands for the competitor to count as loss-blind (kernel BBRv1): then a
+/// loss is no reason to yield. A CUBIC or Reno competitor backs off after each overflow, so
+/// its losses come once every few dozen rounds.
+const LOSS_BLIND_ROUNDS: u32 = 6;
+const LOSS_HISTORY: u32 = 16;
+/// Losses with a queue behind them that make a round a loss round: one could be random loss
+/// (at 1 % random loss a flow of 50 packets a round loses one in 40 % of its rounds, two in 9 %).
+const LOSSES_PER_LOSS_ROUND: u64 = 2;
+/// Beside a loss-blind competitor, the share of a round's packets lost with a queue above which
+/// braid still yields (see `on_round_losses`): kernel BBRv1's own policer threshold, 50 / 256
+/// (Linux `tcp_bbr.c`, `bbr_lt_loss_thresh`), the loss rate at which that competitor too
+/// stops calling loss noise.
+const HEAVY_LOSS: f64 = 50.0 / 256.0;
 /// Rounds at gain 1 between bandwidth probes (plus 0–2, varied by cycle).
 const CRUISE_ROUNDS: u64 = 6;
 /// Rounds of the bandwidth max filter.
@@ -130,6 +144,11 @@ pub struct ModelCc {
     inflight_hi: Option<f64>,
     /// The round of the last reaction to congestion (at most one per round).
     last_congestion_round: Option<u64>,
+    /// One bit per recent round, newest lowest: the round lost packets while a queue stood.
+    loss_rounds: u32,
+    /// Packets lost this round while the RTT showed a queue, and bytes delivered this round.
+    round_losses: u64,
+    round_delivered: u64,
     /// Rounds in a row with the RTT well above its minimum while cruising, and drains in a row
     /// that did not empty the queue.
     high_rtt_rounds: u32,
@@ -171,6 +190,9 @@ impl ModelCc {
             startup_end: None,
             inflight_hi: None,
             last_congestion_round: None,
+            loss_rounds: 0,
+            round_losses: 0,
+            round_delivered: 0,
             high_rtt_rounds: 0,
             failed_drains: 0,
             competing: false,
@@ -293,10 +315,14 @@ impl ModelCc {
                     self.enter(State::Drain, now);
                 }
             }
+            // A round without a queue does not end competition: kernel BBR drains the queue for
+            // 200 ms every 10 s (ProbeRTT), and forgetting the competitor there handed it the
+            // link again. Only a drain that empties the queue does (`on_drained`).
             State::Cruise | State::Refill if !high => {
                 self.high_rtt_rounds = 0;
-                self.failed_drains = 0;
-                self.competing = false;
+                if !self.competing {
+                    self.failed_drains = 0;
+                }
             }
             State::Cruise | State::Refill if !self.competing => {
                 // A queue while this flow has no more than its BDP in flight is not its own.
@@ -333,6 +359,47 @@ impl ModelCc {
         }
     }
 
+    /// At a round's end: whether it was a loss round, and beside a loss-blind competitor, whether
+    /// it lost so much that braid must give way after all. Such a competitor takes every loss as
+    /// noise, but a drop rate of tens of per cent is not noise to anyone: kernel BBRv1 reads a
+    /// loss rate of 20 % as a policer and caps itself for dozens of rounds (Linux `tcp_bbr.c`,
+    /// long-term bandwidth sampling), and braid's flows, blind to loss too, then took the link.
+    fn on_round_losses(&mut self) {
+        let losses = self.round_losses;
+        let packets = self.round_delivered / self.mss + losses;
+        self.loss_rounds = (self.loss_rounds << 1) | u32::from(losses >= LOSSES_PER_LOSS_ROUND);
+        if self.loss_blind_competitor() && losses as f64 > HEAVY_LOSS * packets as f64 {
+            self.inflight_hi = Some((self.in_flight as f64 * COMPETING_BETA).max(self.loss_bound_floor()));
+        }
+        self.round_losses = 0;
+        self.round_delivered = 0;
+    }
+
+    /// The lowest loss bound: the cruising window, and beside a competitor's queue what keeps
+    /// braid's rate at the RTT that queue sets. A bound under that rate lowers the delivery
+    /// rate, so the bandwidth estimate and the next bound with it, until braid had nothing left.
+    fn loss_bound_floor(&self) -> f64 {
+        let cruising = CRUISE_CWND_GAIN * self.bdp().unwrap_or(0.0);
+        let at_queue = if self.competing {
+            COMPETING_BETA * self.bandwidth * self.last_round_min_rtt.unwrap_or_default().as_secs_f64()
+        } else {
+            0.0
+        };
+        cruising.max(at_queue).max((4 * self.mss) as f64)
+    }
+
+    /// The latest RTT sample shows a queue (HyStart++'s threshold above the minimum).
+    fn queue_now(&self) -> bool {
+        self.min_rtt().is_some_and(|min| self.latest_rtt > min + Self::delay_threshold(min))
+    }
+
+    /// A competitor's queue stands and congestion losses came in most recent rounds: the
+    /// competitor does not back off on loss (see [`LOSS_BLIND_ROUNDS`]).
+    fn loss_blind_competitor(&self) -> bool {
+        let recent = self.loss_rounds & ((1u32 << LOSS_HISTORY) - 1);
+        self.competing && recent.count_ones() >= LOSS_BLIND_ROUNDS
+    }
+
     /// ProbeBW's phases (BBRv3 §4.6.4), on every ACK.
     fn probe_bw(&mut self, now: Instant) {
         let Some(bdp) = self.bdp() else { return };
@@ -358,6 +425,15 @@ impl ModelCc {
             }
             State::Refill if self.round > self.state_round => {
                 self.up_base = in_flight;
+                // Beside a competitor's queue UP ends after one min RTT, before its round does,
+                // so the growth of the loss bound below never runs there: a bound that binds
+                // makes room for the probe as UP begins instead.
+                if self.competing {
+                    let probe = (UP_PROBE * bdp).max(4.0 * self.mss as f64);
+                    if let Some(hi) = self.inflight_hi.as_mut().filter(|hi| in_flight >= 0.9 * **hi) {
+                        *hi += probe;
+                    }
+                }
                 self.enter(State::Up, now);
             }
             State::Up => {
@@ -473,6 +549,7 @@ impl CongestionController for ModelCc {
         // unused: its rate sample is app-limited.
         self.sample_app_limited = self.delivered < self.app_limited_until;
         self.delivered += ack.bytes;
+        self.round_delivered += ack.bytes;
         if rtt.has_sample() {
             self.on_rtt_sample(now, rtt.latest());
         }
@@ -480,6 +557,7 @@ impl CongestionController for ModelCc {
             self.round += 1;
             self.round_start = now;
             self.last_round_min_rtt = self.round_min_rtt.take();
+            self.on_round_losses();
             self.on_round_end(now);
         }
         if let Some(rate) = ack.delivery_rate {
@@ -492,7 +570,7 @@ impl CongestionController for ModelCc {
     fn on_congestion(&mut self, now: Instant, sent: Instant, _signal: Congestion) {
         // Coding-aware: a loss with no queue behind it is random loss, which the code repairs
         // (the mode's own test may still call it congestion where the RTT's range is small).
-        let queue = self.min_rtt().is_some_and(|min| self.latest_rtt > min + Self::delay_threshold(min));
+        let queue = self.queue_now();
         // Startup overshoots by design and Drain takes its queue away: losses of packets sent
         // before Drain ended would teach a bound from a bandwidth estimate a round behind.
         let startup = self.startup_end.is_none_or(|end| sent <= end);
@@ -504,7 +582,13 @@ impl CongestionController for ModelCc {
         }
         // Beside a buffer-filling flow every loss comes with a queue: cutting by β on each one
         // starved braid beside kernel BBR (0.08 of its share), ignoring them all starved CUBIC
-        // (0.05–0.13). A competitor's queue gets a gentler cut.
+        // (0.05–0.13). A competitor that loses packets round after round and keeps its queue
+        // does not answer loss (BBRv1): yielding to it only hands it the link, so braid keeps
+        // BBR's window and forgets its loss bound. Any other competitor's queue gets a gentler
+        // cut than braid's own.
+        if self.loss_blind_competitor() {
+            return;
+        }
         let beta = if self.competing { COMPETING_BETA } else { BETA };
         self.last_congestion_round = Some(self.round);
         if self.state == State::Startup {
@@ -514,14 +598,19 @@ impl CongestionController for ModelCc {
         // β × what was in flight, never below the cruising window: the pacer already sends at
         // the measured bandwidth, and a bound under it would shrink the samples that set it
         // (lost packets count in flight until declared lost).
-        let floor = (CRUISE_CWND_GAIN * self.bdp().unwrap_or(0.0)).max((4 * self.mss) as f64);
-        self.inflight_hi = Some((self.in_flight as f64 * beta).max(floor));
+        self.inflight_hi = Some((self.in_flight as f64 * beta).max(self.loss_bound_floor()));
         match self.state {
             State::Up | State::Refill => {
                 self.cycles += 1;
                 self.enter(State::Down, now);
             }
             _ => {}
+        }
+    }
+
+    fn on_lost(&mut self, _now: Instant, packets: u64) {
+        if self.queue_now() {
+            self.round_losses += packets;
         }
     }
 
@@ -636,6 +725,82 @@ mod tests {
         assert!(cc.pacing_rate(&r).unwrap() as f64 >= 0.9 * full - 1.0, "more than 10 % off");
         cc.competing = true;
         assert_eq!(cc.pacing_rate(&r).unwrap() as f64, full, "a competitor's queue was drained");
+    }
+
+    /// Rounds of 100 ms from `start`, ACKs every 10 ms at a 200 ms RTT (a competitor's queue
+    /// of a full BDP), with `lost(round)` packets declared lost (and congestion reported) in
+    /// each round's middle.
+    fn queued_rounds(cc: &mut ModelCc, start: u64, rounds: u64, lost: impl Fn(u64) -> u64) -> u64 {
+        let queued = rtt(200);
+        let mut now = 0;
+        for round in 0..rounds {
+            for step in 0..10u64 {
+                now = start + round * 100_000 + step * 10_000;
+                let t = Instant::from_micros(now);
+                cc.on_ack(&ack(t, 2.5e6, 500_000), &queued);
+                if step == 5 && lost(round) > 0 {
+                    cc.on_lost(t, lost(round));
+                    cc.on_congestion(t, t, Congestion::Loss);
+                }
+            }
+        }
+        now
+    }
+
+    /// Beside a competitor whose queue loses packets round after round (kernel BBRv1, which
+    /// does not answer loss), a loss no longer cuts; beside one that loses now and then (CUBIC
+    /// backing off), it still does.
+    #[test]
+    fn a_loss_blind_competitor_is_not_yielded_to() {
+        let (mut cc, _) = settled();
+        cc.competing = true;
+        // Two of twelve packets a round: loss rounds, not yet the heavy loss that still cuts.
+        let now = queued_rounds(&mut cc, 3_000_000, 16, |_| 2);
+        assert!(cc.loss_blind_competitor(), "losses in every round: {:#b}", cc.loss_rounds);
+        // The first loss rounds cut, before the competitor showed what it is; later ones not.
+        let bound = cc.inflight_hi;
+        queued_rounds(&mut cc, now + 10_000, 16, |_| 2);
+        assert_eq!(cc.inflight_hi, bound, "a loss-blind competitor's losses still cut");
+        // Heavy loss (a quarter of a round's packets) cuts all the same.
+        queued_rounds(&mut cc, now + 1_700_000, 2, |_| 4);
+        assert!(cc.inflight_hi < bound, "heavy loss did not cut: {:?} vs {bound:?}", cc.inflight_hi);
+
+        let (mut cc, _) = settled();
+        cc.competing = true;
+        // One loss round in sixteen: a competitor that backs off.
+        queued_rounds(&mut cc, 3_000_000, 16, |round| if round == 8 { 3 } else { 0 });
+        assert!(!cc.loss_blind_competitor());
+        assert!(cc.inflight_hi.is_some(), "a CUBIC-like competitor's overflow did not cut");
+        // A single lost packet a round is what random loss does: not a loss round.
+        let (mut single, _) = settled();
+        single.competing = true;
+        queued_rounds(&mut single, 3_000_000, 16, |_| 1);
+        assert!(!single.loss_blind_competitor(), "one loss a round counted: {:#b}", single.loss_rounds);
+    }
+
+    /// A cut beside a competitor's queue keeps most of braid's rate at the RTT that queue sets
+    /// (0.85 × bandwidth × that RTT), not the cruising window at the minimum RTT, which at a
+    /// doubled RTT halves the delivery rate and the estimate with it.
+    #[test]
+    fn a_cut_beside_a_competitor_keeps_the_rate_at_its_queue() {
+        let (mut cc, _) = settled();
+        let now = Instant::from_micros(3_000_000);
+        cc.on_ack(&ack(now, 2.5e6, 400_000), &rtt(200));
+        cc.last_round_min_rtt = Some(Duration::from_millis(200));
+        cc.in_flight = 400_000;
+        cc.competing = true;
+        cc.on_congestion(now, now, Congestion::Loss);
+        // 0.85 × 2.5 MB/s × 200 ms = 425 kB, above 0.85 × 400 kB and 1.25 BDP (312 kB).
+        let hi = cc.inflight_hi.unwrap();
+        assert!((420_000.0..=430_000.0).contains(&hi), "bound {hi}");
+        // Without a competitor the same loss cuts to the cruising window.
+        let (mut own, _) = settled();
+        own.on_ack(&ack(now, 2.5e6, 400_000), &rtt(200));
+        own.last_round_min_rtt = Some(Duration::from_millis(200));
+        own.in_flight = 400_000;
+        own.on_congestion(now, now, Congestion::Loss);
+        let hi = own.inflight_hi.unwrap();
+        assert!((300_000.0..=320_000.0).contains(&hi), "bound {hi}");
     }
 
     /// App-limited samples below the estimate do not pull it down.
