@@ -116,6 +116,29 @@ def workload(r):
     return (r.get("workload") or "bulk").strip() or "bulk"
 
 
+def mix_runs(rows):
+    """Mix rows grouped by (scenario, label, mix), each group split into its runs (flow indices
+    restart at 0 with each run), and each run's mean share per kind."""
+    groups = OrderedDict()
+    for r in rows:
+        groups.setdefault((r["scenario"], r["label"], r["mix"]), []).append(r)
+    out = OrderedDict()
+    for key, rs in groups.items():
+        runs = []
+        for r in rs:
+            if r.get("flow") == "0" or not runs:
+                runs.append([])
+            runs[-1].append(r)
+        per_run = []
+        for run in runs:
+            kinds = defaultdict(list)
+            for r in run:
+                kinds[r["contender"]].append(fnum(r["ratio"]) or 0)
+            per_run.append({k: statistics.mean(v) for k, v in kinds.items()})
+        out[key] = (runs, per_run)
+    return out
+
+
 def is_mix(r):
     return bool((r.get("mix") or "").strip())
 
@@ -275,24 +298,20 @@ class Report:
         self.w("All flows start together and send until the limit; goodput per flow over the window "
                "from 5 s to the end; fair share = ideal / flows; Jain's index (Σx)² / (n Σx²).")
         self.w()
-        self.w("| scenario | point | mix | Jain | per flow: contender goodput Mbit/s (× fair share) | mean × share per kind |")
-        self.w("|---|---|---|---:|---|---|")
+        self.w("| scenario | point | mix | runs | Jain (last run) | per flow, last run: contender goodput Mbit/s (× fair share) | mean × share per kind: median of runs (each run) |")
+        self.w("|---|---|---|---:|---:|---|---|")
         groups = OrderedDict()
-        for r in rows:
-            groups.setdefault((r["scenario"], r["label"], r["mix"]), []).append(r)
-        for (sc, p, mix), rs in groups.items():
-            # The last run of a mix: flow indices restart at 0.
-            last = []
-            for r in rs:
-                if r.get("flow") == "0":
-                    last = []
-                last.append(r)
+        for (sc, p, mix), (runs, per_run) in mix_runs(rows).items():
+            last = runs[-1]
             flows = " ; ".join(f"{r['contender']} {fmt(fnum(r['steady_mbps']))} ({fmt(fnum(r['ratio']))})" for r in last)
-            kinds = defaultdict(list)
-            for r in last:
-                kinds[r["contender"]].append(fnum(r["ratio"]) or 0)
-            per_kind = ", ".join(f"{k} {statistics.mean(v):.2f}" for k, v in kinds.items())
-            self.w(f"| {sc} | {pretty_label(p)} | {mix} | {fmt(fnum(last[0].get('jain')), 3)} | {flows} | {per_kind} |")
+            # Each kind's median over runs of its mean share (a kind's median and another
+            # kind's may come from different runs).
+            names = list(OrderedDict.fromkeys(k for pr in per_run for k in pr))
+            per_kind = ", ".join(
+                f"{k} {statistics.median([pr[k] for pr in per_run if k in pr]):.2f}"
+                + (" (" + " / ".join(f"{pr[k]:.2f}" for pr in per_run if k in pr) + ")" if len(per_run) > 1 else "")
+                for k in names)
+            self.w(f"| {sc} | {pretty_label(p)} | {mix} | {len(runs)} | {fmt(fnum(last[0].get('jain')), 3)} | {flows} | {per_kind} |")
             groups[(sc, p, mix)] = last
         self.w()
         self.plot_fairness(groups)
@@ -478,6 +497,31 @@ class Report:
                           p99 <= 125))
         self.verdict("Latency under load, one path 20 Mbit/s 100 ms: braid's probe p99 ≤ 125 ms (median of runs)",
                      items)
+        # Fairness on one bottleneck: each kind's mean share per run, the median over runs.
+        mixes = mix_runs([r for r in self.tb if is_mix(r)])
+
+        def share_items(mix, bounds):
+            items = []
+            for (sc, label, m), (runs, per_run) in mixes.items():
+                if m != mix:
+                    continue
+                for kind, (lo, hi) in bounds.items():
+                    v = [pr[kind] for pr in per_run if kind in pr]
+                    if v:
+                        x = statistics.median(v)
+                        items.append((f"{pretty_label(label)} {kind} {x:.2f} ({len(v)} runs)", lo <= x <= hi))
+            return items
+
+        self.verdict("Fairness, 2 braid + 2 kernel bbr on one bottleneck: each kind's mean share 0.7–1.4 × "
+                     "(median of runs)", share_items("braid:2,bbr:2", {BRAID: (0.7, 1.4), "bbr": (0.7, 1.4)}))
+        self.verdict("Fairness, 2 braid + 2 cubic: braid's mean share 0.7–1.5 × (median of runs)",
+                     share_items("braid:2,cubic:2", {BRAID: (0.7, 1.5)}))
+        items = []
+        for (sc, label, m), (runs, _) in mixes.items():
+            if m == "braid:4":
+                j = statistics.median(fnum(run[0].get("jain")) or 0 for run in runs)
+                items.append((f"{pretty_label(label)}: Jain {j:.3f} ({len(runs)} runs)", j >= 0.95))
+        self.verdict("Fairness, 4 braid flows: Jain ≥ 0.95 (median of runs)", items)
         web = [r for r in self.tb if workload(r) == "web"]
         col = "page_median_s"
         if not web or not any(fnum(r.get(col)) is not None for r in web):
