@@ -23,7 +23,12 @@
 //!   standing queue that stays small. Like Copa's competitive mode, the cap relaxes to 2 × BDP
 //!   while the RTT has stayed well above its minimum for several rounds with the cap binding: a
 //!   queue this flow is not making belongs to a competitor that fills buffers (CUBIC, BBRv1), and
-//!   yielding to it would starve braid.
+//!   yielding to it would starve braid. Beside such a queue a loss cut keeps 0.85 of braid's rate
+//!   at the RTT the queue sets (a window at the minimum RTT halves the rate when the queue
+//!   doubles the RTT), and a competitor whose queue loses packets in most rounds (BBRv1, blind
+//!   to loss) is not yielded to at all unless the loss passes BBRv1's own policer threshold.
+//!   Competition ends only when a drain empties the queue, not in the few rounds a BBR
+//!   competitor's ProbeRTT empties it.
 //! - **Draining what it sees.** In CRUISE the pacer runs below the bandwidth estimate by the
 //!   queue the last round's smallest RTT shows (as a fraction of the min RTT, at most 10 %):
 //!   a max-filtered estimate a little above the path's rate otherwise kept a standing queue of
