@@ -1,0 +1,197 @@
+//! Unit tests of braid's congestion controller (`cc/model.rs`).
+
+use super::*;
+
+fn ack(now: Instant, rate: f64, in_flight: u64) -> Ack {
+    Ack {
+        now,
+        bytes: 1000,
+        largest_sent: now - Duration::from_millis(100),
+        in_flight,
+        delivery_rate: Some(rate),
+    }
+}
+
+fn rtt(ms: u64) -> RttEstimator {
+    let mut rtt = RttEstimator::default();
+    rtt.update(Duration::from_millis(ms), Duration::ZERO);
+    rtt
+}
+
+/// A controller fed 3 s of 2.5 MB/s samples on a 100 ms path (200 kB in flight), and the RTT.
+fn settled() -> (ModelCc, RttEstimator) {
+    let mut cc = ModelCc::new(1000);
+    let r = rtt(100);
+    for i in 0..300u64 {
+        cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 200_000), &r);
+    }
+    (cc, r)
+}
+
+/// 2.5 MB/s samples with a 100 ms RTT: Startup ends, the window settles near 1.25 BDP.
+#[test]
+fn learns_the_path_and_keeps_the_window_near_one_bdp() {
+    let (cc, r) = settled();
+    assert!(!matches!(cc.state, State::Startup | State::Drain), "state {:?}", cc.state);
+    let w = cc.window();
+    // BDP 250 kB: 1.25 BDP + 2 MSS in cruise, ≤ 2.25 BDP while probing.
+    assert!((250_000..=570_000).contains(&w), "window {w}");
+    let rate = cc.pacing_rate(&r).unwrap();
+    assert!((2_200_000..=3_200_000).contains(&rate), "pacing {rate}");
+}
+
+/// Random loss never reaches `on_congestion` (the connection filters it); congestion does,
+/// and bounds the window to 0.7 × what was in flight, at most once a round.
+#[test]
+fn congestion_bounds_in_flight_once_per_round() {
+    let (mut cc, r) = settled();
+    assert!(cc.startup_end.is_some(), "state {:?}", cc.state);
+    let before = cc.window();
+    let now = Instant::from_micros(3_000_000);
+    // No queue (the RTT at its minimum): random loss, ignored.
+    cc.in_flight = 400_000;
+    cc.on_congestion(now, now, Congestion::Loss);
+    assert_eq!(cc.window(), before, "a loss without a queue moved the window");
+    // A queue: 130 ms against 100 ms.
+    let mut queued = r;
+    queued.update(Duration::from_millis(130), Duration::ZERO);
+    cc.on_ack(&ack(now, 2.5e6, 400_000), &queued);
+    cc.on_congestion(now, now, Congestion::Loss);
+    let w = cc.window();
+    // 0.7 × 400 kB, not under 1.25 BDP (≈ 312 kB).
+    assert!((280_000..=320_000).contains(&w), "window {w} after congestion with 400 kB in flight");
+    cc.in_flight = 1_000_000;
+    cc.on_congestion(now, now, Congestion::Loss);
+    assert_eq!(cc.window(), w, "a second loss in the same round does not cut again");
+}
+
+/// Nonsense inputs: zero and 60 s RTTs, absurd and NaN rates, no samples at all.
+#[test]
+fn nonsense_stays_within_bounds() {
+    let mut cc = ModelCc::new(1200);
+    let zero = RttEstimator::default();
+    assert!(cc.window() >= 4 * 1200);
+    assert!(cc.pacing_rate(&zero).unwrap() > 0);
+    let mut huge = RttEstimator::default();
+    huge.update(Duration::from_secs(600), Duration::ZERO);
+    for (i, rate) in [f64::NAN, f64::INFINITY, 1e30, -5.0, 0.0, 1e-9].into_iter().enumerate() {
+        cc.on_ack(&ack(Instant::from_micros((i as u64 + 1) * 1_000_000), rate, u64::MAX / 2), &huge);
+        let w = cc.window();
+        assert!((4 * 1200..=MAX_WINDOW).contains(&w), "window {w}");
+        let p = cc.pacing_rate(&huge).unwrap();
+        assert!(p > 0 && (p as f64) <= 3.0 * MAX_RATE, "pacing {p}");
+    }
+    let mut tiny = RttEstimator::default();
+    tiny.update(Duration::ZERO, Duration::ZERO);
+    cc.on_ack(&ack(Instant::from_micros((20) * 1_000_000), 1e6, 0), &tiny);
+    assert!(cc.window() >= 4 * 1200);
+}
+
+/// CRUISE paces under the estimate by the queue the last round showed, at most 10 %, and
+/// not at all for a queue of a millisecond or two; a competitor's queue is not drained.
+#[test]
+fn cruise_drains_the_queue_it_sees() {
+    let (mut cc, r) = settled();
+    cc.enter(State::Cruise, Instant::from_micros(3_000_000));
+    cc.last_round_min_rtt = Some(Duration::from_millis(101));
+    let full = cc.pacing_rate(&r).unwrap() as f64;
+    assert!((2.45e6..=2.55e6).contains(&full), "pacing {full} with 1 ms of queue");
+    cc.last_round_min_rtt = Some(Duration::from_millis(106));
+    let drained = cc.pacing_rate(&r).unwrap() as f64;
+    assert!(drained < 0.97 * full && drained > 0.93 * full, "pacing {drained} vs {full}");
+    cc.last_round_min_rtt = Some(Duration::from_millis(200));
+    assert!(cc.pacing_rate(&r).unwrap() as f64 >= 0.9 * full - 1.0, "more than 10 % off");
+    cc.competing = true;
+    assert_eq!(cc.pacing_rate(&r).unwrap() as f64, full, "a competitor's queue was drained");
+}
+
+/// Rounds of 100 ms from `start`, ACKs every 10 ms at a 200 ms RTT (a competitor's queue
+/// of a full BDP), with `lost(round)` packets declared lost (and congestion reported) in
+/// each round's middle.
+fn queued_rounds(cc: &mut ModelCc, start: u64, rounds: u64, lost: impl Fn(u64) -> u64) -> u64 {
+    let queued = rtt(200);
+    let mut now = 0;
+    for round in 0..rounds {
+        for step in 0..10u64 {
+            now = start + round * 100_000 + step * 10_000;
+            let t = Instant::from_micros(now);
+            cc.on_ack(&ack(t, 2.5e6, 500_000), &queued);
+            if step == 5 && lost(round) > 0 {
+                cc.on_lost(t, lost(round));
+                cc.on_congestion(t, t, Congestion::Loss);
+            }
+        }
+    }
+    now
+}
+
+/// Beside a competitor whose queue loses packets round after round (kernel BBRv1, which
+/// does not answer loss), a loss no longer cuts; beside one that loses now and then (CUBIC
+/// backing off), it still does.
+#[test]
+fn a_loss_blind_competitor_is_not_yielded_to() {
+    let (mut cc, _) = settled();
+    cc.competing = true;
+    // Two of twelve packets a round: loss rounds, not yet the heavy loss that still cuts.
+    let now = queued_rounds(&mut cc, 3_000_000, 16, |_| 2);
+    assert!(cc.loss_blind_competitor(), "losses in every round: {:#b}", cc.loss_rounds);
+    // The first loss rounds cut, before the competitor showed what it is; later ones not.
+    let bound = cc.inflight_hi;
+    queued_rounds(&mut cc, now + 10_000, 16, |_| 2);
+    assert_eq!(cc.inflight_hi, bound, "a loss-blind competitor's losses still cut");
+    // Heavy loss (a quarter of a round's packets) cuts all the same.
+    queued_rounds(&mut cc, now + 1_700_000, 2, |_| 4);
+    assert!(cc.inflight_hi < bound, "heavy loss did not cut: {:?} vs {bound:?}", cc.inflight_hi);
+
+    let (mut cc, _) = settled();
+    cc.competing = true;
+    // One loss round in sixteen: a competitor that backs off.
+    queued_rounds(&mut cc, 3_000_000, 16, |round| if round == 8 { 3 } else { 0 });
+    assert!(!cc.loss_blind_competitor());
+    assert!(cc.inflight_hi.is_some(), "a CUBIC-like competitor's overflow did not cut");
+    // A single lost packet a round is what random loss does: not a loss round.
+    let (mut single, _) = settled();
+    single.competing = true;
+    queued_rounds(&mut single, 3_000_000, 16, |_| 1);
+    assert!(!single.loss_blind_competitor(), "one loss a round counted: {:#b}", single.loss_rounds);
+}
+
+/// A cut beside a competitor's queue keeps most of braid's rate at the RTT that queue sets
+/// (0.85 × bandwidth × that RTT), not the cruising window at the minimum RTT, which at a
+/// doubled RTT halves the delivery rate and the estimate with it.
+#[test]
+fn a_cut_beside_a_competitor_keeps_the_rate_at_its_queue() {
+    let (mut cc, _) = settled();
+    let now = Instant::from_micros(3_000_000);
+    cc.on_ack(&ack(now, 2.5e6, 400_000), &rtt(200));
+    cc.last_round_min_rtt = Some(Duration::from_millis(200));
+    cc.in_flight = 400_000;
+    cc.competing = true;
+    cc.on_congestion(now, now, Congestion::Loss);
+    // 0.85 × 2.5 MB/s × 200 ms = 425 kB, above 0.85 × 400 kB and 1.25 BDP (312 kB).
+    let hi = cc.inflight_hi.unwrap();
+    assert!((420_000.0..=430_000.0).contains(&hi), "bound {hi}");
+    // Without a competitor the same loss cuts to the cruising window.
+    let (mut own, _) = settled();
+    own.on_ack(&ack(now, 2.5e6, 400_000), &rtt(200));
+    own.last_round_min_rtt = Some(Duration::from_millis(200));
+    own.in_flight = 400_000;
+    own.on_congestion(now, now, Congestion::Loss);
+    let hi = own.inflight_hi.unwrap();
+    assert!((300_000.0..=320_000.0).contains(&hi), "bound {hi}");
+}
+
+/// App-limited samples below the estimate do not pull it down.
+#[test]
+fn app_limited_samples_only_raise_the_estimate() {
+    let mut cc = ModelCc::new(1000);
+    let r = rtt(100);
+    for i in 0..50u64 {
+        cc.on_ack(&ack(Instant::from_micros(i * 10_000), 2.5e6, 100_000), &r);
+    }
+    for i in 50..300u64 {
+        cc.on_app_limited();
+        cc.on_ack(&ack(Instant::from_micros(i * 10_000), 0.2e6, 10), &r);
+    }
+    assert!(cc.bandwidth >= 2.4e6, "bandwidth fell to {}", cc.bandwidth);
+}
