@@ -9,8 +9,15 @@
 //!
 //! - **ns-3's window arithmetic**: initial window one segment (ns-3's `InitialCwnd` default);
 //!   slow start +1 segment per ACK, however much it acknowledges (no byte counting); congestion
-//!   avoidance + max(1, MSS²/cwnd) bytes per ACK; no HyStart; no pacing (a window goes out as a
-//!   burst).
+//!   avoidance + max(1, MSS²/cwnd) bytes per ACK (`TcpNewReno::SlowStart` and
+//!   `CongestionAvoidance`, called once per ACK); no HyStart; no pacing (a window goes out as a
+//!   burst; ns-3's TCP has no pacer before 3.29, and `EnablePacing` is off after).
+//! - **ns-3's delayed ACKs**: its receiver ACKs every second in-order segment
+//!   (`TcpSocket::DelAckCount` 2, every ns-3 release), so "per ACK" above is per two segments
+//!   acknowledged: slow start grows the window 1.5 times a round trip, congestion avoidance by
+//!   half a segment. braid's receiver ACKs within 1 ms, at a flow's share of this bottleneck
+//!   nearly every packet, so the controller counts the acknowledged bytes itself and grows once
+//!   per two segments, whatever braid's ACKs cover.
 //! - **Fast retransmit and fast recovery (RFC 6582) without SACK**: at the first loss of a
 //!   flight, ssthresh = max(flight / 2, 2 segments) and cwnd = ssthresh. A partial ACK repairs
 //!   one hole per round trip, so a flight with k holes stays in recovery (no growth) for k
@@ -36,6 +43,8 @@ use crate::Instant;
 const MIN_RTO: Duration = Duration::from_secs(1);
 /// The most an RTO is doubled (ns-3 backs off up to its `MaxRto`, 60 s).
 const MAX_BACKOFF: u32 = 6;
+/// In-order segments ns-3's receiver takes per ACK (`TcpSocket::DelAckCount` default).
+const DELAYED_ACK_COUNT: u64 = 2;
 
 #[derive(Debug, Clone, Copy)]
 struct Recovery {
@@ -63,6 +72,8 @@ pub struct NewRenoNs3 {
     backoff: u32,
     /// Reductions after a repaired loss are once per round trip: packets sent before this.
     repaired_until: Option<Instant>,
+    /// Bytes acknowledged towards ns-3's next delayed ACK (fewer than two segments).
+    unacked_by_ns3: u64,
     timeouts: u64,
 }
 
@@ -80,6 +91,7 @@ impl NewRenoNs3 {
             stalled_until: None,
             backoff: 0,
             repaired_until: None,
+            unacked_by_ns3: 0,
             timeouts: 0,
         }
     }
@@ -155,10 +167,17 @@ impl CongestionController for NewRenoNs3 {
         if self.repaired_until.is_some_and(|t| ack.largest_sent <= t) {
             return;
         }
-        if self.window < self.ssthresh {
-            self.window += ack.bytes.min(self.mss);
-        } else {
-            self.window += (self.mss * self.mss / self.window.max(1)).max(1);
+        // The ACKs ns-3's receiver would have sent for these bytes: one per two segments.
+        let per_ack = DELAYED_ACK_COUNT * self.mss.max(1);
+        self.unacked_by_ns3 += ack.bytes;
+        let acks = self.unacked_by_ns3 / per_ack;
+        self.unacked_by_ns3 %= per_ack;
+        for _ in 0..acks.min(u64::from(u16::MAX)) {
+            if self.window < self.ssthresh {
+                self.window += self.mss;
+            } else {
+                self.window += (self.mss * self.mss / self.window.max(1)).max(1);
+            }
         }
     }
 
@@ -247,6 +266,31 @@ mod tests {
         cc.ssthresh = 2000;
         cc.on_ack(&ack(200, 2000, 100), &rtt);
         assert_eq!(cc.window(), 2500);
+    }
+
+    #[test]
+    fn grows_once_per_two_segments_acknowledged_as_behind_ns3_delayed_acks() {
+        let rtt = rtt_100ms();
+        let mut cc = NewRenoNs3::new(1000);
+        // braid's receiver ACKs each segment; ns-3's would have ACKed the pair once.
+        cc.on_ack(&ack(100, 1000, 0), &rtt);
+        assert_eq!(cc.window(), 1000);
+        cc.on_ack(&ack(101, 1000, 1), &rtt);
+        assert_eq!(cc.window(), 2000);
+        // A slow-start round of 4 segments: 2 ACKs, 4 → 6 (1.5 times a round trip).
+        cc.window = 4000;
+        for i in 0..4 {
+            cc.on_ack(&ack(200 + i, 1000, 100 + i), &rtt);
+        }
+        assert_eq!(cc.window(), 6000);
+        // Congestion avoidance at cwnd 10: a round of 10 segments adds half a segment.
+        cc.window = 10_000;
+        cc.ssthresh = 10_000;
+        for i in 0..10 {
+            cc.on_ack(&ack(300 + i, 1000, 200 + i), &rtt);
+        }
+        // Five increments of MSS²/cwnd: 100, 99, 98, 97, 96 bytes.
+        assert_eq!(cc.window(), 10_490);
     }
 
     #[test]
