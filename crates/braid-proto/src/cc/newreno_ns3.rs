@@ -23,13 +23,18 @@
 //!   one hole per round trip, so a flight with k holes stays in recovery (no growth) for k
 //!   round trips from its first loss; further losses of that flight extend it and do not reduce
 //!   again.
-//! - **Retransmission timeout**: NewReno without SACK cannot see that a packet sent during
-//!   recovery (a retransmission, or new data sent on the inflated window) was lost before the
-//!   recovery ends; ns-3 then waits for its retransmission timer. A loss of a packet sent while
-//!   the recovery it was sent in is still open is therefore taken as a timeout: ssthresh =
-//!   max(flight / 2, 2 segments), one segment in flight until RFC 6298's RTO (ns-3's 1 s
-//!   minimum, doubled per timeout in a row) has passed, then slow start. The connection's own
-//!   probe timeout is a timeout too (every one, not the third in a row).
+//! - **Retransmission timeout**: ns-3 (3.25 on) restarts its retransmission timer at the
+//!   first partial ACK of a recovery and not after (RFC 6582 §3.2 step 5; ns-3's "Only first
+//!   partial ACK should reset the RTO"), and duplicate ACKs never restart it. A recovery still
+//!   open one SRTT (the first partial ACK) plus RFC 6298's RTO (ns-3's `MinRto` 1 s) after it
+//!   began therefore ends in a timeout: one with more holes than that many round trips, or one
+//!   that cannot end because a packet sent during it was lost (NewReno without SACK cannot
+//!   see a lost retransmission). Until the timer, the flight keeps sending on the inflated
+//!   window (cwnd = ssthresh here); at it, ssthresh = max(flight / 2, 2 segments), cwnd one
+//!   segment, slow start, and losses of packets sent before the timeout start no recovery
+//!   (ns-3 sets its recovery point to the highest sequence sent). The RTO doubles per timeout
+//!   until an ACK of a packet sent after it. The connection's own probe timeout is a timeout
+//!   too (every one, not the third in a row).
 //!
 //! A loss the mode's code repaired (Sato et al.'s ECN-style echo, §3.3) is not a loss to the
 //! TCP below: cwnd ← r·cwnd once per round trip, no recovery episode, never a timeout.
@@ -53,6 +58,17 @@ struct Recovery {
     /// When the last hole is repaired: `start` + holes × SRTT.
     end: Instant,
     holes: u64,
+    /// When the retransmission timer, restarted at the first partial ACK, expires.
+    timer: Instant,
+    /// A packet sent during the recovery was lost: it ends only at `timer`.
+    doomed: bool,
+}
+
+impl Recovery {
+    /// Whether the timer ends the recovery (before its holes are repaired) by `now`.
+    fn timed_out(&self, now: Instant) -> bool {
+        now >= self.timer && (self.doomed || self.end > self.timer)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -67,8 +83,9 @@ pub struct NewRenoNs3 {
     /// Packets reported lost since the last congestion signal (`on_lost` comes first).
     pending_lost: u64,
     recovery: Option<Recovery>,
-    /// A modelled retransmission timeout: one segment in flight until then.
-    stalled_until: Option<Instant>,
+    /// The last retransmission timeout: losses of packets sent before it start no recovery.
+    timed_out_at: Option<Instant>,
+    /// Timeouts since an ACK of a packet sent after the last one (each doubles the RTO).
     backoff: u32,
     /// Reductions after a repaired loss are once per round trip: packets sent before this.
     repaired_until: Option<Instant>,
@@ -88,7 +105,7 @@ impl NewRenoNs3 {
             rto: MIN_RTO,
             pending_lost: 0,
             recovery: None,
-            stalled_until: None,
+            timed_out_at: None,
             backoff: 0,
             repaired_until: None,
             unacked_by_ns3: 0,
@@ -100,19 +117,24 @@ impl NewRenoNs3 {
         (self.in_flight.max(self.window) / 2).max(minimum_window(self.mss))
     }
 
-    /// ns-3's retransmission timeout: ssthresh from the flight, one segment, the RTO's silence.
-    fn timeout(&mut self, now: Instant) {
+    /// ns-3's retransmission timeout at `at`: ssthresh from the flight, one segment, slow start.
+    fn timeout(&mut self, at: Instant) {
         self.timeouts += 1;
         self.ssthresh = self.half_flight();
         self.window = self.mss;
         self.recovery = None;
-        let rto = self.rto * 2u32.pow(self.backoff.min(MAX_BACKOFF));
-        self.stalled_until = Some(now + rto);
-        self.backoff += 1;
+        self.timed_out_at = Some(at);
+        self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
     }
 
-    fn stalled(&self) -> bool {
-        self.stalled_until.is_some()
+    /// The RTO the timer of a recovery starting now runs for.
+    fn backed_off_rto(&self) -> Duration {
+        self.rto * 2u32.pow(self.backoff)
+    }
+
+    /// Whether a congestion signal for a packet sent at `sent` belongs to a timed-out flight.
+    fn before_timeout(&self, sent: Instant) -> bool {
+        self.timed_out_at.is_some_and(|t| sent <= t)
     }
 }
 
@@ -128,11 +150,7 @@ impl CongestionController for NewRenoNs3 {
     }
 
     fn window(&self) -> u64 {
-        if self.stalled() {
-            self.mss
-        } else {
-            self.window
-        }
+        self.window
     }
 
     /// No pacing: as fast as the window opens.
@@ -150,19 +168,19 @@ impl CongestionController for NewRenoNs3 {
             self.srtt = rtt.smoothed();
             self.rto = rtt.rto(MIN_RTO);
         }
-        if let Some(until) = self.stalled_until {
-            if ack.now < until {
+        if let Some(r) = self.recovery {
+            if r.timed_out(ack.now) {
+                self.timeout(r.timer);
                 return;
             }
-            // The retransmission timer expired: slow start from one segment.
-            self.stalled_until = None;
-            self.backoff = 0;
-        }
-        if let Some(r) = self.recovery {
-            if ack.now < r.end || ack.largest_sent <= r.start {
+            if r.doomed || ack.now < r.end || ack.largest_sent <= r.start {
                 return;
             }
             self.recovery = None;
+        }
+        if !self.before_timeout(ack.largest_sent) {
+            // ns-3 recomputes its RTO from the RTT estimate at every new ACK.
+            self.backoff = 0;
         }
         if self.repaired_until.is_some_and(|t| ack.largest_sent <= t) {
             return;
@@ -187,7 +205,10 @@ impl CongestionController for NewRenoNs3 {
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {
         let holes = std::mem::take(&mut self.pending_lost).max(1);
-        if self.stalled() {
+        if let Some(r) = self.recovery.filter(|r| r.timed_out(now)) {
+            self.timeout(r.timer);
+        }
+        if self.before_timeout(sent) {
             return;
         }
         match signal {
@@ -207,15 +228,17 @@ impl CongestionController for NewRenoNs3 {
                         r.end = r.start + self.srtt * round_trips(r.holes);
                         return;
                     }
-                    if now < r.end {
-                        self.timeout(now);
+                    if r.doomed || now < r.end {
+                        // A packet sent during the recovery was lost: its timer ends it.
+                        r.doomed = true;
                         return;
                     }
                 }
                 self.ssthresh = self.half_flight();
                 self.window = self.ssthresh;
                 let end = now + self.srtt * round_trips(holes);
-                self.recovery = Some(Recovery { start: now, end, holes });
+                let timer = now + self.srtt + self.backed_off_rto();
+                self.recovery = Some(Recovery { start: now, end, holes, timer, doomed: false });
             }
         }
     }
@@ -225,11 +248,12 @@ impl CongestionController for NewRenoNs3 {
     }
 
     /// Every probe timeout is ns-3's retransmission timeout.
-    fn on_probe_timeout(&mut self, _now: Instant, _consecutive: u32) {
+    fn on_probe_timeout(&mut self, now: Instant, _consecutive: u32) {
         // The connection counts its own probe timeouts; only the window reacts here.
         self.ssthresh = self.half_flight();
         self.window = self.mss;
         self.recovery = None;
+        self.timed_out_at = Some(now);
     }
 
     fn timeouts(&self) -> u64 {
@@ -316,23 +340,51 @@ mod tests {
         assert_eq!(cc.timeouts(), 0);
     }
 
-    #[test]
-    fn a_loss_sent_during_an_open_recovery_is_a_timeout() {
-        let rtt = rtt_100ms();
+    /// A recovery from a 40-segment flight at 1 s, SRTT 100 ms, RTO 1 s: its timer is at 2.1 s.
+    fn in_recovery_at_1s(holes: u64) -> NewRenoNs3 {
         let mut cc = NewRenoNs3::new(1000);
-        cc.on_ack(&ack(100, 1000, 0), &rtt);
+        cc.on_ack(&ack(100, 2000, 0), &rtt_100ms());
         cc.window = 40_000;
         cc.in_flight = 40_000;
+        cc.on_lost(ms(1000), holes);
         cc.on_congestion(ms(1000), ms(900), Congestion::Loss);
+        assert_eq!(cc.recovery.unwrap().timer, ms(2100));
+        cc
+    }
+
+    #[test]
+    fn a_loss_sent_during_an_open_recovery_ends_it_at_its_timer() {
+        let rtt = rtt_100ms();
+        let mut cc = in_recovery_at_1s(1);
         cc.on_lost(ms(1050), 1);
         cc.on_congestion(ms(1050), ms(1001), Congestion::Loss);
-        assert_eq!((cc.window(), cc.timeouts()), (1000, 1));
-        // One segment until the RTO (1 s floor) has passed, then slow start.
-        cc.on_ack(&ack(1500, 1000, 1100), &rtt);
-        assert_eq!(cc.window(), 1000);
-        cc.on_ack(&ack(2100, 1000, 1900), &rtt);
+        // The flight keeps its window until the timer, without growth.
+        assert_eq!((cc.window(), cc.timeouts()), (20_000, 0));
+        cc.on_ack(&ack(1500, 2000, 1100), &rtt);
+        assert_eq!((cc.window(), cc.timeouts()), (20_000, 0));
+        cc.on_ack(&ack(2100, 2000, 1900), &rtt);
+        assert_eq!((cc.window(), cc.timeouts(), cc.ssthresh), (1000, 1, 10_000));
+        // A loss from the timed-out flight starts no recovery; slow start goes on.
+        cc.on_lost(ms(2200), 1);
+        cc.on_congestion(ms(2200), ms(2000), Congestion::Loss);
+        assert!(cc.recovery.is_none());
+        cc.on_ack(&ack(2300, 2000, 2150), &rtt);
         assert_eq!(cc.window(), 2000);
-        assert_eq!(cc.ssthresh, 20_000);
+    }
+
+    #[test]
+    fn a_recovery_with_more_holes_than_round_trips_before_its_timer_times_out() {
+        let rtt = rtt_100ms();
+        // 10 holes: repaired by 2.0 s, before the timer.
+        let mut cc = in_recovery_at_1s(10);
+        cc.on_ack(&ack(2050, 2000, 1950), &rtt);
+        assert_eq!((cc.window(), cc.timeouts()), (20_050, 0));
+        // 12 holes: the last would be repaired at 2.2 s, the timer fires at 2.1 s.
+        let mut cc = in_recovery_at_1s(12);
+        cc.on_ack(&ack(2050, 2000, 1950), &rtt);
+        assert_eq!((cc.window(), cc.timeouts()), (20_000, 0));
+        cc.on_ack(&ack(2100, 2000, 2000), &rtt);
+        assert_eq!((cc.window(), cc.timeouts()), (1000, 1));
     }
 
     #[test]
