@@ -125,7 +125,7 @@ pub trait CongestionController: Send + fmt::Debug {
     fn on_timeout(&mut self, now: Instant);
 
     /// `packets` were declared lost (whether or not the mode calls it congestion; not a probe
-    /// timeout's presumption), for controllers that keep their own loss estimate (CTCP
+    /// timeout's presumption, nor a loss an XOR mode holds for its parity), for controllers that keep their own loss estimate (CTCP
     /// Algorithm 1). The default ignores it.
     fn on_lost(&mut self, _now: Instant, _packets: u64) {}
 

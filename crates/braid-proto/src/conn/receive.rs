@@ -285,6 +285,7 @@ impl Connection {
         // The newest loss not taken over by the redundancy controller (the XOR modes hold a loss
         // their parity may still repair, and settle it later with `FecAction`s).
         let mut newest = None;
+        let mut held = 0;
         for p in &lost {
             let mut taken = !p.symbols.is_empty();
             for s in &p.symbols {
@@ -295,6 +296,8 @@ impl Connection {
             }
             if !taken {
                 newest = newest.max(Some(p.time));
+            } else if !p.symbols.is_empty() {
+                held += 1;
             }
         }
         session.sender.update_waiting(now);
@@ -311,7 +314,10 @@ impl Connection {
         let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
             let congestion = self.config.mode.loss_is_congestion(&path.rtt);
-            path.cc.on_lost(now, lost.len() as u64);
+            // A held loss is not yet a loss to the TCP below (Sato et al. §3.2: its receiver
+            // withholds the duplicate ACKs); if its group fails, the congestion signal comes
+            // with the retransmission.
+            path.cc.on_lost(now, (lost.len() - held) as u64);
             if let Some(newest) = newest.filter(|_| congestion) {
                 path.cc.on_congestion(now, newest, Congestion::Loss);
             }
