@@ -1,5 +1,8 @@
 //! NewReno as ns-3 runs it (`TcpSocketBase` with `TcpNewReno`, SACK off): the baseline of Sato
 //! et al.'s ns-3 dumbbell (§4, Table 1: "TCP NewReno"), selectable as `--cc newreno-ns3`.
+//! The defaults and rules below are ns-3.25–3.26's, the last releases without SACK (its `Sack`
+//! attribute, on by default, came in 3.27); docs/DEVIATIONS.md ("Sato et al.") lists what was
+//! checked against ns-3 and the paper.
 //!
 //! braid's own NewReno ([`super::NewReno`]) sits on braid's loss detection, which sees every
 //! hole of a window at once from the ACK ranges (SACK-like), paces, and leaves slow start early
