@@ -226,3 +226,31 @@ fn outage_recovery_is_measured_from_the_outage() {
     assert!((0.0..=1.0).contains(&recovery) && completion > 3.0, "{recovery} s, completed at {completion} s");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--secure`: the same tiny scenario through the security layer completes intact, a little
+/// later than without it (the handshake's round trip, 16 bytes a packet).
+#[test]
+fn secure_runs_complete_intact_a_little_later() {
+    let dir = scratch("secure");
+    let scenario = dir.join("tiny.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let completion = |secure: bool| {
+        let csv = dir.join(if secure { "secure" } else { "plain" });
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_braid-sim"));
+        cmd.args(["--modes", "braid", "--csv"]).arg(&csv);
+        if secure {
+            cmd.arg("--secure");
+        }
+        let out = cmd.arg(&scenario).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+        let columns: Vec<&str> = SUMMARY_COLUMNS.split(',').collect();
+        let row: Vec<String> = summary.lines().nth(1).unwrap().split(',').map(String::from).collect();
+        let field = |name: &str| row[columns.iter().position(|c| *c == name).unwrap()].clone();
+        assert_eq!(field("intact"), "true", "secure: {secure}");
+        num(&field("completion_s"))
+    };
+    let (plain, secure) = (completion(false), completion(true));
+    assert!(secure > plain && secure < plain + 0.5, "{secure} s with the layer, {plain} s without");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -29,6 +29,10 @@ pub struct Cli {
     /// Where repair goes: per-path or across-paths (default: the mode's own).
     #[arg(long, value_name = "WHERE")]
     pub placement: Option<RepairPlacement>,
+    /// Each bulk flow runs through the security layer (handshake, sealing, replay windows, path
+    /// announcements), with a deterministic stand-in for the cryptography.
+    #[arg(long)]
+    pub secure: bool,
     /// braid sends its repair margin ahead of new data (latency first).
     #[arg(long)]
     pub margin_ahead: bool,

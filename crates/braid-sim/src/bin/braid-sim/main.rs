@@ -63,6 +63,7 @@ fn main() -> ExitCode {
                     scheduler: cli.scheduler,
                     redundancy,
                     placement: cli.placement,
+                    secure: cli.secure,
                 };
                 let ran = if scenario.video.is_some() {
                     run::run_video(scenario, &setup).map(|row| video_rows.push(row))

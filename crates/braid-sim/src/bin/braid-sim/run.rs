@@ -9,7 +9,7 @@ use braid_proto::sched::SchedulerKind;
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
 use braid_sim::net::StopReason;
-use braid_sim::{BlockStats, BulkFlow, Metrics, Scenario};
+use braid_sim::{BlockStats, BulkFlow, Endpoint, Metrics, Scenario, SecureFlow};
 
 /// Time-series interval (goodput bins and path samples).
 pub const INTERVAL: Duration = Duration::from_millis(100);
@@ -72,7 +72,30 @@ pub struct RunSetup {
     pub scheduler: Option<SchedulerKind>,
     pub redundancy: Redundancy,
     pub placement: Option<RepairPlacement>,
+    /// Each flow runs through the security layer (its sans-IO session, with the insecure
+    /// crypto double): the handshake, sealing, replay windows and path announcements.
+    pub secure: bool,
 }
+
+/// A bulk flow as the runner reads it: plain, or inside the security layer.
+trait AsBulk {
+    fn bulk(&self) -> &BulkFlow;
+}
+
+impl AsBulk for BulkFlow {
+    fn bulk(&self) -> &BulkFlow {
+        self
+    }
+}
+
+impl AsBulk for SecureFlow {
+    fn bulk(&self) -> &BulkFlow {
+        self.flow()
+    }
+}
+
+/// The shared secret of `--secure` runs (the insecure double's; any value works).
+const SECRET: u64 = 0x6272_6169_64;
 
 /// Both ends' configuration for one flow of `scenario` over `paths` paths.
 fn connection_config(scenario: &Scenario, paths: usize, setup: &RunSetup) -> ConnectionConfig {
@@ -106,21 +129,35 @@ fn connection_config(scenario: &Scenario, paths: usize, setup: &RunSetup) -> Con
 }
 
 pub fn run(scenario: &Scenario, setup: &RunSetup) -> Result<Row, String> {
+    let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
+    if setup.secure {
+        return run_flows(scenario, setup, |cx| {
+            let config = connection_config(scenario, cx.paths, setup);
+            let sender = SecureFlow::sender(config.clone(), SECRET, cx.seed, bytes, cx.start);
+            (sender, SecureFlow::receiver(config, SECRET, cx.seed))
+        });
+    }
+    run_flows(scenario, setup, |cx| {
+        let config = connection_config(scenario, cx.paths, setup);
+        (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
+    })
+}
+
+fn run_flows<E: Endpoint + AsBulk>(
+    scenario: &Scenario,
+    setup: &RunSetup,
+    flow: impl FnMut(&braid_sim::FlowContext<'_>) -> (E, E),
+) -> Result<Row, String> {
     let mode = setup.mode;
     let bytes = scenario.transfer.ok_or("the scenario sets no `transfer` size")?;
-    let built = scenario
-        .build(|cx| {
-            let config = connection_config(scenario, cx.paths, setup);
-            (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
-        })
-        .map_err(|e| e.to_string())?;
+    let built = scenario.build(flow).map_err(|e| e.to_string())?;
     let (mut net, flows, limit) = (built.network, built.flows, built.limit);
     let servers: Vec<_> = flows.iter().map(|&(_, s)| s).collect();
     let mut metrics = Metrics::with_bin(INTERVAL);
     metrics.record_start(Instant::ZERO);
     let mut paths: Vec<PathSeries> = Vec::new();
     for (flow, &(client, _)) in flows.iter().enumerate() {
-        for path in 0..net.endpoint(client).connection().path_stats().len() {
+        for path in 0..net.endpoint(client).bulk().connection().path_stats().len() {
             paths.push(PathSeries { flow, path, samples: Vec::new() });
         }
     }
@@ -133,16 +170,17 @@ pub fn run(scenario: &Scenario, setup: &RunSetup) -> Result<Row, String> {
     loop {
         let end = Instant::ZERO + INTERVAL * (intervals as u32 + 1);
         let deadline = (end - Duration::from_micros(1)).min(limit);
-        let report =
-            net.run_until_condition(deadline, |n| servers.iter().all(|&s| n.endpoint(s).done_at().is_some()));
-        let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
+        let report = net.run_until_condition(deadline, |n| {
+            servers.iter().all(|&s| n.endpoint(s).bulk().done_at().is_some())
+        });
+        let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).bulk().received()).sum();
         if delivered > delivered_before {
             metrics.record_delivered(end - INTERVAL, delivered - delivered_before);
             delivered_before = delivered;
         }
         let mut series = paths.iter_mut();
         for &(client, _) in &flows {
-            for (srtt, cwnd, loss) in net.endpoint(client).connection().path_state() {
+            for (srtt, cwnd, loss) in net.endpoint(client).bulk().connection().path_state() {
                 let s = series.next().expect("one series per path");
                 s.samples.push((cwnd, srtt.as_secs_f64() * 1e3, loss));
             }
@@ -159,22 +197,22 @@ pub fn run(scenario: &Scenario, setup: &RunSetup) -> Result<Row, String> {
     let (mut source, mut repair) = (0u64, 0u64);
     let (mut recovered, mut retransmissions, mut losses, mut fast_losses, mut timeouts) = (0, 0, 0, 0, 0);
     let mut intact = true;
-    let path_count = flows.iter().map(|&(c, _)| net.endpoint(c).connection().path_stats().len()).max();
+    let path_count = flows.iter().map(|&(c, _)| net.endpoint(c).bulk().connection().path_stats().len()).max();
     let mut path_sent = vec![0u64; path_count.unwrap_or(0)];
     let mut path_acked = path_sent.clone();
     for &(client, server) in &flows {
-        let rx = net.endpoint(server);
+        let rx = net.endpoint(server).bulk();
         intact &= rx.corrupt_at().is_none() && (rx.done_at().is_none() || rx.received() == bytes);
         completion = match (completion, rx.done_at()) {
             (Some(c), Some(t)) => Some(c.max(t.as_micros() as f64 / 1e6)),
             _ => None,
         };
-        let stats = net.endpoint(client).connection().stats;
+        let stats = net.endpoint(client).bulk().connection().stats;
         source += stats.source_symbols_sent;
         repair += stats.repair_symbols_sent;
         retransmissions += stats.retransmissions;
         recovered += rx.connection().stats.symbols_recovered;
-        for (i, p) in net.endpoint(client).connection().path_stats().into_iter().enumerate() {
+        for (i, p) in net.endpoint(client).bulk().connection().path_stats().into_iter().enumerate() {
             path_sent[i] += p.packets_sent;
             path_acked[i] += p.packets_acked;
             losses += p.packets_lost;
@@ -193,7 +231,7 @@ pub fn run(scenario: &Scenario, setup: &RunSetup) -> Result<Row, String> {
     metrics.count("timeouts", timeouts);
     record_blocks(&mut metrics, &net, &flows);
     metrics.record_network(&net);
-    let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).received()).sum();
+    let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).bulk().received()).sum();
     // An unfinished run is measured over the whole limit, also when it stalled earlier.
     let elapsed = completion.unwrap_or(limit.as_micros() as f64 / 1e6).max(1e-9);
     let stalled_at = stalled_at.filter(|_| completion.is_none());
@@ -272,12 +310,13 @@ fn outage_recovery(
 /// Joins the sender's first-sent and the receiver's delivered times per block.
 fn record_blocks(
     metrics: &mut Metrics,
-    net: &braid_sim::Network<BulkFlow>,
+    net: &braid_sim::Network<impl Endpoint + AsBulk>,
     flows: &[(braid_sim::EndpointId, braid_sim::EndpointId)],
 ) {
     for &(client, server) in flows {
         let sent: BTreeMap<u64, Instant> = net
             .endpoint(client)
+            .bulk()
             .block_log()
             .iter()
             .filter_map(|r| match *r {
@@ -285,7 +324,7 @@ fn record_blocks(
                 _ => None,
             })
             .collect();
-        for r in net.endpoint(server).block_log() {
+        for r in net.endpoint(server).bulk().block_log() {
             if let BlockRecord::Delivered { block, at } = *r {
                 if let Some(&first) = sent.get(&block) {
                     metrics.record_block(block, first, at);
@@ -326,6 +365,11 @@ pub fn run_video(scenario: &Scenario, setup: &RunSetup) -> Result<VideoRow, Stri
     use braid_sim::{VideoFlow, VideoSource, VideoStats};
     let mode = setup.mode;
     let bitrate = scenario.video.ok_or("not a video scenario")?;
+    if setup.secure {
+        return Err(
+            "--secure runs bulk transfers only; this is a video scenario (run it without --secure)".into()
+        );
+    }
     let built = scenario
         .build(|cx| {
             let config = connection_config(scenario, cx.paths, setup);
