@@ -95,7 +95,7 @@ impl AsBulk for SecureFlow {
 }
 
 /// The shared secret of `--secure` runs (the insecure double's; any value works).
-const SECRET: u64 = 0x6272_6169_64;
+const SECRET: u64 = 0x0062_7261_6964;
 
 /// Both ends' configuration for one flow of `scenario` over `paths` paths.
 fn connection_config(scenario: &Scenario, paths: usize, setup: &RunSetup) -> ConnectionConfig {
