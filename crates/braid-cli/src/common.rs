@@ -188,6 +188,8 @@ pub struct ClientOpts {
     pub paths: Vec<String>,
     /// Emulated impairment "RATE,DELAY,LOSS[,mtuBYTES]" (e.g. "20mbit,50ms,2%"; datagrams up to 1500 bytes unless mtuBYTES, mtu65535 for no limit), both directions; once for
     /// every path, or once per --path in order.
+    // The help text's "[,mtuBYTES]" is the flag's syntax, not a rustdoc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "SPEC")]
     pub emulate: Vec<String>,
     /// Give up connecting after this many seconds without an answer.

@@ -176,7 +176,7 @@ pub const MAX_SWEEP_RUNS: usize = 10_000;
 
 impl Scenario {
     /// The least one-way propagation delay of the data direction over the paths (a path through
-    /// a [[bottleneck]] adds the bottleneck's), as configured at the start.
+    /// a `[[bottleneck]]` adds the bottleneck's), as configured at the start.
     pub fn min_forward_delay(&self) -> Duration {
         self.paths
             .iter()

@@ -1,6 +1,6 @@
 //! GF(2^8) arithmetic and bulk kernels with run-time backend selection.
 //!
-//! The field is GF(2)[x] / (x^8 + x^4 + x^3 + x + 1), the one the x86 GFNI instruction
+//! The field is GF(2)\[x\] / (x^8 + x^4 + x^3 + x + 1), the one the x86 GFNI instruction
 //! `gf2p8mulb` implements, so the GFNI, `pshufb` and scalar backends agree bit for bit.
 //!
 //! Kernels (all slices of one call have the same length; mismatches are caller bugs and panic):

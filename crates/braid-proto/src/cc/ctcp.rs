@@ -204,7 +204,7 @@ impl CongestionController for CtcpTokens {
     }
 
     /// CTCP Algorithm 2's timeout: ss_threshold ← tokens (the listing halves them; see
-    /// [`TIMEOUT_THRESHOLD`]), tokens ← the initial number, slow
+    /// `TIMEOUT_THRESHOLD`), tokens ← the initial number, slow
     /// start; the network parameters go back to their defaults (§III-A). The timer itself
     /// doubles with each consecutive timeout (the path's backoff).
     ///

@@ -85,7 +85,7 @@ pub struct ConnectionConfig {
     /// Where repair symbols may go. Default (`None`): the mode's ([`Mode::default_placement`]:
     /// per path for `mptcp-dfec`, across paths otherwise).
     pub repair_placement: Option<RepairPlacement>,
-    /// Unreliable datagrams: deadline, queues, redundancy. Default: [`DatagramConfig`]'s.
+    /// Unreliable datagrams: deadline, queues, redundancy. Default: [`DatagramConfig`](crate::datagram::DatagramConfig)'s.
     pub datagrams: crate::datagram::DatagramConfig,
 }
 
