@@ -74,8 +74,8 @@ const BETA: f64 = 0.7;
 /// The decrease while a competitor's queue stands (see `on_congestion`).
 const COMPETING_BETA: f64 = 0.85;
 /// Of the last [`LOSS_HISTORY`] rounds, how many must lose [`LOSSES_PER_LOSS_ROUND`] packets
-/// with a queue behind them while a competitor's queue stands for the competitor to count as loss-blind (kernel BBRv1): then a
-/// loss is no reason to yield. A CUBIC or Reno competitor backs off after each overflow, so
+/// with a queue behind them while a competitor's queue stands for the competitor to count as
+/// loss-blind (kernel BBRv1): then a loss is no reason to yield. A CUBIC or Reno competitor backs off after each overflow, so
 /// its losses come once every few dozen rounds.
 const LOSS_BLIND_ROUNDS: u32 = 6;
 const LOSS_HISTORY: u32 = 16;
@@ -374,10 +374,21 @@ impl ModelCc {
         let packets = self.round_delivered / self.mss + losses;
         self.loss_rounds = (self.loss_rounds << 1) | u32::from(losses >= LOSSES_PER_LOSS_ROUND);
         if self.loss_blind_competitor() && losses as f64 > HEAVY_LOSS * packets as f64 {
-            self.inflight_hi = Some((self.in_flight as f64 * COMPETING_BETA).max(self.loss_bound_floor()));
+            self.cut_inflight_hi(COMPETING_BETA);
         }
         self.round_losses = 0;
         self.round_delivered = 0;
+    }
+
+    /// Bounds in flight to β × what is in flight now, never below [`Self::loss_bound_floor`].
+    fn cut_inflight_hi(&mut self, beta: f64) {
+        self.inflight_hi = Some((self.in_flight as f64 * beta).max(self.loss_bound_floor()));
+    }
+
+    /// What UP adds to what was in flight as it began: [`UP_PROBE`] × BDP, at least four
+    /// datagrams.
+    fn up_probe(&self, bdp: f64) -> f64 {
+        (UP_PROBE * bdp).max(4.0 * self.mss as f64)
     }
 
     /// The lowest loss bound: the cruising window, and beside a competitor's queue what keeps
@@ -434,7 +445,7 @@ impl ModelCc {
                 // so the growth of the loss bound below never runs there: a bound that binds
                 // makes room for the probe as UP begins instead.
                 if self.competing {
-                    let probe = (UP_PROBE * bdp).max(4.0 * self.mss as f64);
+                    let probe = self.up_probe(bdp);
                     if let Some(hi) = self.inflight_hi.as_mut().filter(|hi| in_flight >= 0.9 * **hi) {
                         *hi += probe;
                     }
@@ -447,7 +458,7 @@ impl ModelCc {
                 // bandwidth all the same, and the queue it leaves when there is none stays an
                 // eighth of the RTT. Measured from UP's start, what is in flight includes the
                 // lost packets not yet declared, so a lossy path probes as far as a clean one.
-                let grown = in_flight >= self.up_base + (UP_PROBE * bdp).max(4.0 * self.mss as f64);
+                let grown = in_flight >= self.up_base + self.up_probe(bdp);
                 let queue = self.round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
                 if grown || (elapsed >= min && queue) {
                     self.cycles += 1;
@@ -588,9 +599,9 @@ impl CongestionController for ModelCc {
         // Beside a buffer-filling flow every loss comes with a queue: cutting by β on each one
         // starved braid beside kernel BBR (0.08 of its share), ignoring them all starved CUBIC
         // (0.05–0.13). A competitor that loses packets round after round and keeps its queue
-        // does not answer loss (BBRv1): yielding to it only hands it the link, so braid keeps
-        // BBR's window and forgets its loss bound. Any other competitor's queue gets a gentler
-        // cut than braid's own.
+        // does not answer loss (BBRv1): yielding to it only hands it the link, so its losses no
+        // longer cut (the bound already set stays until UP regrows it; heavy loss still cuts,
+        // `on_round_losses`). Any other competitor's queue gets a gentler cut than braid's own.
         if self.loss_blind_competitor() {
             return;
         }
@@ -603,7 +614,7 @@ impl CongestionController for ModelCc {
         // β × what was in flight, never below the cruising window: the pacer already sends at
         // the measured bandwidth, and a bound under it would shrink the samples that set it
         // (lost packets count in flight until declared lost).
-        self.inflight_hi = Some((self.in_flight as f64 * beta).max(self.loss_bound_floor()));
+        self.cut_inflight_hi(beta);
         match self.state {
             State::Up | State::Refill => {
                 self.cycles += 1;
