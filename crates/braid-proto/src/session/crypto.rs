@@ -9,7 +9,7 @@
 //! - [`Keys`]: one connection's packet keys: seal and open a core packet (its header in clear
 //!   and authenticated) and a path announcement.
 
-use crate::wire::{ConnectionId, DatagramType, PacketHeader};
+use crate::wire::{ConnectionId, DatagramType, PacketHeader, Reader};
 
 use super::Hello;
 
@@ -77,6 +77,14 @@ pub trait Responder {
     /// Reads a client's first message. `None` (and no state kept) unless it authenticates, is
     /// recent, and is well-formed.
     fn accept(&self, first_message: &[u8]) -> Option<Accepted<Self::Keys>>;
+}
+
+/// A core packet about to be sealed: its header and the header's length, or `None` if the header
+/// does not parse or the packet number is past [`MAX_PACKET_NUMBER`] (both sealers refuse it).
+pub fn sealable_header(packet: &[u8]) -> Option<(PacketHeader, usize)> {
+    let mut r = Reader::new(packet);
+    let header = PacketHeader::parse(&mut r).ok()?;
+    (header.number < MAX_PACKET_NUMBER).then(|| (header, packet.len() - r.remaining()))
 }
 
 /// Whether a datagram looks like a first message (cheap check before any crypto).

@@ -8,7 +8,8 @@
 use crate::wire::{ConnectionId, DatagramType, PacketHeader, Reader, MAX_PATHS};
 
 use super::crypto::{
-    Accepted, Initiator, Keys, OpenError, Responder, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER, TAG_LEN,
+    sealable_header, Accepted, Initiator, Keys, OpenError, Responder, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER,
+    TAG_LEN,
 };
 use super::Hello;
 
@@ -64,12 +65,7 @@ impl InsecureKeys {
 
 impl Keys for InsecureKeys {
     fn seal(&self, packet: &[u8], out: &mut Vec<u8>) -> Option<PacketHeader> {
-        let mut r = Reader::new(packet);
-        let header = PacketHeader::parse(&mut r).ok()?;
-        if header.number >= MAX_PACKET_NUMBER {
-            return None;
-        }
-        let header_len = packet.len() - r.remaining();
+        let (header, header_len) = sealable_header(packet)?;
         out.clear();
         out.extend_from_slice(packet);
         out.extend_from_slice(&tag(self.send, &[&packet[..header_len], &packet[header_len..]]));

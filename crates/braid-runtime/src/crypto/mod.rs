@@ -15,6 +15,7 @@ use snow::{HandshakeState, StatelessTransportState};
 
 mod keys;
 
+use braid_proto::session::crypto::sealable_header;
 pub use braid_proto::session::crypto::{
     hello_cid, init_cid, is_init, refusal, OpenError, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER, TAG_LEN,
 };
@@ -216,12 +217,7 @@ impl PacketKeys {
     /// Seals the core packet in `packet` (header in clear, the rest encrypted, a tag appended)
     /// into `out`. `None` if the packet's header cannot be parsed or its number is too large.
     pub fn seal(&self, packet: &[u8], out: &mut Vec<u8>) -> Option<PacketHeader> {
-        let mut r = Reader::new(packet);
-        let header = PacketHeader::parse(&mut r).ok()?;
-        if header.number >= MAX_PACKET_NUMBER {
-            return None;
-        }
-        let header_len = packet.len() - r.remaining();
+        let (header, header_len) = sealable_header(packet)?;
         out.clear();
         out.extend_from_slice(&packet[..header_len]);
         out.resize(packet.len() + TAG_LEN, 0);
