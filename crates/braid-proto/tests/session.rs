@@ -1,17 +1,18 @@
 //! The security layer (PROTOCOL.md §13) end to end on a virtual clock: a client's and a
 //! server's [`Session`] around their core connections, over a wire with a fixed one-way delay,
 //! with [`insecure`](braid_proto::session::insecure)'s test double for the cryptography. The
-//! server's dispatch (first messages to its responder and its memory of first messages, the
-//! rest to the connection's session) is the harness's, as it is the runtime's. No sockets, no
-//! sleeps: each test runs in milliseconds and fails the same way every time.
+//! server's dispatch (first messages admitted, the rest routed to the connection's session) is
+//! its [`Listener`]'s, as in the runtime. No sockets, no sleeps: each test runs in
+//! milliseconds and fails the same way every time.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use braid_proto::session::crypto::{refusal, Responder, INIT_LEN};
+use braid_proto::session::crypto::INIT_LEN;
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
 use braid_proto::session::{
-    FirstMessage, HandshakeFailure, Hello, Received, SeenFirstMessages, Session, SessionEvent, AMPLIFICATION,
+    HandshakeFailure, Hello, Incoming, Listener, ListenerConfig, Received, Session, SessionEvent,
+    AMPLIFICATION,
 };
 use braid_proto::wire::DatagramType;
 use braid_proto::{Connection, ConnectionConfig, Instant};
@@ -53,8 +54,7 @@ struct Net {
     /// Where the client's datagrams appear from, per path (its NAT's public address): a
     /// rebinding changes it, and datagrams to the old one are lost.
     public: Vec<SocketAddr>,
-    responder: InsecureResponder,
-    seen: SeenFirstMessages,
+    listener: Listener<InsecureResponder>,
     server: Option<End>,
     /// Connections the server created (a repeat of a first message must create none).
     accepted: usize,
@@ -96,8 +96,13 @@ impl Net {
             now: Instant::ZERO,
             client: End { session, core, events: Vec::new() },
             public: (0..paths).map(|p| addr(2, 1000 + u16::from(p))).collect(),
-            responder: InsecureResponder { secret: server_secret },
-            seen: SeenFirstMessages::new(100, Duration::from_secs(240)),
+            listener: Listener::new(
+                InsecureResponder { secret: server_secret },
+                ListenerConfig::default(),
+                ConnectionConfig::default(),
+                Box::new(|| Box::new(|| 3)),
+                Instant::ZERO,
+            ),
             server: None,
             accepted: 0,
             wire: Vec::new(),
@@ -117,35 +122,27 @@ impl Net {
         }
     }
 
-    /// The server's endpoint: a first message it has no connection for goes to its responder.
+    /// The server's endpoint: its listener says what each datagram is for.
     fn server_receives(&mut self, d: &Datagram) {
-        if let Some(s) = &mut self.server {
-            s.session.handle_datagram(&mut s.core, self.now, 0, d.from, &d.bytes);
-            return;
-        }
-        if d.ty() != Some(DatagramType::NoiseInit) {
-            return;
-        }
-        let Some(a) = self.responder.accept(&d.bytes) else {
-            let hint = refusal(&d.bytes).unwrap().to_vec();
-            self.send(Datagram {
+        match self.listener.handle_datagram(self.now, d.from, &d.bytes) {
+            Incoming::Connection(_) => {
+                let s = self.server.as_mut().expect("the listener routes only to its connection");
+                s.session.handle_datagram(&mut s.core, self.now, 0, d.from, &d.bytes);
+            }
+            Incoming::Accepted(new) => {
+                self.accepted += 1;
+                let new = *new;
+                self.server = Some(End { session: new.session, core: new.core, events: Vec::new() });
+            }
+            Incoming::Refused { hint } => self.send(Datagram {
                 at: self.now + ONE_WAY,
                 to_server: false,
                 to: d.from,
                 from: d.to,
-                bytes: hint,
-            });
-            return;
-        };
-        if self.seen.insert(a.fingerprint, self.now) != FirstMessage::Fresh {
-            return;
+                bytes: hint.to_vec(),
+            }),
+            Incoming::Dropped(_) => {}
         }
-        self.accepted += 1;
-        let paths = usize::from(a.hello.paths);
-        let config = ConnectionConfig { paths: a.hello.paths, ..ConnectionConfig::default() };
-        let core = Connection::server(config, self.now);
-        let session = Session::server(a.keys, paths, &d.bytes, a.response, d.from, Box::new(|| 3), self.now);
-        self.server = Some(End { session, core, events: Vec::new() });
     }
 
     fn client_receives(&mut self, d: &Datagram) -> Option<Received> {

@@ -6,8 +6,11 @@
 //! a Noise handshake (`Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s` with a shared key file, or
 //! `Noise_IK_25519_ChaChaPoly_BLAKE2s` with key pairs and an allow-list: [`ClientAuth`],
 //! [`ServerAuth`]); after it every datagram is AEAD-protected (PROTOCOL.md §13), and a path's new
-//! address gets at most 3× what it sent until it answers a challenge (§13.8; the rules are
-//! [`braid_proto::session`]'s, sans-IO). `--emulate` impairments are applied here, in the socket
+//! address gets at most 3× what it sent until it answers a challenge (§13.8). The rules are
+//! [`braid_proto::session`]'s, sans-IO: a connection's security layer is its `Session`, and the
+//! server's admission (connection cap, handshake rate, replayed first messages, half-open
+//! expiry) and routing by connection id is its `Listener` (§13.9); the driver moves datagrams
+//! between the sockets and them, and turns what they report into counters and logs. `--emulate` impairments are applied here, in the socket
 //! layer (braid-netem's link model), so braid can be tried on one machine without root.
 //!
 //! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.

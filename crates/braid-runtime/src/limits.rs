@@ -27,7 +27,8 @@ pub struct Limits {
     /// Streams a peer may open on one connection. Default 100.
     pub max_streams: u64,
     /// New handshakes the server takes on per second (a token bucket as deep as one second's
-    /// worth); beyond it first messages are dropped before any public-key work. Default 50.
+    /// worth); beyond it first messages are dropped before any public-key work (the listener's
+    /// [`HandshakeRate`](braid_proto::session::HandshakeRate)). Default 50.
     pub handshake_rate: u32,
 }
 
@@ -151,46 +152,9 @@ impl LimitLog {
     }
 }
 
-/// New handshakes per second: a token bucket one second deep.
-#[derive(Debug)]
-pub(crate) struct HandshakeBucket {
-    rate: f64,
-    tokens: f64,
-    last: Instant,
-}
-
-impl HandshakeBucket {
-    pub(crate) fn new(rate: u32, now: Instant) -> HandshakeBucket {
-        HandshakeBucket { rate: f64::from(rate), tokens: f64::from(rate), last: now }
-    }
-
-    /// Takes a token if there is one.
-    pub(crate) fn take(&mut self, now: Instant) -> bool {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.last = self.last.max(now);
-        self.tokens = (self.tokens + elapsed * self.rate).min(self.rate.max(1.0));
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_bucket_allows_the_rate_and_a_second_of_burst() {
-        let mut b = HandshakeBucket::new(10, Instant::ZERO);
-        let burst = (0..100).filter(|_| b.take(Instant::ZERO)).count();
-        assert_eq!(burst, 10);
-        // Over the next ten seconds, ten a second.
-        let later = (1..=1000u64).filter(|i| b.take(Instant::from_micros(i * 10_000))).count();
-        assert!((99..=101).contains(&later), "{later}");
-    }
 
     #[test]
     fn violations_name_their_limit() {

@@ -1,7 +1,11 @@
 //! What the client tells the server in its first handshake message (PROTOCOL.md §13.2): the
 //! path count and the names of the scheme, congestion controller and scheduler it asks for.
 
+use crate::cc::CcAlgorithm;
+use crate::conn::Mode;
+use crate::sched::SchedulerKind;
 use crate::wire::MAX_PATHS;
+use crate::ConnectionConfig;
 
 /// Longest name kept in a hello (longer ones are cut).
 const MAX_NAME: usize = 64;
@@ -65,6 +69,47 @@ impl Hello {
     pub fn paths_valid(&self) -> bool {
         (1..=MAX_PATHS as u8).contains(&self.paths)
     }
+
+    /// The server's `transport` with this client's choices: path count, mode, congestion
+    /// controller and scheduler. A name the server does not know keeps the server's setting
+    /// (the mode) or the mode's default (controller, scheduler), and is returned so the caller
+    /// can say so.
+    pub fn apply(&self, transport: &ConnectionConfig) -> (ConnectionConfig, Vec<UnknownChoice>) {
+        let mut config = transport.clone();
+        let mut unknown = Vec::new();
+        config.paths = self.paths;
+        if !self.mode.is_empty() {
+            match self.mode.parse::<Mode>() {
+                Ok(m) => config.mode = m,
+                Err(error) => unknown.push(UnknownChoice::Mode { error, using: config.mode.name() }),
+            }
+        }
+        if !self.cc.is_empty() {
+            match self.cc.parse::<CcAlgorithm>() {
+                Ok(c) => config.cc = Some(c),
+                Err(e) => unknown.push(UnknownChoice::Cc(e)),
+            }
+        }
+        if !self.scheduler.is_empty() {
+            match self.scheduler.parse::<SchedulerKind>() {
+                Ok(k) => config.scheduler = Some(k),
+                Err(e) => unknown.push(UnknownChoice::Scheduler(e)),
+            }
+        }
+        (config, unknown)
+    }
+}
+
+/// A client's choice the server does not know (the parser's message), so its own is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownChoice {
+    /// `using`: the server's mode, kept.
+    Mode {
+        error: String,
+        using: &'static str,
+    },
+    Cc(String),
+    Scheduler(String),
 }
 
 #[cfg(test)]
@@ -87,5 +132,20 @@ mod tests {
         assert_eq!(Hello::decode(&out), None);
         assert!(!Hello { paths: 0, ..Hello::default() }.paths_valid());
         assert!(!Hello { paths: 9, ..Hello::default() }.paths_valid());
+    }
+
+    #[test]
+    fn choices_apply_and_unknown_names_keep_the_servers() {
+        let base = ConnectionConfig::default();
+        let h = Hello { paths: 3, mode: "fmtcp".into(), cc: "nope".into(), scheduler: "eat".into() };
+        let (config, unknown) = h.apply(&base);
+        assert_eq!(config.paths, 3);
+        assert_eq!(config.mode, "fmtcp".parse().unwrap());
+        assert_eq!(config.cc, base.cc);
+        assert_eq!(config.scheduler, Some("eat".parse().unwrap()));
+        assert!(matches!(unknown.as_slice(), [UnknownChoice::Cc(_)]), "{unknown:?}");
+        let (same, none) = Hello { paths: 1, ..Hello::default() }.apply(&base);
+        assert!(none.is_empty());
+        assert_eq!((same.mode, same.cc, same.scheduler), (base.mode, base.cc, base.scheduler));
     }
 }

@@ -13,9 +13,16 @@
 //!   (§13.2).
 //! - [`SeenFirstMessages`]: the server's memory of first messages, so a replayed one creates
 //!   nothing (§13.3).
+//! - [`HandshakeRate`]: the server's new handshakes a second, before any public-key work
+//!   (§13.3).
 //! - [`Hello`]: the client's choices in its first message (§13.2).
 //! - [`Session`]: all of the above around one core connection: datagrams and addresses in,
 //!   datagrams and destinations out, with the keys of a [`crypto`] implementation.
+//! - [`Listener`]: a server's admission and routing: every datagram to the server's socket,
+//!   with its source and the time; first messages checked (connection cap, handshake rate,
+//!   authentication, replays, the 3× budget) before any state is kept, then the connection's
+//!   core and [`Session`] created; later datagrams routed to their connection by its id; and
+//!   half-open connections expired.
 
 mod address;
 mod announce;
@@ -23,12 +30,16 @@ pub mod crypto;
 mod first;
 mod hello;
 pub mod insecure;
+mod listener;
+mod rate;
 mod replay;
 mod secure;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
 pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
 pub use first::{FirstMessage, SeenFirstMessages};
-pub use hello::Hello;
+pub use hello::{Hello, UnknownChoice};
+pub use listener::{Dropped, Incoming, Listener, ListenerConfig, ListenerEvent, NewConnection, RandomSource};
+pub use rate::HandshakeRate;
 pub use replay::ReplayWindow;
 pub use secure::{HandshakeFailure, Random, Received, SecureTransmit, Session, SessionEvent, SessionStats};

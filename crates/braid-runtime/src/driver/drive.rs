@@ -10,7 +10,7 @@ use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, Event, Instant};
 
 use super::entry::Entry;
-use super::{hex, Driver, Role, LINGER, SERVER_HANDSHAKE_TIMEOUT};
+use super::{Driver, Role, LINGER};
 use crate::connection::Connection;
 use crate::emulate::EmulatedLink;
 use crate::limits::{Limit, LimitLog, ServerCounters};
@@ -21,9 +21,14 @@ impl Driver {
     pub(super) fn drive_all(&mut self, now: Instant) {
         self.busy = false;
         self.drive_client_handshake();
+        self.expire_half_open(now);
         let is_client = matches!(self.role, Role::Client { .. });
-        let cids: Vec<ConnectionId> =
-            self.conns.iter().filter(|(_, e)| e.wants_drive(now, is_client)).map(|(c, _)| *c).collect();
+        let cids: Vec<ConnectionId> = self
+            .conns
+            .iter()
+            .filter(|(_, e)| !e.closed && e.wants_drive(now, is_client))
+            .map(|(c, _)| *c)
+            .collect();
         for cid in cids {
             self.drive(cid, now);
         }
@@ -34,25 +39,20 @@ impl Driver {
             }
             !e.closed
         });
-        if let (false, Role::Server { registry, .. }) = (gone.is_empty(), &self.role) {
+        if let (false, Role::Server { registry, listener, .. }) = (gone.is_empty(), &mut self.role) {
             let mut registry = registry.lock().unwrap_or_else(|e| e.into_inner());
             for cid in gone {
                 registry.remove(&cid);
+                listener.forget(cid);
             }
         }
         self.flush_sends();
     }
 
     fn drive(&mut self, cid: ConnectionId, now: Instant) {
-        let is_client = matches!(self.role, Role::Client { .. });
         let Some(e) = self.conns.get_mut(&cid) else { return };
         e.dirty = false;
         e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
-        if !e.established && !is_client && now >= e.created + SERVER_HANDSHAKE_TIMEOUT {
-            tracing::debug!(cid = %hex(&cid.0), "handshake never finished; forgotten");
-            e.closed = true;
-            return;
-        }
         let handle = e.handle.clone();
         // The application's handles are gone: finish delivering, then close.
         // (Two references: the entry's and `handle`; a server's connection counts once handed out.)
@@ -120,7 +120,7 @@ impl Driver {
             e.closed = true;
         }
         if connected {
-            hand_out(&mut self.role, e, &peer);
+            hand_out(&mut self.role, cid, e, &peer);
         }
         if let Some(reason) = ended {
             report_end(&mut self.role, e, reason, &peer);
@@ -240,7 +240,7 @@ fn wake_all_on_end(s: &mut Shared, reason: &Ended) {
 
 /// The core's handshake finished: the client's `connect` returns; the server hands the
 /// connection to `accept`.
-fn hand_out(role: &mut Role, e: &mut Entry, peer: &str) {
+fn hand_out(role: &mut Role, cid: ConnectionId, e: &mut Entry, peer: &str) {
     e.established = true;
     let handle = e.handle.clone();
     match role {
@@ -249,7 +249,8 @@ fn hand_out(role: &mut Role, e: &mut Entry, peer: &str) {
                 let _ = r.send(Ok(()));
             }
         }
-        Role::Server { incoming, .. } => {
+        Role::Server { incoming, listener, .. } => {
+            listener.established(cid);
             tracing::info!(%peer, paths = e.session.paths(), "accepted a connection");
             let _ = incoming.send(Connection { handle });
         }

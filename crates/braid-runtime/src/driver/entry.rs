@@ -7,7 +7,6 @@ use std::sync::Arc;
 use braid_proto::session::Session;
 use braid_proto::Instant;
 
-use super::SERVER_HANDSHAKE_TIMEOUT;
 use crate::crypto::PacketKeys;
 use crate::qlog::QlogWriter;
 use crate::shared::Handle;
@@ -19,7 +18,6 @@ pub(super) struct Entry {
     /// application's state).
     pub(super) session: Session<PacketKeys>,
     pub(super) established: bool,
-    pub(super) created: Instant,
     pub(super) orphaned_at: Option<Instant>,
     pub(super) closed: bool,
     /// The session's `poll_timeout` after the last drive (the core's timer among the others;
@@ -35,22 +33,22 @@ pub(super) struct Entry {
 impl Entry {
     /// Whether this round must drive the connection: input, a poke from the application, an
     /// expired timer (the session's: the core's, a repeat, an announcement's, a challenge's;
-    /// the handshake's or the linger's), or an orphaned connection on its way out.
+    /// the linger's), a client's handshake, or an orphaned connection on its way out. (A
+    /// server's half-open connection expires by its listener.)
     pub(super) fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
         self.dirty
             || self.handle.poked.load(std::sync::atomic::Ordering::Acquire)
             || self.next_timeout.is_some_and(|t| t <= now)
-            || (!self.established && (is_client || now >= self.created + SERVER_HANDSHAKE_TIMEOUT))
+            || (!self.established && is_client)
             // Only the entry's own reference left: the application let go.
             || (self.established && Arc::strong_count(&self.handle.shared) <= 1)
     }
 
-    pub(super) fn new(handle: Handle, session: Session<PacketKeys>, now: Instant) -> Entry {
+    pub(super) fn new(handle: Handle, session: Session<PacketKeys>) -> Entry {
         Entry {
             handle,
             session,
             established: false,
-            created: now,
             orphaned_at: None,
             closed: false,
             next_timeout: None,
@@ -70,7 +68,7 @@ mod tests {
     use super::*;
     use crate::crypto::{server_accept, ClientHandshake, Hello, Key};
 
-    /// A server entry with a fresh core, as `on_init` makes one.
+    /// A server entry with a fresh core, as the listener makes one.
     fn entry(now: Instant) -> Entry {
         let key = Key([3; 32]);
         let first = ClientHandshake::new(
@@ -90,7 +88,7 @@ mod tests {
             tokio::time::Instant::now(),
             Arc::new(Notify::new()),
         );
-        Entry::new(handle, session, now)
+        Entry::new(handle, session)
     }
 
     /// The server drives a connection only when something asks for it: input, the application,
@@ -114,10 +112,10 @@ mod tests {
         e.next_timeout = None;
         drop(app);
         assert!(e.wants_drive(later, false), "orphaned: drive it to its close");
-        // Before the core handshake completes: only its timeout or input.
+        // Before the core handshake completes: only input (its expiry is the listener's).
         let mut fresh = entry(t0);
         fresh.dirty = false;
         assert!(!fresh.wants_drive(t0 + Duration::from_secs(1), false));
-        assert!(fresh.wants_drive(t0 + SERVER_HANDSHAKE_TIMEOUT, false));
+        assert!(!fresh.wants_drive(t0 + Duration::from_secs(60), false));
     }
 }

@@ -1,31 +1,24 @@
-//! The Noise handshake before the core's (PROTOCOL.md §13.2, §13.3), as far as it is the
-//! endpoint's: the server's checks of a first message (connection limit, handshake rate,
-//! authentication, replay) before it keeps any state, and the connection it then creates with
-//! the client's mode, controller and scheduler; the client's end on an ICMP refusal. The repeats,
-//! the answer and the deadline are the connection's [`Session`]'s.
+//! The handshake's ends in the driver (PROTOCOL.md §13.2, §13.3). A server's datagrams go to
+//! its [`Listener`](braid_proto::session::Listener), which decides admission and routing with
+//! no I/O; here what it decided becomes the driver's: a routed datagram goes to its
+//! connection's session, a new connection gets its handle, registry entry and qlog, a refusal
+//! hint is sent, a drop is counted and logged, an expired half-open connection is forgotten.
+//! The client's end on an ICMP refusal is here too. The repeats, the answer and the deadline
+//! are the connection's [`Session`](braid_proto::session::Session)'s.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use braid_proto::cc::CcAlgorithm;
-use braid_proto::conn::Mode;
-use braid_proto::sched::SchedulerKind;
-use braid_proto::session::{FirstMessage, Session};
-use braid_proto::wire::ConnectionId;
-use braid_proto::{ConnectionConfig, Instant};
+use braid_proto::session::{Dropped, Incoming, ListenerEvent, NewConnection, UnknownChoice};
+use braid_proto::Instant;
 
 use super::entry::Entry;
-use super::session::random;
 use super::{hex, Driver, Role};
-use crate::crypto::{self, Accepted, Hello};
+use crate::crypto::PacketKeys;
 use crate::limits::{Limit, ServerCounters};
 use crate::qlog::QlogWriter;
 use crate::shared::{Ended, Handle};
 use crate::Error;
-
-/// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
-/// wait (a flood of authenticated handshakes needs the key).
-pub(super) const SEEN_INITS_LIMIT: usize = 100_000;
 
 impl Driver {
     /// The client's connection attempt failed: report it and stop.
@@ -42,75 +35,54 @@ impl Driver {
         self.conns.clear();
     }
 
-    /// A client's first message (PROTOCOL.md §13.3): checked before any state is kept, then
-    /// the connection it asks for is created and answered.
-    pub(super) fn on_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
-        let Some(cid) = self.admit_init(data, from, now) else { return };
-        let Role::Server { auth, .. } = &self.role else { return };
-        let Some(accepted) = crypto::server_accept_with(auth, data) else {
-            ServerCounters::add(&self.counters.handshakes_failed, 1);
-            // No state kept; a 9-byte hint so a client with the wrong key can say so.
-            tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
-            if let Some(r) = crypto::refusal(data) {
-                self.send_raw(0, from, &r, now);
-            }
-            return;
-        };
-        if !self.fresh_init(accepted.fingerprint, from, now) {
-            return;
-        }
-        self.accept(cid, data, accepted, from, now);
-    }
-
-    /// The cheap checks of a first message, before any public-key work: a server still
-    /// accepting, a well-formed first message, not one for a connection that exists (its
-    /// session answers a repeat with the same answer, never more bytes than came in), the
-    /// connection limit and the handshake rate (a flood of first messages costs a lookup
-    /// each). The connection id to create, if it passes.
-    fn admit_init(&mut self, data: &[u8], from: SocketAddr, now: Instant) -> Option<ConnectionId> {
-        let Role::Server { limits, incoming, .. } = &self.role else { return None };
+    /// Server: a datagram on its socket, through the listener.
+    pub(super) fn on_server_datagram(&mut self, data: &[u8], from: SocketAddr, now: Instant) {
+        let Role::Server { listener, incoming, .. } = &mut self.role else { return };
         if incoming.is_closed() {
-            return None;
+            listener.stop_accepting();
         }
-        let cid = crypto::init_cid(data).filter(|_| crypto::is_init(data))?;
-        if self.conns.contains_key(&cid) {
-            self.on_connection_datagram(0, data, from, now);
-            return None;
+        match listener.handle_datagram(now, from, data) {
+            Incoming::Connection(_) => self.on_connection_datagram(0, data, from, now),
+            Incoming::Accepted(new) => self.accept(*new, now),
+            Incoming::Refused { hint } => {
+                ServerCounters::add(&self.counters.handshakes_failed, 1);
+                // No state kept; a 9-byte hint so a client with the wrong key can say so.
+                tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
+                self.send_raw(0, from, &hint, now);
+            }
+            Incoming::Dropped(why) => self.on_dropped(why, from, now),
         }
-        if self.conns.len() >= limits.max_connections {
-            self.limit_log.hit(&self.counters, Limit::MaxConnections, limits.max_connections as u64, now);
-            return None;
-        }
-        if !self.handshakes.take(now) {
-            self.limit_log.hit(&self.counters, Limit::HandshakeRate, limits.handshake_rate.into(), now);
-            return None;
-        }
-        Some(cid)
     }
 
-    /// An authenticated first message seen before (its ephemeral key) is a replay: ignored.
-    fn fresh_init(&mut self, fingerprint: [u8; 32], from: SocketAddr, now: Instant) -> bool {
-        match self.seen_inits.insert(fingerprint, now) {
-            FirstMessage::Fresh => true,
-            FirstMessage::Replayed => {
+    /// What the listener dropped: counted, and logged when it says something about the
+    /// server (a limit, a replay).
+    fn on_dropped(&mut self, why: Dropped, from: SocketAddr, now: Instant) {
+        let Role::Server { limits, .. } = &self.role else { return };
+        match why {
+            Dropped::ConnectionLimit => {
+                self.limit_log.hit(&self.counters, Limit::MaxConnections, limits.max_connections as u64, now)
+            }
+            Dropped::RateLimited => {
+                self.limit_log.hit(&self.counters, Limit::HandshakeRate, limits.handshake_rate.into(), now)
+            }
+            Dropped::Replayed => {
                 ServerCounters::add(&self.counters.handshakes_replayed, 1);
                 tracing::debug!(%from, "replayed handshake ignored");
-                false
             }
-            FirstMessage::TooMany => {
-                tracing::warn!(%from, "too many handshakes lately: handshake ignored");
-                false
-            }
+            Dropped::TooManyRecent => tracing::warn!(%from, "too many handshakes lately: handshake ignored"),
+            Dropped::AnswerTooLarge => tracing::warn!(%from, "handshake answer would amplify: ignored"),
+            Dropped::UnknownType => tracing::trace!("dropped a datagram of unknown type from {from}"),
+            Dropped::Malformed | Dropped::UnknownConnection | Dropped::NotAccepting => {}
         }
     }
 
-    /// Creates the connection an authenticated first message asks for and registers it; its
-    /// session has the answer queued (sent at the next round).
-    fn accept(&mut self, cid: ConnectionId, data: &[u8], accepted: Accepted, from: SocketAddr, now: Instant) {
-        let Role::Server { transport, registry, qlog, .. } = &self.role else { return };
-        let config = client_choices(transport, &accepted.hello, from);
-        let paths = usize::from(accepted.hello.paths);
-        let mut core = braid_proto::Connection::server(config, now);
+    /// Registers a connection the listener created; its session has the answer queued (sent
+    /// at the next round).
+    fn accept(&mut self, new: NewConnection<PacketKeys>, now: Instant) {
+        let Role::Server { registry, qlog, .. } = &self.role else { return };
+        let NewConnection { cid, from, mut core, session, hello, client_key, unknown } = new;
+        log_unknown_choices(&unknown, from);
+        let paths = session.paths();
         if qlog.is_some() {
             core.enable_trace();
         }
@@ -120,8 +92,7 @@ impl Driver {
             s.paths[0].remote = Some(from);
             s.paths[0].local = self.sockets[0].udp.local_addr().ok();
         }
-        let session = Session::server(accepted.keys, paths, data, accepted.response, from, random(), now);
-        let mut entry = Entry::new(handle, session, now);
+        let mut entry = Entry::new(handle, session);
         if let Some(dir) = qlog {
             let first = entry.handle.lock().paths[..1].to_vec();
             entry.qlog = QlogWriter::open(dir, cid, true, now, &first);
@@ -136,12 +107,24 @@ impl Driver {
             cid = %hex(&cid.0),
             %from,
             paths,
-            mode = %accepted.hello.mode,
-            cc = %accepted.hello.cc,
-            scheduler = %accepted.hello.scheduler,
-            client_key = %accepted.client_key.map_or_else(|| "psk".to_string(), |k| hex(&k)),
+            mode = %hello.mode,
+            cc = %hello.cc,
+            scheduler = %hello.scheduler,
+            client_key = %client_key.map_or_else(|| "psk".to_string(), |k| hex(&k)),
             "handshake authenticated"
         );
+    }
+
+    /// Server: half-open connections whose core handshake did not finish in time are dropped.
+    pub(super) fn expire_half_open(&mut self, now: Instant) {
+        let Role::Server { listener, .. } = &mut self.role else { return };
+        listener.handle_timeout(now);
+        while let Some(ListenerEvent::HandshakeExpired(cid)) = listener.poll_event() {
+            if let Some(e) = self.conns.get_mut(&cid) {
+                tracing::debug!(cid = %hex(&cid.0), "handshake never finished; forgotten");
+                e.closed = true;
+            }
+        }
     }
 
     /// Client: an ICMP "port unreachable" (on a send or a read) during the handshake ends it.
@@ -153,30 +136,20 @@ impl Driver {
     }
 }
 
-/// The server's transport with the client's choices from its first message: path count, mode,
-/// congestion controller and scheduler (an unknown name is logged and the server's kept).
-fn client_choices(transport: &ConnectionConfig, hello: &Hello, from: SocketAddr) -> ConnectionConfig {
-    let mut config = transport.clone();
-    config.paths = hello.paths;
-    if !hello.mode.is_empty() {
-        match hello.mode.parse::<Mode>() {
-            Ok(m) => config.mode = m,
-            Err(e) => tracing::warn!(%from, error = %e, using = config.mode.name(), "client's mode unknown"),
-        }
-    }
-    if !hello.cc.is_empty() {
-        match hello.cc.parse::<CcAlgorithm>() {
-            Ok(c) => config.cc = Some(c),
-            Err(e) => {
+/// The client asked for a mode, controller or scheduler this server does not know: its own
+/// mode, or the mode's default controller or scheduler, is used.
+fn log_unknown_choices(unknown: &[UnknownChoice], from: SocketAddr) {
+    for choice in unknown {
+        match choice {
+            UnknownChoice::Mode { error, using } => {
+                tracing::warn!(%from, error = %error, using, "client's mode unknown")
+            }
+            UnknownChoice::Cc(e) => {
                 tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
+            }
+            UnknownChoice::Scheduler(e) => {
+                tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used")
             }
         }
     }
-    if !hello.scheduler.is_empty() {
-        match hello.scheduler.parse::<SchedulerKind>() {
-            Ok(k) => config.scheduler = Some(k),
-            Err(e) => tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used"),
-        }
-    }
-    config
 }

@@ -4,12 +4,15 @@
 //! Time: the core's `Instant` is microseconds since the driver started (`epoch`), read from
 //! tokio's clock; the core itself never reads a clock.
 //!
-//! Here: the sockets, the loop and its deadline, the `--emulate` links, dispatch of first
-//! messages and of the rest by connection id. `handshake.rs`: the server's admission of first
-//! messages; `session.rs`: a connection's datagrams in and out through its security layer;
-//! `drive.rs`: one round over the connections and their events; `entry.rs`: a connection's
-//! driver-side state. The security layer itself (handshake repeats, sealing, replay, address
-//! validation, announcements) is [`braid_proto::session::Session`], with Noise as its crypto.
+//! Here: the sockets, the loop and its deadline, the `--emulate` links; a server hands every
+//! datagram to its [`Listener`](braid_proto::session::Listener), which decides admission (the
+//! connection cap, the handshake rate, authentication, replays) and routes the rest by
+//! connection id. `handshake.rs`: what the listener decided, turned into connections, counters
+//! and logs, and the client's failure; `session.rs`: a connection's datagrams in and out
+//! through its security layer; `drive.rs`: one round over the connections and their events;
+//! `entry.rs`: a connection's driver-side state. The security layer itself (handshake repeats,
+//! sealing, replay, address validation, announcements) is
+//! [`braid_proto::session::Session`], with Noise as its crypto.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -19,7 +22,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use braid_proto::session::{SeenFirstMessages, Session};
+use braid_proto::session::{Listener, ListenerConfig, Session};
 use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{ConnectionConfig, Instant};
 use tokio::net::UdpSocket;
@@ -29,7 +32,7 @@ use crate::connection::Connection;
 use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth, MAX_CLOCK_SKEW};
 use crate::emulate::{EmulatedLink, Emulation};
 use crate::gso::{Batcher, Received, RECV_BUFFER};
-use crate::limits::{HandshakeBucket, LimitLog, Limits, ServerCounters};
+use crate::limits::{LimitLog, Limits, ServerCounters};
 use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Registry};
 use crate::Error;
@@ -42,7 +45,6 @@ pub(crate) mod seam;
 mod session;
 
 use entry::Entry;
-use handshake::SEEN_INITS_LIMIT;
 
 /// Datagrams sent per connection per round before the driver reads its sockets again.
 const SEND_BATCH: usize = 256;
@@ -50,6 +52,9 @@ const SEND_BATCH: usize = 256;
 const RECV_BATCH: usize = 256;
 /// A server forgets a connection whose core handshake has not finished after this long.
 const SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
+/// wait (a flood of authenticated handshakes needs the key).
+const SEEN_INITS_LIMIT: usize = 100_000;
 /// Once the application dropped every handle, undelivered data gets this long before closing.
 const LINGER: Duration = Duration::from_secs(3);
 
@@ -98,8 +103,8 @@ enum Role {
         pair: bool,
     },
     Server {
-        auth: ServerAuth,
-        transport: ConnectionConfig,
+        /// Admission and routing: the Noise credentials, the cap, the rate, the replays.
+        listener: Listener<ServerAuth>,
         limits: Limits,
         registry: Registry,
         incoming: mpsc::UnboundedSender<Connection>,
@@ -118,14 +123,9 @@ pub(crate) struct Driver {
     busy: bool,
     /// The kernel reported ICMP port unreachable (on a send or a receive).
     refused: bool,
-    /// Server: ephemeral keys of the first messages accepted lately, so a replayed first
-    /// message (accepted by the clock check for 120 s) creates nothing (PROTOCOL.md §13.3).
-    seen_inits: SeenFirstMessages,
-    /// Server: what the operator reads (`braid server --metrics`), the limits' log lines and
-    /// the handshake rate's bucket.
+    /// Server: what the operator reads (`braid server --metrics`) and the limits' log lines.
     counters: Arc<ServerCounters>,
     limit_log: LimitLog,
-    handshakes: HandshakeBucket,
 }
 
 /// A connection id for logs.
@@ -145,10 +145,6 @@ fn random_u64() -> u64 {
 
 impl Driver {
     fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>, counters: Arc<ServerCounters>) -> Driver {
-        let rate = match &role {
-            Role::Server { limits, .. } => limits.handshake_rate,
-            Role::Client { .. } => 0,
-        };
         Driver {
             epoch: tokio::time::Instant::now(),
             sockets,
@@ -158,10 +154,8 @@ impl Driver {
             out: Vec::with_capacity(2048),
             busy: false,
             refused: false,
-            seen_inits: SeenFirstMessages::new(SEEN_INITS_LIMIT, MAX_CLOCK_SKEW * 2),
             counters,
             limit_log: LimitLog::default(),
-            handshakes: HandshakeBucket::new(rate, Instant::ZERO),
         }
     }
 
@@ -228,7 +222,7 @@ impl Driver {
             now,
         );
         let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
-        let mut entry = Entry::new(handle.clone(), session, now);
+        let mut entry = Entry::new(handle.clone(), session);
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
             p.local = driver.sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
@@ -251,12 +245,22 @@ impl Driver {
             egress: em.map(|e| EmulatedLink::new(e, random_u64())),
             ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ 1)),
         };
+        let config = ListenerConfig {
+            max_connections: setup.limits.max_connections,
+            handshake_rate: setup.limits.handshake_rate,
+            handshake_timeout: SERVER_HANDSHAKE_TIMEOUT,
+            replay_memory: SEEN_INITS_LIMIT,
+            // A first message passes the clock check for 120 s either way.
+            replay_horizon: MAX_CLOCK_SKEW * 2,
+        };
+        // The driver's clock starts at zero, with the handshake rate's bucket full.
+        let listener =
+            Listener::new(setup.auth, config, setup.transport, Box::new(session::random), Instant::ZERO);
         let wake = Arc::new(Notify::new());
         let driver = Driver::new(
             vec![socket],
             Role::Server {
-                auth: setup.auth,
-                transport: setup.transport,
+                listener,
                 limits: setup.limits,
                 registry: setup.registry,
                 incoming: setup.incoming,
@@ -355,9 +359,10 @@ impl Driver {
             if let Some(o) = e.orphaned_at {
                 at(o + LINGER);
             }
-            if !e.established {
-                at(e.created + SERVER_HANDSHAKE_TIMEOUT);
-            }
+        }
+        // A half-open connection's expiry.
+        if let Some(t) = self.listener().and_then(Listener::poll_timeout) {
+            at(t);
         }
         next
     }
@@ -436,12 +441,20 @@ impl Driver {
     fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
         ServerCounters::add(&self.counters.datagrams_received, 1);
         ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
+        if matches!(self.role, Role::Server { .. }) {
+            return self.on_server_datagram(data, from, now);
+        }
         match DatagramType::of(data) {
-            Some(DatagramType::NoiseInit) if matches!(self.role, Role::Server { .. }) => {
-                self.on_init(data, from, now)
-            }
             Some(_) => self.on_connection_datagram(i, data, from, now),
             None => tracing::trace!("dropped a datagram of unknown type from {from}"),
+        }
+    }
+
+    /// Server: the listener (admission and routing).
+    fn listener(&self) -> Option<&Listener<ServerAuth>> {
+        match &self.role {
+            Role::Server { listener, .. } => Some(listener),
+            Role::Client { .. } => None,
         }
     }
 }
