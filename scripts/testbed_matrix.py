@@ -7,7 +7,9 @@ MPTCP cubic/bbr, 2-TCP bbr and bbr on the best single path on several) and braid
 forward`/`braid server`, the default mode and every seed mode, as external contenders). The
 fairness scenario runs flow mixes instead. Raw rows go to RAW/testbed/<scenario>/<point>.{json,csv}
 with RAW/testbed/<scenario>/<point>.meta.json (commit, seed, command, date, load); a point whose
-.meta.json records the same configuration is skipped (resume). Then braid-sim runs its `tcp` and
+.meta.json records the same configuration is skipped (resume). Each run's `ss -tinM` snapshot,
+written into RAW/testbed/<scenario>/ss/, is then packed into RAW/testbed/<scenario>/ss.txt
+(scripts/ss_pack.py: one text file per scenario, not one per run). Then braid-sim runs its `tcp` and
 `mptcp` models (cubic and bbr, as the kernel) and braid on the same scenario files with the same
 transfer and limit, into RAW/sim/<scenario>/<model>/summary.csv.
 
@@ -26,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ss_pack  # noqa: E402  (beside this script)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTBED = os.path.join(ROOT, "target/release/braid-testbed")
@@ -258,6 +263,7 @@ def run_testbed(items, raw, key, force, quick):
             "command": shlex.join(cmd).replace(key, "KEY").replace(ROOT + "/", ""),
         }
         rc = subprocess.run(cmd).returncode
+        ss_pack.pack(outdir)
         meta.update({
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1), "exit": rc, "complete": rc == 0,
