@@ -106,7 +106,7 @@ fn die(msg: &str) -> ! {
     std::process::exit(2)
 }
 
-/// The server process's RSS (KiB), open descriptors, and CPU time (clock ticks).
+/// A process's RSS (KiB), open descriptors, and CPU time (clock ticks).
 fn probe(pid: u32) -> (u64, usize, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss = status
@@ -127,9 +127,68 @@ fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
+fn free_tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Datagrams the kernel dropped for a full receive buffer: on the server's socket (its
+/// `/proc/net/udp` line's `drops`, found by port), and on every UDP socket of the host
+/// (`/proc/net/snmp` RcvbufErrors; most of it the soak's client sockets during a run).
+fn udp_drops(server_port: u16) -> (u64, u64) {
+    let port = format!(":{server_port:04X}");
+    let server = std::fs::read_to_string("/proc/net/udp")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let local = f.nth(1)?;
+            if !local.ends_with(&port) {
+                return None;
+            }
+            l.split_whitespace().last()?.parse::<u64>().ok()
+        })
+        .sum();
+    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
+    let all = udp
+        .first()
+        .zip(udp.get(1))
+        .and_then(|(names, values)| {
+            let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
+            values.split_whitespace().nth(at)?.parse().ok()
+        })
+        .unwrap_or(0);
+    (server, all)
+}
+
+/// The server's own count of its connections (established, handshaking) and of those that ended
+/// by the idle timeout, from its `--metrics` text; zeros if the scrape fails.
+fn server_view(metrics: SocketAddr) -> (u64, u64, u64) {
+    use std::io::{Read, Write};
+    let text = (|| -> std::io::Result<String> {
+        let mut tcp = std::net::TcpStream::connect_timeout(&metrics, Duration::from_secs(2))?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
+        tcp.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
+        let mut text = String::new();
+        tcp.read_to_string(&mut text)?;
+        Ok(text)
+    })()
+    .unwrap_or_default();
+    let value = |name: &str| -> u64 {
+        text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok()).map_or(0, |v| v as u64)
+    };
+    (
+        value("braid_connections{state=\"established\"}"),
+        value("braid_connections{state=\"handshake\"}"),
+        value("braid_connections_timed_out_total"),
+    )
+}
+
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// The server's `--metrics` listener.
+    metrics: SocketAddr,
 }
 
 impl Drop for Server {
@@ -141,16 +200,18 @@ impl Drop for Server {
 
 fn start_server(bin: &PathBuf, key_file: &std::path::Path, connections: usize) -> Server {
     let port = free_port();
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_tcp_port()));
     let child = Command::new(bin)
         .args(["server", "--listen", &format!("127.0.0.1:{port}"), "--key"])
         .arg(key_file)
         .args(["--max-connections", &(connections + 100).to_string(), "--handshake-rate", "1000"])
+        .args(["--metrics", &metrics.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap_or_else(|e| die(&format!("{}: {e}", bin.display())));
     std::thread::sleep(Duration::from_millis(500));
-    Server { child, addr: SocketAddr::from(([127, 0, 0, 1], port)) }
+    Server { child, addr: SocketAddr::from(([127, 0, 0, 1], port)), metrics }
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
@@ -482,21 +543,31 @@ fn main() {
             .collect();
         let started = Instant::now();
         let (mut last_ticks, mut last_at) = (probe(pid).2, Instant::now());
+        let me = std::process::id();
+        let mut last_own = probe(me).2;
+        let drops_before = udp_drops(server.addr.port());
+        let mut peak_server_conns = 0u64;
         let (mut peak_rss, mut peak_fds, mut peak_live, mut max_per_conn) = (0u64, 0usize, 0u64, 0f64);
-        println!("   t s   live   RSS MiB  KiB/conn   fds   CPU %   transfers  failed  corrupted  connects  connect-fail");
+        println!("   t s   live   RSS MiB  KiB/conn   fds   CPU %   transfers  failed  corrupted  connects  connect-fail  srv-conns  srv-idle-ended  srv-sock-drops  host-drops  soak CPU %");
         while Instant::now() < until + Duration::from_secs(70) && !workers.iter().all(|w| w.is_finished()) {
             tokio::time::sleep(Duration::from_secs(10)).await;
             let (rss, fds, ticks) = probe(pid);
+            let own = probe(me).2;
             let live = tally.live.load(Ordering::Relaxed);
-            let cpu = (ticks - last_ticks) as f64 / ticks_per_s / last_at.elapsed().as_secs_f64() * 100.0;
-            (last_ticks, last_at) = (ticks, Instant::now());
+            let elapsed = last_at.elapsed().as_secs_f64();
+            let cpu = (ticks - last_ticks) as f64 / ticks_per_s / elapsed * 100.0;
+            let own_cpu = own.saturating_sub(last_own) as f64 / ticks_per_s / elapsed * 100.0;
+            (last_ticks, last_own, last_at) = (ticks, own, Instant::now());
+            let (established, handshaking, idle_ended) = server_view(server.metrics);
+            peak_server_conns = peak_server_conns.max(established + handshaking);
+            let (server_drops, host_drops) = udp_drops(server.addr.port());
             let per_conn = if live > 0 { rss.saturating_sub(idle_rss) as f64 / live as f64 } else { 0.0 };
             if live as usize >= a.connections * 9 / 10 {
                 max_per_conn = max_per_conn.max(per_conn);
             }
             (peak_rss, peak_fds, peak_live) = (peak_rss.max(rss), peak_fds.max(fds), peak_live.max(live));
             println!(
-                "{:>6} {:>6} {:>9.1} {:>9.1} {:>5} {:>7.1} {:>11} {:>7} {:>10} {:>9} {:>13}",
+                "{:>6} {:>6} {:>9.1} {:>9.1} {:>5} {:>7.1} {:>11} {:>7} {:>10} {:>9} {:>13} {:>10} {:>15} {:>15} {:>11} {:>11.1}",
                 started.elapsed().as_secs(),
                 live,
                 rss as f64 / 1024.0,
@@ -508,8 +579,14 @@ fn main() {
                 tally.corrupted.load(Ordering::Relaxed),
                 tally.connects.load(Ordering::Relaxed),
                 tally.connect_failures.load(Ordering::Relaxed),
+                established + handshaking,
+                idle_ended,
+                server_drops.saturating_sub(drops_before.0),
+                host_drops.saturating_sub(drops_before.1),
+                own_cpu,
             );
         }
+        let (server_drops, host_drops) = udp_drops(server.addr.port());
         for w in workers {
             w.abort();
         }
@@ -523,6 +600,11 @@ fn main() {
             tally.connects.load(Ordering::Relaxed),
             tally.connect_failures.load(Ordering::Relaxed),
             tally.rebinds.load(Ordering::Relaxed),
+        );
+        println!(
+            "soak: the server's own count: at most {peak_server_conns} connections (handshakes included); datagrams the kernel dropped for a full receive buffer: {} on the server's socket, {} on the host's UDP sockets in all",
+            server_drops.saturating_sub(drops_before.0),
+            host_drops.saturating_sub(drops_before.1),
         );
     });
     println!("soak: transfer times (ms) by link and size: count, median, p99, max, timed out at 60 s");

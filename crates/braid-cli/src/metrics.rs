@@ -131,6 +131,25 @@ fn server_counters(r: &mut Registry, counters: &ServerCounters) {
     counter(r, "connections_closed", "Connections ended", get(&counters.connections_closed));
     counter(
         r,
+        "connections_timed_out",
+        "Connections ended by the idle timeout (nothing heard, a lost CLOSE among the causes)",
+        get(&counters.connections_timed_out),
+    );
+    let closing = Gauge::<i64>::default();
+    closing.set(get(&counters.connections_closing) as i64);
+    r.register(
+        "connections_closing",
+        "Connections this end closed, kept as their CLOSE alone for the closing period (not counted against max-connections)",
+        closing,
+    );
+    counter(
+        r,
+        "handshakes_abandoned",
+        "Handshakes forgotten unfinished after 10 s",
+        get(&counters.handshakes_abandoned),
+    );
+    counter(
+        r,
         "connections_violated",
         "Connections a peer's violation closed",
         get(&counters.connections_violated),

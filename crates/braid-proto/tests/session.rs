@@ -397,3 +397,23 @@ fn a_wrong_key_is_refused() {
     net.run(Duration::from_secs(20), |_| false);
     assert_eq!(net.sent.len(), sent, "nothing after the failure");
 }
+
+/// A client that closes its connection after its handshake deadline has passed: the deadline
+/// was the handshake's, so the close is no handshake failure, and its CLOSE reaches the server.
+#[test]
+fn a_close_after_the_handshake_deadline_is_sent() {
+    let mut net = Net::new(1, 5, 5);
+    net.run(Duration::from_secs(1), Net::established);
+    assert!(net.established());
+    net.now = Instant::ZERO + HANDSHAKE_TIMEOUT + Duration::from_secs(1);
+    net.client.core.close(0, "bye");
+    net.run(HANDSHAKE_TIMEOUT + Duration::from_secs(2), |n| {
+        n.server.as_ref().is_some_and(|s| s.core.is_closed())
+    });
+    assert!(
+        !net.client.events.iter().any(|e| matches!(e, SessionEvent::Failed(_))),
+        "a closed connection reported a handshake failure: {:?}",
+        net.client.events
+    );
+    assert!(net.server.as_ref().unwrap().core.is_closed(), "the server heard the CLOSE");
+}

@@ -154,6 +154,17 @@ impl Endpoint {
     pub fn server(config: ServerConfig, listen: SocketAddr) -> Result<Server, Error> {
         let udp = socket::bind_udp(listen, None)?;
         let local = udp.local_addr()?;
+        // Every client's datagrams queue in this one buffer while the driver is busy: an
+        // operator with many clients wants to know what it got.
+        let (rcvbuf, capped) = socket::recv_buffer(&udp);
+        if capped {
+            tracing::warn!(
+                "UDP receive buffer {} KiB as the kernel counts it (net.core.rmem_max capped the 8 MiB asked for; raise it for bursts from many clients)",
+                rcvbuf >> 10
+            );
+        } else {
+            tracing::info!("UDP receive buffer {} KiB as the kernel counts it", rcvbuf >> 10);
+        }
         let mut transport = config.transport.clone();
         config.limits.apply(&mut transport);
         fit_to_datagram(&mut transport);

@@ -95,6 +95,13 @@ pub struct ServerCounters {
     /// Connections that ended, and how many of those a peer's violation closed.
     pub connections_closed: AtomicU64,
     pub connections_violated: AtomicU64,
+    /// Connections that ended because nothing was heard for the idle timeout (among them those
+    /// whose peer closed but whose CLOSE never arrived), and handshakes forgotten unfinished.
+    pub connections_timed_out: AtomicU64,
+    pub handshakes_abandoned: AtomicU64,
+    /// Connections this end closed that are in their closing period now: only their CLOSE is
+    /// kept, to send again if it was lost; they do not count against `max_connections`.
+    pub connections_closing: AtomicU64,
     /// Per [`Limit::ALL`]: times the limit turned something away.
     pub limit_hits: [AtomicU64; 4],
     /// Datagrams received and sent on the server's socket, and their bytes.
@@ -111,6 +118,10 @@ impl ServerCounters {
 
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set(gauge: &AtomicU64, n: u64) {
+        gauge.store(n, Ordering::Relaxed);
     }
 
     pub fn limit_hits(&self, limit: Limit) -> u64 {

@@ -93,6 +93,15 @@ pub(crate) fn bind_udp(addr: SocketAddr, device: Option<&str>) -> Result<UdpSock
     UdpSocket::from_std(socket.into()).map_err(|e| Error::Bind { addr, source: e })
 }
 
+/// The receive buffer the kernel gave `udp`, in bytes as it reports them (Linux reports twice
+/// the size it was asked for, its bookkeeping included, and caps the request at
+/// `net.core.rmem_max`), and whether the request was capped.
+pub(crate) fn recv_buffer(udp: &UdpSocket) -> (usize, bool) {
+    let got = socket2::SockRef::from(udp).recv_buffer_size().unwrap_or(0);
+    let granted = if cfg!(any(target_os = "linux", target_os = "android")) { got / 2 } else { got };
+    (got, granted < SOCKET_BUFFER)
+}
+
 /// The local address a path's socket binds to, for a server at `server`.
 pub(crate) fn resolve_local(
     spec: &PathSpec,

@@ -75,6 +75,15 @@ impl Connection {
         Ok(())
     }
 
+    /// How long an end that sent a CLOSE keeps answering for the connection (RFC 9000 §10.2's
+    /// closing period): three times the largest probe timeout of the paths it heard on, the time
+    /// in which the peer may still send before it learns of the close. The driver keeps only the
+    /// sealed CLOSE for that long, not this connection.
+    pub fn closing_period(&self) -> std::time::Duration {
+        let pto = self.paths.iter().filter(|p| p.heard).map(Path::pto_base).max();
+        3 * pto.unwrap_or(std::time::Duration::from_secs(1))
+    }
+
     /// Each path's state (index = path id).
     pub fn path_states(&self) -> Vec<PathState> {
         self.paths.iter().map(Path::state).collect()

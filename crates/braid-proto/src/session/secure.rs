@@ -391,7 +391,9 @@ impl<K: Keys> Session<K> {
             if *failed {
                 return;
             }
-            if !core.is_established() && now >= *deadline {
+            // The deadline is the handshake's: a connection that came up and was closed since
+            // is not established either, and failing it here would drop its CLOSE unsent.
+            if !core.is_established() && !core.is_closed() && now >= *deadline {
                 let refused = *refused && handshake.is_some();
                 self.fail(HandshakeFailure::TimedOut { refused });
                 return;
@@ -464,7 +466,7 @@ impl<K: Keys> Session<K> {
             if handshake.is_some() {
                 at(repeat.next());
             }
-            if !core.is_established() {
+            if !core.is_established() && !core.is_closed() {
                 at(*deadline);
             }
         }

@@ -33,12 +33,20 @@ impl Driver {
             self.drive(cid, now);
         }
         let mut gone = Vec::new();
+        let closing = &mut self.closing;
         self.conns.retain(|cid, e| {
             if e.closed {
                 gone.push(*cid);
+                if let Some(record) = e.close.take() {
+                    closing.insert(*cid, record);
+                }
             }
             !e.closed
         });
+        for (socket, to, datagram) in self.closing.due(now) {
+            self.send_raw(socket, to, &datagram, now);
+        }
+        ServerCounters::set(&self.counters.connections_closing, self.closing.len() as u64);
         if let (false, Role::Server { registry, listener, .. }) = (gone.is_empty(), &mut self.role) {
             let mut registry = registry.lock().unwrap_or_else(|e| e.into_inner());
             for cid in gone {
@@ -190,6 +198,9 @@ fn count_close(
     reason: &CloseReason,
     now: Instant,
 ) {
+    if *reason == CloseReason::IdleTimeout {
+        ServerCounters::add(&counters.connections_timed_out, 1);
+    }
     if let CloseReason::Violation(why) = reason {
         ServerCounters::add(&counters.connections_violated, 1);
         if let (Some(limit), Role::Server { limits, .. }) = (Limit::from_violation(why), role) {

@@ -50,6 +50,8 @@ impl Driver {
                 tracing::debug!(%from, "handshake did not authenticate (wrong key, unknown client or stale): refused");
                 self.send_raw(0, from, &hint, now);
             }
+            // Perhaps a connection this end closed, whose peer has not heard the CLOSE.
+            Incoming::Dropped(Dropped::UnknownConnection) => self.answer_closing(data, now),
             Incoming::Dropped(why) => self.on_dropped(why, from, now),
         }
     }
@@ -122,6 +124,7 @@ impl Driver {
         while let Some(ListenerEvent::HandshakeExpired(cid)) = listener.poll_event() {
             if let Some(e) = self.conns.get_mut(&cid) {
                 tracing::debug!(cid = %hex(&cid.0), "handshake never finished; forgotten");
+                ServerCounters::add(&self.counters.handshakes_abandoned, 1);
                 e.closed = true;
             }
         }

@@ -37,6 +37,7 @@ use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Registry};
 use crate::Error;
 
+mod closing;
 mod drive;
 mod entry;
 mod handshake;
@@ -126,6 +127,9 @@ pub(crate) struct Driver {
     /// Server: what the operator reads (`braid server --metrics`) and the limits' log lines.
     counters: Arc<ServerCounters>,
     limit_log: LimitLog,
+    /// Connections this end closed, reduced to their sealed CLOSE for the closing period
+    /// (`closing.rs`); not among `conns`, so not counted against `max_connections`.
+    closing: closing::Closing,
 }
 
 /// A connection id for logs.
@@ -145,6 +149,10 @@ fn random_u64() -> u64 {
 
 impl Driver {
     fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>, counters: Arc<ServerCounters>) -> Driver {
+        let closing = match &role {
+            Role::Server { limits, .. } => limits.max_connections,
+            Role::Client { .. } => 1,
+        };
         Driver {
             epoch: tokio::time::Instant::now(),
             sockets,
@@ -156,6 +164,7 @@ impl Driver {
             refused: false,
             counters,
             limit_log: LimitLog::default(),
+            closing: closing::Closing::new(closing),
         }
     }
 
@@ -333,12 +342,15 @@ impl Driver {
             // The emulated links still carry what was sent (a CLOSE among it).
             Role::Client { .. } => {
                 self.conns.is_empty()
+                    && self.closing.is_empty()
                     && self
                         .sockets
                         .iter()
                         .all(|s| s.egress.as_ref().is_none_or(|l| l.next_release().is_none()))
             }
-            Role::Server { incoming, .. } => incoming.is_closed() && self.conns.is_empty(),
+            Role::Server { incoming, .. } => {
+                incoming.is_closed() && self.conns.is_empty() && self.closing.is_empty()
+            }
         }
     }
 
@@ -351,6 +363,9 @@ impl Driver {
                     at(t);
                 }
             }
+        }
+        if let Some(t) = self.closing.deadline() {
+            at(t);
         }
         for e in self.conns.values() {
             if let Some(t) = e.next_timeout {

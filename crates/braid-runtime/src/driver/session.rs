@@ -8,6 +8,7 @@ use braid_proto::session::{HandshakeFailure, Received, SessionEvent};
 use braid_proto::wire::ConnectionId;
 use braid_proto::Instant;
 
+use super::closing::Record;
 use super::{hex, Driver, Role, SEND_BATCH};
 use crate::crypto;
 use crate::shared::Handle;
@@ -31,7 +32,10 @@ impl Driver {
     ) {
         let Some(cid) = crypto::init_cid(data) else { return };
         let is_server = matches!(self.role, Role::Server { .. });
-        let Some(e) = self.conns.get_mut(&cid) else { return };
+        let Some(e) = self.conns.get_mut(&cid) else {
+            self.answer_closing(data, now);
+            return;
+        };
         let mut s = e.handle.lock();
         match e.session.handle_datagram(&mut s.core, now, i, from, data) {
             Received::Packet { path } => {
@@ -51,6 +55,16 @@ impl Driver {
         drop(s);
         e.dirty = true;
         self.session_events(cid, now);
+    }
+
+    /// A datagram for a connection this end closed, in its closing period: the peer has not
+    /// heard the CLOSE, which goes again (if `closing.rs` allows one now).
+    pub(super) fn answer_closing(&mut self, data: &[u8], now: Instant) {
+        let Some(cid) = crypto::init_cid(data) else { return };
+        if let Some(r) = self.closing.answer(&cid, now) {
+            let (socket, to, datagram) = (r.socket, r.to, r.datagram.clone());
+            self.send_raw(socket, to, &datagram, now);
+        }
     }
 
     /// What the session reported: logs and qlog events; the client's failure ends it.
@@ -104,9 +118,18 @@ impl Driver {
         let mut sent = 0;
         let mut out = std::mem::take(&mut self.out);
         while let Some(e) = self.conns.get_mut(&cid) {
-            let t = e.session.poll_transmit(&mut handle.lock().core, now, &mut out);
+            let queued = e.session.has_queued();
+            let mut s = handle.lock();
+            let t = e.session.poll_transmit(&mut s.core, now, &mut out);
+            // A closed core sends one datagram more, its CLOSE (the session's own queue
+            // goes first): kept for the closing period.
+            let closing = (s.core.is_closed() && !queued).then(|| s.core.closing_period());
+            drop(s);
             let Some(t) = t else { break };
             let socket = if is_client { usize::from(t.path) } else { 0 };
+            if let Some(period) = closing {
+                e.close = Some(Record::new(socket, t.to, out[..t.size].to_vec(), now, period));
+            }
             self.send_raw(socket, t.to, &out[..t.size], now);
             sent += 1;
             if sent >= SEND_BATCH {
