@@ -142,6 +142,36 @@ async fn a_lost_close_does_not_hold_a_connection_slot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn closes_heard_by_the_server() {
+    closes_heard(None, false).await;
+}
+
+/// [`closes_heard_by_the_server`] over an emulated 1 % loss link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn closes_heard_by_the_server_lossy() {
+    closes_heard(Some("50mbit,5ms,1%"), false).await;
+}
+
+/// [`closes_heard_by_the_server`] through a relay per connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn closes_heard_by_the_server_relayed() {
+    closes_heard(None, true).await;
+}
+
+/// [`closes_heard_by_the_server`] with the connection idle 2–3 s before its close (a path
+/// re-announcement comes in between).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn closes_heard_by_the_server_after_idling() {
+    closes_heard_with(None, false, 2000).await;
+}
+
+async fn closes_heard(emulate: Option<&'static str>, relayed: bool) {
+    closes_heard_with(emulate, relayed, 0).await;
+}
+
+async fn closes_heard_with(emulate: Option<&'static str>, relayed: bool, idle_ms: u64) {
     let key = Key::generate().unwrap();
     let mut config = ServerConfig::new(key.clone());
     config.limits = Limits { max_connections: 1000, handshake_rate: 10_000, ..Limits::default() };
@@ -153,9 +183,14 @@ async fn closes_heard_by_the_server() {
         while let Some(conn) = accepted.recv().await {
             let (h, u) = (h.clone(), u.clone());
             tokio::spawn(async move {
+                let began = Instant::now();
                 match tokio::time::timeout(Duration::from_secs(5), conn.closed()).await {
                     Ok(Error::ClosedByPeer(_)) => h.fetch_add(1, Relaxed),
-                    _ => u.fetch_add(1, Relaxed),
+                    _ => {
+                        let how = tokio::time::timeout(Duration::from_secs(40), conn.closed()).await;
+                        eprintln!("unheard: ended after {:?}: {how:?}", began.elapsed());
+                        u.fetch_add(1, Relaxed)
+                    }
                 };
             });
         }
@@ -169,9 +204,16 @@ async fn closes_heard_by_the_server() {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    let conn = Endpoint::connect(ClientConfig::new(key.clone()), addr).await.unwrap();
+                    let mut config = ClientConfig::new(key.clone());
+                    if let Some(e) = emulate {
+                        config.emulate = vec![Some(e.parse().unwrap())];
+                    }
+                    let relay = if relayed { Some(relay(addr).await) } else { None };
+                    let to = relay.as_ref().map_or(addr, |r| r.addr);
+                    let conn = Endpoint::connect(config, to).await.unwrap();
                     echo(&conn).await;
-                    tokio::time::sleep(Duration::from_millis(x % 300)).await;
+                    tokio::time::sleep(Duration::from_millis(idle_ms + x % 300 + idle_ms / 2 * (x % 3)))
+                        .await;
                     conn.close(0, "churn");
                 }
             })
@@ -180,7 +222,7 @@ async fn closes_heard_by_the_server() {
     for w in workers {
         w.await.unwrap();
     }
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    tokio::time::sleep(Duration::from_secs(46)).await;
     eprintln!("closes heard {} unheard {}", heard.load(Relaxed), unheard.load(Relaxed));
 }
 
