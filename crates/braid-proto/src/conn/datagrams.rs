@@ -26,6 +26,13 @@ pub(super) struct Datagrams {
     /// for a silent path, and the newest packet number that carried datagrams.
     suspected_below: Vec<u64>,
     newest_on: Vec<Option<u64>>,
+    /// Per path that fell silent: its newest acknowledged packet number then. The path stays
+    /// silent until an ACK moves that on — a probe timeout, which presumes its packets lost and
+    /// so leaves nothing unanswered, does not make it answer.
+    silent_at: Vec<Option<Option<u64>>>,
+    /// Until when datagram packets may fill the paths still answering up to twice their
+    /// congestion window (after a path carrying datagrams fell silent).
+    takeover_until: Option<Instant>,
 }
 
 impl Datagrams {
@@ -35,6 +42,8 @@ impl Datagrams {
             receiver: DatagramReceiver::new(config.recv_queue),
             suspected_below: Vec::new(),
             newest_on: Vec::new(),
+            silent_at: Vec::new(),
+            takeover_until: None,
         }
     }
 
@@ -128,10 +137,12 @@ impl Connection {
     }
 
     /// Whether path `i` has left everything sent since its newest acknowledged packet
-    /// unanswered for longer than [`silence`] at `now`.
+    /// unanswered for longer than [`silence`] at `now`, or did so and has acknowledged
+    /// nothing new since.
     fn is_silent(&self, i: usize, now: Instant) -> bool {
         let p = &self.paths[i];
-        p.unanswered_since().is_some_and(|t| now >= t + silence(p))
+        self.datagrams.silent_at.get(i).copied().flatten().is_some_and(|acked| acked == p.largest_acked())
+            || p.unanswered_since().is_some_and(|t| now >= t + silence(p))
     }
 
     /// The path that delivers a datagram first — earliest pacer release plus half its smoothed
@@ -142,22 +153,37 @@ impl Connection {
     fn datagram_path(&self, now: Instant) -> Option<(usize, Instant)> {
         let mss = self.config.max_datagram as u64;
         let any_live = (0..self.paths.len()).any(|i| self.paths[i].can_send() && !self.is_silent(i, now));
+        let takeover = self.datagrams.takeover_until.is_some_and(|t| now < t);
+        let room = |i: usize| {
+            let p = &self.paths[i];
+            if takeover && p.can_send() && p.pto_count == 0 {
+                (2 * p.cc.window()).saturating_sub(p.in_flight)
+            } else {
+                self.data_room(i)
+            }
+        };
         (0..self.paths.len())
-            .filter(|&i| self.data_room(i) >= mss && !(any_live && self.is_silent(i, now)))
+            .filter(|&i| room(i) >= mss && !(any_live && self.is_silent(i, now)))
             .map(|i| (i, self.paths[i].next_send.max(now)))
             .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
     }
 
     /// Datagram packets in flight on a path that fell silent are given up as lost at once
     /// (not after a probe timeout, which comes too late for their deadline and does not
-    /// report datagram losses at all): their blocks owe repairs, as far as the repair credit
-    /// goes, which go out on the paths still answering. If the path was only slow, those
-    /// repairs were spare.
+    /// report datagram losses at all): their blocks owe repairs, paid by the repair credit and
+    /// then by the sender's takeover allowance (`DatagramSender::on_suspected`), which go out
+    /// on the paths still answering. If the path was only slow, those repairs were spare.
     fn suspect_silent_paths(&mut self, now: Instant) {
         for i in 0..self.paths.len() {
             if !self.datagrams.unsuspected_on(i) || !self.is_silent(i, now) {
                 continue;
             }
+            let acked = self.paths[i].largest_acked();
+            let marks = &mut self.datagrams.silent_at;
+            if marks.len() <= i {
+                marks.resize(i + 1, None);
+            }
+            marks[i] = Some(acked);
             let below = self.datagrams.suspected_below.get(i).copied().unwrap_or(0);
             let p = &mut self.paths[i];
             for sent in p.sent.range_mut(below..).filter_map(|(_, s)| s.datagrams.take()) {
@@ -169,7 +195,41 @@ impl Connection {
                 slots.resize(i + 1, 0);
             }
             slots[i] = next;
+            self.take_over_from(i, now);
         }
+    }
+
+    /// The paths still answering take over the datagrams of the silent path `i`: datagram
+    /// packets (its repairs and the stream it carried) may fill them to twice their congestion
+    /// window for two round trips of the slowest of them. A path that carried few or none of
+    /// the datagrams has a window far too small for all of them at its longer round trip, and
+    /// its controller only grows it from the ACKs of what it carries; the datagrams meanwhile
+    /// wait and miss their deadline.
+    fn take_over_from(&mut self, i: usize, now: Instant) {
+        let longest = (0..self.paths.len())
+            .filter(|&j| j != i && self.paths[j].can_send())
+            .map(|j| self.paths[j].rtt.smoothed())
+            .max()
+            .unwrap_or_default();
+        let until = now + 2 * longest;
+        let d = &mut self.datagrams;
+        if d.takeover_until.is_none_or(|t| t < now) {
+            d.takeover_until = Some(until);
+        }
+    }
+
+    /// A PING on a silent path whose probe timeout presumed everything in flight lost: the
+    /// path's probe (RFC 9002 §6.2.4), since datagrams no longer go there. Its ACK ends the
+    /// silence; without an ACK the next probe timeouts fail the path.
+    fn probe_silent_path(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<super::Transmit> {
+        let marked = |i: usize| self.datagrams.silent_at.get(i).copied().flatten().is_some();
+        let path = (0..self.paths.len()).find(|&i| {
+            let p = &self.paths[i];
+            marked(i) && p.can_send() && p.pto_count > 0 && p.sent.is_empty() && self.is_silent(i, now)
+        })?;
+        self.begin_packet(path, PacketType::Data, buf);
+        crate::wire::Frame::Ping.write(&mut crate::wire::Writer::new(buf)).expect("valid");
+        Some(self.end_packet(now, path, buf, true, Vec::new()))
     }
 
     /// When the first path carrying unsuspected datagram packets turns silent, if ever.
@@ -237,6 +297,9 @@ impl Connection {
         self.suspect_silent_paths(now);
         if !self.datagrams.sender.has_work() {
             return None;
+        }
+        if let Some(t) = self.probe_silent_path(now, buf) {
+            return Some(t);
         }
         let (path, ready) = self.datagram_path(now)?;
         let one_way = self.paths[path].rtt.smoothed() / 2;

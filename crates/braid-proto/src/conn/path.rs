@@ -297,6 +297,11 @@ impl Path {
         self.packet_threshold = threshold.unwrap_or(PACKET_THRESHOLD).max(1);
     }
 
+    /// The newest packet number acknowledged on this path, if any.
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.largest_acked
+    }
+
     /// When the oldest packet still awaiting an ACK among those sent after the newest one
     /// acknowledged went out: the path has said nothing about any packet since. `None` when
     /// nothing sent after it awaits an ACK.
