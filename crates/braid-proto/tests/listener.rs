@@ -17,6 +17,7 @@ use braid_proto::session::{
 };
 use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{Connection, ConnectionConfig, Instant};
+use proptest::prelude::*;
 
 const SECRET: u64 = 5;
 
@@ -282,4 +283,114 @@ fn datagrams_are_routed_by_connection_id() {
     assert_eq!(route(&mut l, &for_cid(new.cid)), Ok(new.cid));
     assert!(l.forget(new.cid));
     assert_eq!(route(&mut l, &for_cid(new.cid)), Err(Dropped::UnknownConnection));
+}
+
+/// One step of a hostile peer population.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Random bytes (a random first byte of the init type half the time).
+    Garbage(Vec<u8>, bool),
+    /// Client `n`'s first message (under the wrong key if the flag is set), from address `n`.
+    First(u8, bool),
+    /// Client `n`'s first message again, from a forged address.
+    Replay(u8, u16),
+    /// A datagram naming client `n`'s connection id (a packet type of its own).
+    ForConnection(u8, u8),
+    /// Time passes.
+    Wait(u16),
+    /// Client `n`'s core handshake finishes, or its connection closes.
+    Establish(u8),
+    Close(u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (proptest::collection::vec(any::<u8>(), 0..1300), any::<bool>())
+            .prop_map(|(d, i)| Step::Garbage(d, i)),
+        (0u8..40, proptest::bool::weighted(0.2)).prop_map(|(n, w)| Step::First(n, w)),
+        (0u8..40, any::<u16>()).prop_map(|(n, a)| Step::Replay(n, a)),
+        (0u8..40, 0u8..3).prop_map(|(n, t)| Step::ForConnection(n, t)),
+        (0u16..3000).prop_map(Step::Wait),
+        (0u8..40).prop_map(Step::Establish),
+        (0u8..40).prop_map(Step::Close),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever arrives in whatever order, the listener never panics, never holds more than its
+    /// cap, accepts each first message at most once ever, answers only a first message's length
+    /// with a refusal, never sends an address more than 3× what came from it, and routes only
+    /// to connections it has.
+    #[test]
+    fn hostile_traffic_keeps_the_rules(steps in proptest::collection::vec(step(), 1..300)) {
+        const CAP: usize = 6;
+        let mut l = listener(CAP, 10);
+        let mut now = Instant::ZERO;
+        let mut budget = Budget::default();
+        let mut live: HashMap<ConnectionId, NewConnection<InsecureKeys>> = HashMap::new();
+        let mut ever = std::collections::HashSet::new();
+        for s in steps {
+            let (from, data) = match s {
+                Step::Garbage(mut d, init) => {
+                    if init && !d.is_empty() {
+                        d[0] = DatagramType::NoiseInit.first_byte();
+                    }
+                    (spoofed(9999), d)
+                }
+                Step::First(n, wrong) => (spoofed(n.into()), first(if wrong { SECRET + 1 } else { SECRET }, n.into())),
+                Step::Replay(n, a) => (spoofed(10_000 + u32::from(a)), first(SECRET, n.into())),
+                Step::ForConnection(n, t) => {
+                    let mut d = vec![DatagramType::Packet(braid_proto::wire::PacketType::Data).first_byte() + t];
+                    d.extend_from_slice(&cid(n.into()).0);
+                    d.resize(60, 1);
+                    (spoofed(n.into()), d)
+                }
+                Step::Wait(ms) => {
+                    now += Duration::from_millis(ms.into());
+                    l.handle_timeout(now);
+                    while let Some(ListenerEvent::HandshakeExpired(c)) = l.poll_event() {
+                        prop_assert!(live.remove(&c).is_some(), "expired a connection it did not have");
+                    }
+                    continue;
+                }
+                Step::Establish(n) => {
+                    l.established(cid(n.into()));
+                    continue;
+                }
+                Step::Close(n) => {
+                    prop_assert_eq!(l.forget(cid(n.into())), live.remove(&cid(n.into())).is_some());
+                    continue;
+                }
+            };
+            budget.received(from, data.len());
+            match l.handle_datagram(now, from, &data) {
+                Incoming::Connection(c) => {
+                    prop_assert!(live.contains_key(&c), "routed to a connection it does not have");
+                    let new = live.get_mut(&c).expect("checked");
+                    new.session.handle_datagram(&mut new.core, now, 0, from, &data);
+                    for (to, n) in answers(new, now) {
+                        budget.sent(to, n);
+                    }
+                }
+                Incoming::Accepted(mut new) => {
+                    prop_assert!(ever.insert(data.clone()), "a first message accepted twice");
+                    for (to, n) in answers(&mut new, now) {
+                        budget.sent(to, n);
+                    }
+                    live.insert(new.cid, *new);
+                }
+                Incoming::Refused { hint } => {
+                    prop_assert_eq!(data.len(), INIT_LEN);
+                    prop_assert_eq!(Some(hint), refusal(&data));
+                    budget.sent(from, hint.len());
+                }
+                Incoming::Dropped(_) => {}
+            }
+            prop_assert!(l.connections() <= CAP);
+            prop_assert_eq!(l.connections(), live.len());
+        }
+        budget.check();
+    }
 }
