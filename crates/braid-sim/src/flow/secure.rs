@@ -1,6 +1,7 @@
 //! A bulk transfer through the security layer (PROTOCOL.md §13): each end's [`BulkFlow`] with
 //! its core connection inside a [`Session`], so the handshake, its repeats, sealing, replay
-//! windows, path announcements and address validation run in the simulator too. The
+//! windows, path announcements and address validation run in the simulator too, and the
+//! server admits the client through a [`Listener`], as the runtime's does. The
 //! cryptography is braid-proto's insecure test double (deterministic; the real Noise layer
 //! lives in the runtime). The simulator has paths, not addresses: each client path gets an
 //! address of its own, and the server's datagrams take the path of their destination.
@@ -8,9 +9,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use braid_proto::session::crypto::{is_init, Responder};
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
-use braid_proto::session::{Hello, Session};
+use braid_proto::session::{Hello, Incoming, Listener, ListenerConfig, Session};
 use braid_proto::{ConnectionConfig, Instant};
 
 use super::BulkFlow;
@@ -43,9 +43,8 @@ pub struct SecureFlow {
     flow: BulkFlow,
     /// The client's from the start; the server's once a first message authenticates.
     session: Option<Session<InsecureKeys>>,
-    /// The server's credentials (the shared secret).
-    responder: Option<InsecureResponder>,
-    seed: u64,
+    /// The server's admission and routing, with the shared secret.
+    listener: Option<Listener<InsecureResponder>>,
 }
 
 impl SecureFlow {
@@ -69,13 +68,16 @@ impl SecureFlow {
             numbers(seed),
             start,
         );
-        SecureFlow { flow, session: Some(session), responder: None, seed }
+        SecureFlow { flow, session: Some(session), listener: None }
     }
 
     /// The receiving end (the server), accepting a client that holds `secret`.
     pub fn receiver(config: ConnectionConfig, secret: u64, seed: u64) -> SecureFlow {
-        let flow = BulkFlow::receiver(config);
-        SecureFlow { flow, session: None, responder: Some(InsecureResponder { secret }), seed }
+        let flow = BulkFlow::receiver(config.clone());
+        let responder = InsecureResponder { secret };
+        let random = Box::new(move || numbers(seed));
+        let listener = Listener::new(responder, ListenerConfig::default(), config, random, Instant::ZERO);
+        SecureFlow { flow, session: None, listener: Some(listener) }
     }
 
     pub fn flow(&self) -> &BulkFlow {
@@ -87,27 +89,32 @@ impl SecureFlow {
         self.session.as_ref()
     }
 
-    /// Server: a first message from the client on `path`; a session if it authenticates.
-    fn accept(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        if !is_init(datagram) {
-            return;
-        }
-        let Some(a) = self.responder.and_then(|r| r.accept(datagram)) else { return };
-        let paths = usize::from(a.hello.paths);
+    /// Server: a datagram from the client on `path`, through the listener: to the session, or
+    /// the session the listener created. The core stays the flow's own (made at the start,
+    /// with the scenario's settings, as without the security layer); the listener's is dropped.
+    /// Its half-open expiry is not driven: the one client here has no rival for the cap.
+    fn server_receives(&mut self, now: Instant, path: usize, datagram: &[u8]) {
+        let Some(listener) = &mut self.listener else { return };
         let from = client_addr(path);
-        self.session =
-            Some(Session::server(a.keys, paths, datagram, a.response, from, numbers(self.seed), now));
+        match listener.handle_datagram(now, from, datagram) {
+            Incoming::Connection(_) => {
+                if let Some(s) = &mut self.session {
+                    s.handle_datagram(&mut self.flow.conn, now, path, from, datagram);
+                }
+            }
+            Incoming::Accepted(new) => self.session = Some(new.session),
+            // No answer to a wrong key here: the simulator's client holds the secret.
+            Incoming::Refused { .. } | Incoming::Dropped(_) => {}
+        }
     }
 }
 
 impl Endpoint for SecureFlow {
     fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        let from = if self.responder.is_some() { client_addr(path) } else { server_addr() };
-        match &mut self.session {
-            Some(s) => {
-                s.handle_datagram(&mut self.flow.conn, now, path, from, datagram);
-            }
-            None => self.accept(now, path, datagram),
+        if self.listener.is_some() {
+            self.server_receives(now, path, datagram);
+        } else if let Some(s) = &mut self.session {
+            s.handle_datagram(&mut self.flow.conn, now, path, server_addr(), datagram);
         }
         self.flow.drive(now);
     }
@@ -135,7 +142,7 @@ impl Endpoint for SecureFlow {
         self.flow.drive(now);
         let t = self.session.as_mut()?.poll_transmit(&mut self.flow.conn, now, buf)?;
         buf.truncate(t.size);
-        if self.responder.is_none() {
+        if self.listener.is_none() {
             return Some(usize::from(t.path));
         }
         // The server's datagram goes where its destination is: the path of that address.
