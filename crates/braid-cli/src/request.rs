@@ -1,7 +1,9 @@
 //! What a client asks of the server on a new stream: the first bytes of the stream.
 //!
 //! `CONNECT`: `0x01 | len (1) | "host:port"`; the server answers one status byte (below), then
-//! `len (1) | message` when it is not OK, and the stream then carries the TCP connection.
+//! `len (1) | message` when it is not OK, and the stream then carries the TCP connection. The
+//! client may write the connection's bytes right after the request, before the answer
+//! (`braid forward` does); the server reads exactly the request, so they wait in the stream.
 //! `FILE`: `0x02 | name len (2, BE) | name | size (8, BE)`, then `size` bytes, then the sender's
 //! 32-byte BLAKE2s-256 hash of them; the receiver answers `status (1) | its hash (32)`.
 //! `BENCH` and `ECHO`: below.

@@ -6,14 +6,20 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use braid_runtime::Connection;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpSocket, TcpStream};
 
 use crate::common::{fail, parse_listen, ClientOpts, Fail};
 use crate::request;
 
-async fn listen(addr: &str) -> Result<TcpListener, Fail> {
+/// Binds `addr` without listening yet, so a port in use fails before the server is contacted
+/// but nothing connects until the braid connection is up.
+fn bind(addr: &str) -> Result<TcpSocket, Fail> {
     let a = parse_listen(addr, "--listen")?;
-    TcpListener::bind(a).await.map_err(|e| match e.kind() {
+    let socket = if a.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() };
+    let socket = socket.map_err(|e| fail(format!("--listen {a}: {e}")))?;
+    // As TcpListener::bind does: a restarted forwarder may reuse a port in TIME_WAIT.
+    socket.set_reuseaddr(true).map_err(|e| fail(format!("--listen {a}: {e}")))?;
+    socket.bind(a).map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => fail(format!(
             "--listen {a}: address already in use (another program holds this port; pick another)"
         )),
@@ -21,7 +27,8 @@ async fn listen(addr: &str) -> Result<TcpListener, Fail> {
             fail(format!("--listen {a}: no local interface has this address"))
         }
         _ => fail(format!("--listen {a}: {e}")),
-    })
+    })?;
+    Ok(socket)
 }
 
 /// Opens a stream and asks the server to connect it to `target`; the stream, or the server's
@@ -52,13 +59,57 @@ pub async fn forward(listen_addr: &str, to: &str, client: &ClientOpts) -> Result
     serve_tcp(listen_addr, client, &what, move |tcp, from, conn| {
         let to = to.to_string();
         async move {
-            match open(&conn, &to).await {
-                Ok(stream) => pipe(tcp, stream).await,
-                Err((_, msg)) => tracing::warn!("{from}: the server could not connect: {msg}"),
+            if let Err(msg) = forward_one(&conn, tcp, &to).await {
+                tracing::warn!("{from}: the server could not connect: {msg}");
             }
         }
     })
     .await
+}
+
+/// Carries one forwarded TCP connection without waiting for the server's answer: the CONNECT
+/// request and the application's first bytes leave together, as TCP Fast Open sends data with
+/// its SYN, so a request costs one round trip, not two. The answer is read before any byte goes
+/// back; if the server could not connect, the TCP connection is closed (its bytes had nowhere
+/// to go, as with a refused TCP connection).
+async fn forward_one(conn: &Connection, tcp: TcpStream, to: &str) -> Result<(), String> {
+    let mut stream = conn.open_stream().map_err(|e| e.to_string())?;
+    request::write_connect(&mut stream, to).await.map_err(|e| e.to_string())?;
+    let _ = tcp.set_nodelay(true);
+    let (mut tcp_read, mut tcp_write) = tcp.into_split();
+    let (mut stream_read, mut stream_write) = tokio::io::split(stream);
+    let up = async {
+        let copied = tokio::io::copy(&mut tcp_read, &mut stream_write).await;
+        let _ = stream_write.shutdown().await;
+        copied
+    };
+    // Err: the server's refusal; Ok: how the copy back went.
+    let down = async {
+        match request::read_status(&mut stream_read).await {
+            Ok(Ok(())) => {}
+            Ok(Err((_, msg))) => return Err(msg),
+            Err(e) => return Err(e.to_string()),
+        }
+        let copied = tokio::io::copy(&mut stream_read, &mut tcp_write).await;
+        let _ = tcp_write.shutdown().await;
+        Ok(copied)
+    };
+    tokio::pin!(up, down);
+    // A refusal ends both directions at once; otherwise each runs to its end.
+    let copied = tokio::select! {
+        d = &mut down => {
+            let d = d?;
+            up.await.and(d)
+        }
+        u = &mut up => {
+            let d = down.await?;
+            u.and(d)
+        }
+    };
+    if let Err(e) = copied {
+        tracing::debug!("forwarded connection: {e}");
+    }
+    Ok(())
 }
 
 /// Accepts TCP connections on `listen_addr` over one braid connection to the server, each
@@ -69,8 +120,11 @@ where
     F: Fn(TcpStream, std::net::SocketAddr, Connection) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let listener = listen(listen_addr).await?;
+    // The port opens only once the server has answered: a connection accepted earlier would
+    // wait for the handshake, and a server that cannot be reached fails here, not per connection.
+    let socket = bind(listen_addr)?;
     let conn = client.connect().await?;
+    let listener = socket.listen(1024).map_err(|e| fail(format!("--listen {listen_addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| fail(e.to_string()))?;
     eprintln!("braid: {} through {}", what.replace("{listen}", &bound.to_string()), client.server);
     loop {

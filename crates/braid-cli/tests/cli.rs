@@ -291,6 +291,73 @@ fn tcp_clients_through_forward() {
     drop(server);
 }
 
+/// A forwarded connection's first bytes leave with its CONNECT, not a round trip after it:
+/// over an emulated 100 ms round trip, the first echo comes back in about one round trip
+/// (it took two while the forwarder waited for the server's answer before reading).
+#[test]
+fn forward_first_bytes_cost_one_round_trip() {
+    let ServerSetup { dir: _dir, key, server, addr: braid_addr } = server_setup("forward-rtt", &[]);
+    let echo = tcp_echo(1).to_string();
+    let local = free_tcp_port().to_string();
+    let mut fwd = Bg::spawn(
+        &[
+            "forward",
+            "--listen",
+            &local,
+            "--to",
+            &echo,
+            "--server",
+            &braid_addr,
+            "--emulate",
+            "1000mbit,50ms,0%",
+        ],
+        &key,
+    );
+    fwd.wait_for("forwarding");
+    let started = Instant::now();
+    let mut c = TcpStream::connect(&local).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"ping").unwrap();
+    let mut back = [0u8; 4];
+    c.read_exact(&mut back).unwrap();
+    let took = started.elapsed();
+    assert_eq!(&back, b"ping");
+    assert!(took < Duration::from_millis(170), "first echo took {took:?} over a 100 ms round trip");
+    drop(fwd);
+    drop(server);
+}
+
+/// `braid forward` sends a connection's first bytes with its CONNECT, before the server has
+/// answered: when the server cannot connect to `--to`, the application's connection is closed
+/// with nothing sent back, and the forwarder says why.
+#[test]
+fn forward_closes_a_connection_the_server_could_not_make() {
+    let ServerSetup { dir: _dir, key, server, addr: braid_addr } = server_setup("forward-refused", &[]);
+    // A port nothing listens on: the server's connect is refused.
+    let nowhere = free_tcp_port().to_string();
+    let local = free_tcp_port().to_string();
+    let mut fwd =
+        Bg::spawn(&["forward", "--listen", &local, "--to", &nowhere, "--server", &braid_addr], &key);
+    fwd.wait_for("forwarding");
+    let mut c = TcpStream::connect(&local).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // Written before the refusal can be known; it must not come back or hang the connection.
+    c.write_all(b"hello").unwrap();
+    let mut back = Vec::new();
+    let ended = c.read_to_end(&mut back);
+    let timed_out = ended
+        .as_ref()
+        .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
+    assert!(
+        back.is_empty() && !timed_out,
+        "expected the connection closed with nothing back: {ended:?}, {back:?}"
+    );
+    let line = fwd.wait_for("could not connect");
+    assert!(line.contains(&nowhere), "the warning should name the target: {line}");
+    drop(fwd);
+    drop(server);
+}
+
 /// A minimal HTTP/1.0 server on a thread: GET /file returns `body`.
 fn http_server(body: Vec<u8>) -> SocketAddr {
     http_server_on("127.0.0.1:0", body).unwrap()
