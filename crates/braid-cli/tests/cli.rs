@@ -322,7 +322,7 @@ fn forward_first_bytes_cost_one_round_trip() {
     c.read_exact(&mut back).unwrap();
     let took = started.elapsed();
     assert_eq!(&back, b"ping");
-    assert!(took < Duration::from_millis(170), "first echo took {took:?} over a 100 ms round trip");
+    assert!(took < Duration::from_millis(185), "first echo took {took:?} over a 100 ms round trip");
     drop(fwd);
     drop(server);
 }
