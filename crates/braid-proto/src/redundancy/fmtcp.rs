@@ -14,13 +14,24 @@
 //! plus `l_b*`; it then gets no more symbols (Algorithm 1, line 8). A lost symbol is never sent
 //! again: losing it takes it out of flight, the block is no longer δ̂-complete, and a *new*
 //! symbol of the same block goes out instead.
+//!
+//! Symbols in flight on another subflow count with that subflow's loss rate (Algorithm 1's
+//! δ̃_b is the block's failure probability over every subflow its symbols went on, each with
+//! its own p_f): of the n_f symbols in flight there, Eq. (4) on (n_f, p_f) says how many may be
+//! lost, and those are not counted as on their way. Without this, one symbol on a subflow
+//! losing half its packets made its block look complete, and the block waited for that
+//! subflow's timeout while the small receive buffer filled behind it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::{symbols_for, RedundancyController};
+use super::{symbols_for, RedundancyController, RedundancyEvent};
 use crate::blocks::SendBlock;
-use crate::view::PathView;
+use crate::view::{PathView, SymbolEvent};
+use crate::Instant;
+
+/// Most paths a connection has.
+const MAX_PATHS: usize = crate::wire::MAX_PATHS as usize;
 
 /// δ̂ of FMTCP §VI-A.
 pub const FMTCP_TARGET_FAILURE: f64 = 0.05;
@@ -32,6 +43,9 @@ pub struct Fmtcp {
     pub target_failure: f64,
     /// `l*` per (ŵ, p to 1/4096): the sum is asked for every open block on every packet.
     memo: RefCell<HashMap<(u64, u32), u64>>,
+    /// Symbols of each block in flight on each path, and each path's latest loss estimate.
+    flight: HashMap<u64, [u32; MAX_PATHS]>,
+    loss: [f64; MAX_PATHS],
 }
 
 impl Default for Fmtcp {
@@ -42,7 +56,24 @@ impl Default for Fmtcp {
 
 impl Fmtcp {
     pub fn new(target_failure: f64) -> Fmtcp {
-        Fmtcp { target_failure, memo: RefCell::new(HashMap::new()) }
+        Fmtcp {
+            target_failure,
+            memo: RefCell::new(HashMap::new()),
+            flight: HashMap::new(),
+            loss: [0.0; MAX_PATHS],
+        }
+    }
+
+    /// Of `block`'s symbols in flight on paths other than `path`, those Eq. (4) on each path's
+    /// own count and loss rate says may be lost (at most all of them).
+    fn doubtful_elsewhere(&self, block: u64, path: u8) -> u64 {
+        let Some(flight) = self.flight.get(&block) else { return 0 };
+        flight
+            .iter()
+            .enumerate()
+            .filter(|&(f, &n)| f != usize::from(path) && n > 0)
+            .map(|(f, &n)| self.appended(u64::from(n), self.loss[f]).min(u64::from(n)))
+            .sum()
     }
 
     fn appended(&self, w: u64, p: f64) -> u64 {
@@ -122,7 +153,34 @@ impl RedundancyController for Fmtcp {
         // ŵ: the expected window, in symbols, but no more than the block holds.
         let window = (path.window / path.mss.max(1)).max(1);
         let w = (block.len() as u64).min(window);
-        (missing + self.appended(w, path.loss)).saturating_sub(block.in_flight)
+        let counted = block.in_flight.saturating_sub(self.doubtful_elsewhere(block.id, path.path));
+        (missing + self.appended(w, path.loss)).saturating_sub(counted)
+    }
+
+    fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, path: &PathView) {
+        if let Some(loss) = self.loss.get_mut(usize::from(path.path)) {
+            *loss = path.loss;
+        }
+    }
+
+    fn on_symbol(&mut self, _now: Instant, event: SymbolEvent) {
+        match event {
+            SymbolEvent::Sent { block, path, .. } => {
+                if let Some(n) = self.flight.entry(block).or_default().get_mut(usize::from(path)) {
+                    *n = n.saturating_add(1);
+                }
+            }
+            SymbolEvent::Acked { block, path, .. } | SymbolEvent::Lost { block, path, .. } => {
+                if let Some(flight) = self.flight.get_mut(&block) {
+                    if let Some(n) = flight.get_mut(usize::from(path)) {
+                        *n = n.saturating_sub(1);
+                    }
+                    if flight.iter().all(|&n| n == 0) {
+                        self.flight.remove(&block);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -202,5 +260,57 @@ mod tests {
         assert_eq!(wanted(&tx), 0);
         // Without loss nothing is appended.
         assert_eq!(fmtcp.repairs_wanted(tx.blocks().next().unwrap(), &PathView { loss: 0.0, ..path }), 0);
+    }
+
+    /// Algorithm 1's δ̃_b over several subflows: a symbol in flight on a subflow that loses half
+    /// its packets is not counted as on its way (Eq. 4 on that subflow: one in flight at 50 %
+    /// may well be lost), so the block wants one more on the clean subflow; a symbol on a clean
+    /// second subflow counts.
+    #[test]
+    fn a_symbol_on_a_lossy_subflow_does_not_complete_its_block() {
+        let config =
+            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
+        let mut tx = BlockSender::new(config.clone(), 4);
+        for _ in 0..6 {
+            tx.push_source(&[1; 16]).unwrap();
+        }
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        let clean = PathView {
+            path: 0,
+            smoothed_rtt: Duration::from_millis(100),
+            min_rtt: Duration::from_millis(100),
+            loss: 0.0,
+            loss_long: 0.0,
+            window: 100_000,
+            in_flight: 0,
+            mss: 1000,
+        };
+        let lossy = PathView { path: 1, loss: 0.5, loss_long: 0.5, ..clean };
+        let at = Instant::ZERO;
+        let sent = RedundancyEvent::Sent { repair: false, retransmission: false };
+        let mut fmtcp = Fmtcp::default();
+        fmtcp.on_event(at, sent, &clean);
+        fmtcp.on_event(at, sent, &lossy);
+        for i in 0..6 {
+            fmtcp.on_symbol(at, SymbolEvent::Sent { block: 0, path: u8::from(i == 5), at });
+        }
+        let wanted = |f: &Fmtcp, tx: &BlockSender| f.repairs_wanted(tx.blocks().next().unwrap(), &clean);
+        assert_eq!(wanted(&fmtcp, &tx), 1, "the symbol on the 50 % subflow is not counted");
+        // It arrives: the block is complete.
+        fmtcp.on_symbol(at, SymbolEvent::Acked { block: 0, path: 1, sent_at: at });
+        tx.on_symbol_acked(0);
+        assert_eq!(wanted(&fmtcp, &tx), 0);
+        // The same symbol on a clean second subflow counts at once.
+        let mut fmtcp = Fmtcp::default();
+        fmtcp.on_event(at, sent, &clean);
+        fmtcp.on_event(at, sent, &PathView { path: 1, ..clean });
+        fmtcp.on_symbol(at, SymbolEvent::Sent { block: 0, path: 1, at });
+        let mut tx2 = BlockSender::new(config, 4);
+        for _ in 0..6 {
+            tx2.push_source(&[1; 16]).unwrap();
+        }
+        while tx2.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        assert_eq!(wanted(&fmtcp, &tx2), 0);
     }
 }
