@@ -408,7 +408,7 @@ impl DatagramSender {
     /// already owed) or else by the takeover allowance; beyond both, it owes nothing.
     ///
     /// The allowance is what a path's death may cost on top of the ratio: a full path's worth
-    /// of datagram packets in flight ([`TAKEOVER_CAP`]), refilled by [`TAKEOVER_SHARE`] of the
+    /// of datagram packets in flight (`TAKEOVER_CAP`), refilled by `TAKEOVER_SHARE` of the
     /// datagrams sent — half a percentage point, the margin [`repair_ratio`] leaves inside the
     /// overhead budget. A silent path may only be slow (a stalled receiver, a CPU-starved
     /// host), and such repairs are spare: the allowance bounds what they cost.
