@@ -58,6 +58,9 @@ struct Args {
     server_bin: PathBuf,
     /// Write the lossy workers' client-side qlog files here.
     qlog: Option<PathBuf>,
+    /// Print one line per close: worker, link kind, the client's local address (what the
+    /// server sees for plain and lossy workers), to match the server's debug log.
+    log_closes: bool,
 }
 
 fn args() -> Args {
@@ -71,6 +74,7 @@ fn args() -> Args {
             .expect("dir")
             .join("braid"),
         qlog: None,
+        log_closes: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -84,8 +88,9 @@ fn args() -> Args {
             }
             "--server-bin" => a.server_bin = value().into(),
             "--qlog" => a.qlog = Some(value().into()),
+            "--log-closes" => a.log_closes = true,
             _ => die(&format!(
-                "unknown flag {flag} (--connections N, --seconds S, --server-bin PATH, --qlog DIR)"
+                "unknown flag {flag} (--connections N, --seconds S, --server-bin PATH, --qlog DIR, --log-closes)"
             )),
         }
     }
@@ -321,6 +326,7 @@ async fn worker(
     until: Instant,
     tally: Arc<Tally>,
     qlog: Option<PathBuf>,
+    log_closes: bool,
 ) {
     let mut rng = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut next = move || {
@@ -408,6 +414,10 @@ async fn worker(
             tokio::time::sleep(Duration::from_millis(next() % 2000)).await;
         }
         tokio::time::sleep(Duration::from_millis(next() % 5000)).await;
+        if log_closes {
+            let local = conn.paths().first().and_then(|p| p.local);
+            eprintln!("soak: close worker {i} kind {kind} local {local:?}");
+        }
         conn.close(0, "soak churn");
         tally.live.fetch_sub(1, Ordering::Relaxed);
         if let Some(m) = mover {
@@ -539,7 +549,7 @@ fn main() {
     let ticks_per_s = 100.0; // USER_HZ
     runtime.block_on(async {
         let workers: Vec<_> = (0..a.connections)
-            .map(|i| tokio::spawn(worker(i, key.clone(), server.addr, until, tally.clone(), a.qlog.clone())))
+            .map(|i| tokio::spawn(worker(i, key.clone(), server.addr, until, tally.clone(), a.qlog.clone(), a.log_closes)))
             .collect();
         let started = Instant::now();
         let (mut last_ticks, mut last_at) = (probe(pid).2, Instant::now());
