@@ -24,8 +24,13 @@ struct Relay {
 }
 
 async fn relay(server: SocketAddr) -> Relay {
+    relay_moving(server, false).await
+}
+
+async fn relay_moving(server: SocketAddr, moving: bool) -> Relay {
     let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut next_move = tokio::time::Instant::now() + Duration::from_millis(700);
     let addr = front.local_addr().unwrap();
     let drop_up = Arc::new(AtomicU64::new(0));
     let dropping = drop_up.clone();
@@ -48,6 +53,10 @@ async fn relay(server: SocketAddr) -> Relay {
                     if let Some(c) = client {
                         let _ = front.send_to(&down[..n], c).await;
                     }
+                }
+                _ = tokio::time::sleep_until(next_move), if moving => {
+                    back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+                    next_move += Duration::from_millis(700);
                 }
             }
         }
@@ -167,6 +176,13 @@ async fn closes_heard_by_the_server_after_idling() {
     closes_heard_with(None, false, 2000).await;
 }
 
+/// [`closes_heard_by_the_server`] through a relay that moves every 0.7 s, idle 2-3 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn closes_heard_by_the_server_through_a_moving_relay() {
+    closes_heard_with(None, true, 2000).await;
+}
+
 async fn closes_heard(emulate: Option<&'static str>, relayed: bool) {
     closes_heard_with(emulate, relayed, 0).await;
 }
@@ -208,7 +224,7 @@ async fn closes_heard_with(emulate: Option<&'static str>, relayed: bool, idle_ms
                     if let Some(e) = emulate {
                         config.emulate = vec![Some(e.parse().unwrap())];
                     }
-                    let relay = if relayed { Some(relay(addr).await) } else { None };
+                    let relay = if relayed { Some(relay_moving(addr, idle_ms > 0).await) } else { None };
                     let to = relay.as_ref().map_or(addr, |r| r.addr);
                     let conn = Endpoint::connect(config, to).await.unwrap();
                     echo(&conn).await;
