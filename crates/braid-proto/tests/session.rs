@@ -11,7 +11,7 @@ use std::time::Duration;
 use braid_proto::session::crypto::INIT_LEN;
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
 use braid_proto::session::{
-    HandshakeFailure, Hello, Incoming, Listener, ListenerConfig, Received, Session, SessionEvent,
+    Closing, HandshakeFailure, Hello, Incoming, Listener, ListenerConfig, Received, Session, SessionEvent,
     AMPLIFICATION,
 };
 use braid_proto::wire::DatagramType;
@@ -416,4 +416,43 @@ fn a_close_after_the_handshake_deadline_is_sent() {
         net.client.events
     );
     assert!(net.server.as_ref().unwrap().core.is_closed(), "the server heard the CLOSE");
+}
+
+/// The client's CLOSE is lost on its way. Its session recorded the CLOSE as it sent it; kept in
+/// the endpoint's [`Closing`] (the connection itself gone), the same bytes go again one probe
+/// timeout later, and the server hears them and closes.
+#[test]
+fn a_lost_close_goes_again_from_the_closing_record() {
+    let mut net = Net::new(1, 5, 5);
+    net.run(Duration::from_secs(1), Net::established);
+    assert!(net.established());
+    net.lose = Box::new(|d| d.to_server);
+    net.client.core.close(0, "bye");
+    net.round();
+    let close = net.client.session.take_close().expect("the CLOSE was recorded as sent");
+    assert!(net.client.session.take_close().is_none(), "taken once");
+    let last = net.sent.iter().rev().find(|d| d.to_server).expect("the CLOSE left");
+    assert_eq!((close.datagram.as_slice(), close.sent), (last.bytes.as_slice(), net.now));
+    assert!(!net.server.as_ref().unwrap().core.is_closed(), "the CLOSE was lost");
+
+    let mut closing = Closing::new(1);
+    closing.insert(net.client.core.cid(), close.clone());
+    let repeat = closing.poll_timeout().expect("a repeat is due");
+    assert_eq!(repeat, close.sent + close.period / 3);
+    net.lose = Box::new(|_| false);
+    net.now = repeat;
+    closing.handle_timeout(repeat);
+    let mut buf = Vec::new();
+    let t = closing.poll_transmit(&mut buf).expect("the CLOSE goes again");
+    assert_eq!(buf[..t.size], close.datagram[..], "the same sealed bytes");
+    let from = net.public[usize::from(t.path)];
+    net.send(Datagram {
+        at: repeat + ONE_WAY,
+        to_server: true,
+        to: t.to,
+        from,
+        bytes: buf[..t.size].to_vec(),
+    });
+    net.run(Duration::from_secs(10), |n| n.server.as_ref().is_some_and(|s| s.core.is_closed()));
+    assert!(net.server.as_ref().unwrap().core.is_closed(), "the server heard the repeated CLOSE");
 }

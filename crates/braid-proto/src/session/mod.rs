@@ -23,9 +23,13 @@
 //!   authentication, replays, the 3× budget) before any state is kept, then the connection's
 //!   core and [`Session`] created; later datagrams routed to their connection by its id; and
 //!   half-open connections expired.
+//! - [`Closing`]: connections this end closed, reduced to their sealed CLOSE ([`SentClose`])
+//!   for the closing period, sent again after one and two probe timeouts and in answer to what
+//!   still arrives (RFC 9000 §10.2.1).
 
 mod address;
 mod announce;
+mod closing;
 pub mod crypto;
 mod first;
 mod hello;
@@ -37,6 +41,7 @@ mod secure;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
 pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
+pub use closing::{Closing, SentClose, MAX_ANSWERS};
 pub use first::{FirstMessage, SeenFirstMessages};
 pub use hello::{Hello, UnknownChoice};
 pub use listener::{Dropped, Incoming, Listener, ListenerConfig, ListenerEvent, NewConnection, RandomSource};

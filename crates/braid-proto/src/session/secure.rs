@@ -21,7 +21,7 @@ use crate::wire::{DatagramType, PacketHeader};
 use crate::{Connection, Instant};
 
 use super::crypto::{Initiator, Keys, HELLO_LEN};
-use super::{Announcer, PathAddress, Probation, Repeater, ReplayWindow, CHALLENGE_BIT};
+use super::{Announcer, PathAddress, Probation, Repeater, ReplayWindow, SentClose, CHALLENGE_BIT};
 
 /// A datagram to send: the path it belongs to (the client's socket for that path; a server
 /// sends everything from its one socket), its destination; the bytes are in the caller's
@@ -117,6 +117,8 @@ pub struct Session<K> {
     random: Random,
     opened: Vec<u8>,
     plain: Vec<u8>,
+    /// The sealed CLOSE of a closed core, as sent (for [`Closing`](super::Closing)).
+    close: Option<SentClose>,
     pub stats: SessionStats,
 }
 
@@ -184,6 +186,7 @@ impl<K: Keys> Session<K> {
             random,
             opened: Vec::with_capacity(2048),
             plain: Vec::with_capacity(2048),
+            close: None,
             stats: SessionStats::default(),
         }
     }
@@ -427,7 +430,8 @@ impl<K: Keys> Session<K> {
 
     /// The next datagram to send, into `buf`: the layer's own first, then the core's, sealed.
     /// A core packet to an address on probation beyond its budget is not sent (the core sees
-    /// it as lost).
+    /// it as lost). A closed core sends one datagram more, its CLOSE: recorded for
+    /// [`Session::take_close`].
     pub fn poll_transmit(
         &mut self,
         core: &mut Connection,
@@ -441,6 +445,7 @@ impl<K: Keys> Session<K> {
         }
         let keys = self.keys.as_ref()?;
         loop {
+            let closing = core.is_closed().then(|| core.closing_period());
             let t = core.poll_transmit(now, &mut self.plain)?;
             if keys.seal(&self.plain[..t.size], buf).is_none() {
                 continue;
@@ -451,8 +456,17 @@ impl<K: Keys> Session<K> {
                 self.stats.held_back += 1;
                 continue;
             }
+            if let Some(period) = closing {
+                self.close = Some(SentClose { path: t.path, to, datagram: buf.clone(), sent: now, period });
+            }
             return Some(SecureTransmit { path: t.path, to, size: buf.len() });
         }
+    }
+
+    /// The CLOSE the closed core sent through this layer, once: what the endpoint keeps of the
+    /// connection for its closing period ([`Closing`](super::Closing)).
+    pub fn take_close(&mut self) -> Option<SentClose> {
+        self.close.take()
     }
 
     /// When [`Session::handle_timeout`] has something to do next.

@@ -37,15 +37,14 @@ impl Driver {
         self.conns.retain(|cid, e| {
             if e.closed {
                 gone.push(*cid);
-                if let Some(record) = e.close.take() {
-                    closing.insert(*cid, record);
+                if let Some(close) = e.session.take_close() {
+                    closing.insert(*cid, close);
                 }
             }
             !e.closed
         });
-        for (socket, to, datagram) in self.closing.due(now) {
-            self.send_raw(socket, to, &datagram, now);
-        }
+        self.closing.handle_timeout(now);
+        self.send_closing(now);
         ServerCounters::set(&self.counters.connections_closing, self.closing.len() as u64);
         if let (false, Role::Server { registry, listener, .. }) = (gone.is_empty(), &mut self.role) {
             let mut registry = registry.lock().unwrap_or_else(|e| e.into_inner());

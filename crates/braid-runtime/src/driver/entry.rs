@@ -7,7 +7,6 @@ use std::sync::Arc;
 use braid_proto::session::Session;
 use braid_proto::Instant;
 
-use super::closing::Record;
 use crate::crypto::PacketKeys;
 use crate::qlog::QlogWriter;
 use crate::shared::Handle;
@@ -29,8 +28,6 @@ pub(super) struct Entry {
     pub(super) dirty: bool,
     /// The connection's qlog file (`--qlog DIR`).
     pub(super) qlog: Option<QlogWriter>,
-    /// The sealed CLOSE this end sent, kept once the connection is gone (`closing.rs`).
-    pub(super) close: Option<Record>,
 }
 
 impl Entry {
@@ -57,7 +54,6 @@ impl Entry {
             next_timeout: None,
             dirty: true,
             qlog: None,
-            close: None,
         }
     }
 }

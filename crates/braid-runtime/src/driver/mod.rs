@@ -12,7 +12,8 @@
 //! through its security layer; `drive.rs`: one round over the connections and their events;
 //! `entry.rs`: a connection's driver-side state. The security layer itself (handshake repeats,
 //! sealing, replay, address validation, announcements) is
-//! [`braid_proto::session::Session`], with Noise as its crypto.
+//! [`braid_proto::session::Session`], with Noise as its crypto; a closed connection's closing
+//! period (its CLOSE repeated and answered) is [`braid_proto::session::Closing`].
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use braid_proto::session::{Listener, ListenerConfig, Session};
+use braid_proto::session::{Closing, Listener, ListenerConfig, Session};
 use braid_proto::wire::{ConnectionId, DatagramType};
 use braid_proto::{ConnectionConfig, Instant};
 use tokio::net::UdpSocket;
@@ -37,7 +38,6 @@ use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Registry};
 use crate::Error;
 
-mod closing;
 mod drive;
 mod entry;
 mod handshake;
@@ -128,8 +128,9 @@ pub(crate) struct Driver {
     counters: Arc<ServerCounters>,
     limit_log: LimitLog,
     /// Connections this end closed, reduced to their sealed CLOSE for the closing period
-    /// (`closing.rs`); not among `conns`, so not counted against `max_connections`.
-    closing: closing::Closing,
+    /// ([`Closing`]: its repeats and answers); not among `conns`, so not counted against
+    /// `max_connections`.
+    closing: Closing,
 }
 
 /// A connection id for logs.
@@ -164,7 +165,7 @@ impl Driver {
             refused: false,
             counters,
             limit_log: LimitLog::default(),
-            closing: closing::Closing::new(closing),
+            closing: Closing::new(closing),
         }
     }
 
@@ -364,7 +365,7 @@ impl Driver {
                 }
             }
         }
-        if let Some(t) = self.closing.deadline() {
+        if let Some(t) = self.closing.poll_timeout() {
             at(t);
         }
         for e in self.conns.values() {
@@ -432,6 +433,15 @@ impl Driver {
             self.refused = true;
         }
         tracing::debug!("socket: {e}");
+    }
+
+    /// The socket a datagram of path `path` leaves on: the client's for that path, the
+    /// server's one.
+    fn socket_of(&self, path: u8) -> usize {
+        match self.role {
+            Role::Client { .. } => usize::from(path),
+            Role::Server { .. } => 0,
+        }
     }
 
     /// Sends on socket `i` (to `to` on the server; the client's sockets are connected).

@@ -8,7 +8,6 @@ use braid_proto::session::{HandshakeFailure, Received, SessionEvent};
 use braid_proto::wire::ConnectionId;
 use braid_proto::Instant;
 
-use super::closing::Record;
 use super::{hex, Driver, Role, SEND_BATCH};
 use crate::crypto;
 use crate::shared::Handle;
@@ -58,13 +57,21 @@ impl Driver {
     }
 
     /// A datagram for a connection this end closed, in its closing period: the peer has not
-    /// heard the CLOSE, which goes again (if `closing.rs` allows one now).
+    /// heard the CLOSE, which goes again (if [`Closing`](braid_proto::session::Closing) allows
+    /// one now).
     pub(super) fn answer_closing(&mut self, data: &[u8], now: Instant) {
-        let Some(cid) = crypto::init_cid(data) else { return };
-        if let Some(r) = self.closing.answer(&cid, now) {
-            let (socket, to, datagram) = (r.socket, r.to, r.datagram.clone());
-            self.send_raw(socket, to, &datagram, now);
+        if self.closing.handle_datagram(now, data) {
+            self.send_closing(now);
         }
+    }
+
+    /// Sends the closed connections' CLOSEs that are due (repeats and answers).
+    pub(super) fn send_closing(&mut self, now: Instant) {
+        let mut out = std::mem::take(&mut self.out);
+        while let Some(t) = self.closing.poll_transmit(&mut out) {
+            self.send_raw(self.socket_of(t.path), t.to, &out[..t.size], now);
+        }
+        self.out = out;
     }
 
     /// What the session reported: logs and qlog events; the client's failure ends it.
@@ -114,23 +121,13 @@ impl Driver {
     /// Sends what the session has (its own datagrams, then the core's, sealed), at most one
     /// batch (then the connection is driven again soon).
     pub(super) fn transmit(&mut self, cid: ConnectionId, handle: &Handle, now: Instant) {
-        let is_client = matches!(self.role, Role::Client { .. });
         let mut sent = 0;
         let mut out = std::mem::take(&mut self.out);
         while let Some(e) = self.conns.get_mut(&cid) {
-            let queued = e.session.has_queued();
-            let mut s = handle.lock();
-            let t = e.session.poll_transmit(&mut s.core, now, &mut out);
-            // A closed core sends one datagram more, its CLOSE (the session's own queue
-            // goes first): kept for the closing period.
-            let closing = (s.core.is_closed() && !queued).then(|| s.core.closing_period());
-            drop(s);
+            // A closed core's CLOSE is recorded by the session as it goes (`take_close`).
+            let t = e.session.poll_transmit(&mut handle.lock().core, now, &mut out);
             let Some(t) = t else { break };
-            let socket = if is_client { usize::from(t.path) } else { 0 };
-            if let Some(period) = closing {
-                e.close = Some(Record::new(socket, t.to, out[..t.size].to_vec(), now, period));
-            }
-            self.send_raw(socket, t.to, &out[..t.size], now);
+            self.send_raw(self.socket_of(t.path), t.to, &out[..t.size], now);
             sent += 1;
             if sent >= SEND_BATCH {
                 self.busy = true;

@@ -1,0 +1,263 @@
+//! Connections this end closed, once their state is freed (RFC 9000 §10.2.1's closing state),
+//! with no I/O and no clock.
+//!
+//! A CLOSE goes out once with the connection's last packets; if it is lost, the peer holds the
+//! whole connection (buffers, decoders, a slot under its `max_connections`) until its idle
+//! timeout. So an endpoint keeps, for the core's closing period (three probe timeouts), only
+//! the sealed CLOSE datagram and where it goes ([`SentClose`], which the connection's
+//! [`Session`](super::Session) records as it sends it): the CLOSE goes again after one and two
+//! probe timeouts, and in answer to a datagram that still arrives for the connection (at most
+//! one answer per quarter probe timeout, [`MAX_ANSWERS`] in all). The same bytes go each time,
+//! as RFC 9000 §10.2.1 allows for the closing packet; the peer drops the copies after the first
+//! as replays. The proactive repeats are braid's (QUIC answers only what arrives;
+//! docs/DEVIATIONS.md).
+//!
+//! The end that received a CLOSE keeps nothing (RFC 9000's draining state costs no state
+//! here): a later datagram for a connection id the endpoint does not know is dropped, and only
+//! a first message creates a connection.
+//!
+//! A closing record is some 100 bytes, counted apart from the live connections (it never holds
+//! a slot under `max_connections`) and bounded on its own ([`Closing::new`]'s limit: a server's
+//! `max_connections`, one for a client); past it the one closest to its end is forgotten (its
+//! peer falls back on its idle timeout).
+//!
+//! Driven like a connection: [`Closing::handle_datagram`] and [`Closing::handle_timeout`] in,
+//! [`Closing::poll_transmit`] and [`Closing::poll_timeout`] out.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::wire::ConnectionId;
+use crate::Instant;
+
+use super::crypto::init_cid;
+use super::SecureTransmit;
+
+/// Answers to datagrams arriving for one closed connection, at most.
+pub const MAX_ANSWERS: u32 = 8;
+
+/// The sealed CLOSE a connection's session sent, and what the closing period needs of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentClose {
+    /// The path it left on (the client's socket for that path) and its destination.
+    pub path: u8,
+    pub to: SocketAddr,
+    pub datagram: Vec<u8>,
+    /// When it was sent, and the core's closing period from then.
+    pub sent: Instant,
+    pub period: Duration,
+}
+
+/// One closed connection: its CLOSE and when it goes again.
+#[derive(Debug, Clone)]
+struct Record {
+    close: SentClose,
+    /// One probe timeout (a third of the closing period).
+    pto: Duration,
+    /// The next proactive repeat (`None`: both sent).
+    repeat: Option<Instant>,
+    repeats: u32,
+    /// The latest copy sent, and the answers so far.
+    last_sent: Instant,
+    answers: u32,
+    until: Instant,
+}
+
+impl Record {
+    fn new(close: SentClose) -> Record {
+        let (now, period) = (close.sent, close.period);
+        let pto = period / 3;
+        Record {
+            close,
+            pto,
+            repeat: Some(now + pto),
+            repeats: 0,
+            last_sent: now,
+            answers: 0,
+            until: now + period,
+        }
+    }
+}
+
+/// The closing records of one endpoint (see the module's documentation).
+#[derive(Debug)]
+pub struct Closing {
+    records: HashMap<ConnectionId, Record>,
+    limit: usize,
+    /// Connections whose CLOSE is due to go (a repeat or an answer), in order.
+    due: VecDeque<ConnectionId>,
+}
+
+impl Closing {
+    /// At most `limit` records (at least one).
+    pub fn new(limit: usize) -> Closing {
+        Closing { records: HashMap::new(), limit: limit.max(1), due: VecDeque::new() }
+    }
+
+    /// Closed connections in their closing period.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn contains(&self, cid: &ConnectionId) -> bool {
+        self.records.contains_key(cid)
+    }
+
+    /// Keeps `close`, the CLOSE connection `cid` just sent; at the bound, the record closest to
+    /// its end goes first.
+    pub fn insert(&mut self, cid: ConnectionId, close: SentClose) {
+        if self.records.len() >= self.limit && !self.records.contains_key(&cid) {
+            if let Some(oldest) = self.records.iter().min_by_key(|(_, r)| r.until).map(|(c, _)| *c) {
+                self.records.remove(&oldest);
+            }
+        }
+        self.records.insert(cid, Record::new(close));
+    }
+
+    /// A datagram arrived that no live connection took: if it names a closed connection whose
+    /// CLOSE may be answered now, the CLOSE is queued (true).
+    pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) -> bool {
+        let Some(cid) = init_cid(data) else { return false };
+        let Some(r) = self.records.get_mut(&cid) else { return false };
+        if r.answers >= MAX_ANSWERS || now < r.last_sent + r.pto / 4 {
+            return false;
+        }
+        r.answers += 1;
+        r.last_sent = now;
+        self.due.push_back(cid);
+        true
+    }
+
+    /// Forgets the records whose closing period is over at `now` and queues the repeats due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.records.retain(|_, r| r.until > now);
+        for (cid, r) in &mut self.records {
+            if r.repeat.is_some_and(|t| t <= now) {
+                self.due.push_back(*cid);
+                r.repeats += 1;
+                r.last_sent = now;
+                r.repeat = (r.repeats < 2).then_some(now + r.pto);
+            }
+        }
+    }
+
+    /// The next queued CLOSE, copied into `buf`.
+    pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<SecureTransmit> {
+        while let Some(cid) = self.due.pop_front() {
+            // Forgotten since it was queued (pushed out by the bound): nothing to send.
+            let Some(r) = self.records.get(&cid) else { continue };
+            buf.clear();
+            buf.extend_from_slice(&r.close.datagram);
+            return Some(SecureTransmit { path: r.close.path, to: r.close.to, size: buf.len() });
+        }
+        None
+    }
+
+    /// The next repeat or end of a closing period.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.records.values().map(|r| r.repeat.map_or(r.until, |t| t.min(r.until))).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_micros(ms * 1000)
+    }
+
+    fn close(now: Instant) -> SentClose {
+        SentClose {
+            path: 1,
+            to: "127.0.0.1:9".parse().unwrap(),
+            datagram: vec![7; 40],
+            sent: now,
+            period: Duration::from_millis(300),
+        }
+    }
+
+    /// A datagram for connection `c` (its id after the first byte).
+    fn for_cid(c: u8) -> Vec<u8> {
+        let mut d = vec![0x20];
+        d.extend_from_slice(&[c; 8]);
+        d.extend_from_slice(&[0; 20]);
+        d
+    }
+
+    /// What is queued, drained.
+    fn sent(c: &mut Closing) -> Vec<SecureTransmit> {
+        let mut buf = Vec::new();
+        std::iter::from_fn(|| {
+            let t = c.poll_transmit(&mut buf)?;
+            assert_eq!(buf, vec![7; 40], "the same sealed bytes each time");
+            Some(t)
+        })
+        .collect()
+    }
+
+    /// The CLOSE goes again after one and two probe timeouts; the record ends after three.
+    #[test]
+    fn repeats_twice_then_forgets() {
+        let mut c = Closing::new(4);
+        c.insert(ConnectionId([1; 8]), close(at(0)));
+        assert_eq!(c.poll_timeout(), Some(at(100)));
+        c.handle_timeout(at(99));
+        assert!(sent(&mut c).is_empty());
+        c.handle_timeout(at(100));
+        let repeat = sent(&mut c);
+        assert_eq!(repeat.len(), 1);
+        assert_eq!((repeat[0].path, repeat[0].to, repeat[0].size), (1, "127.0.0.1:9".parse().unwrap(), 40));
+        assert_eq!(c.poll_timeout(), Some(at(200)));
+        c.handle_timeout(at(200));
+        assert_eq!(sent(&mut c).len(), 1);
+        assert_eq!(c.poll_timeout(), Some(at(300)), "no third repeat: only the end");
+        c.handle_timeout(at(299));
+        assert!(sent(&mut c).is_empty());
+        c.handle_timeout(at(300));
+        assert!(sent(&mut c).is_empty());
+        assert!(c.is_empty());
+        assert_eq!(c.poll_timeout(), None);
+    }
+
+    /// Datagrams still arriving get the CLOSE again, spaced and bounded.
+    #[test]
+    fn answers_are_spaced_and_bounded() {
+        let mut c = Closing::new(4);
+        c.insert(ConnectionId([1; 8]), close(at(0)));
+        assert!(!c.handle_datagram(at(10), &for_cid(1)), "just sent");
+        assert!(c.handle_datagram(at(25), &for_cid(1)));
+        assert_eq!(sent(&mut c).len(), 1);
+        assert!(!c.handle_datagram(at(30), &for_cid(1)));
+        let mut answered = 1;
+        for ms in 50..300 {
+            if c.handle_datagram(at(ms), &for_cid(1)) {
+                answered += 1;
+            }
+        }
+        assert_eq!(answered, MAX_ANSWERS);
+        assert_eq!(sent(&mut c).len(), MAX_ANSWERS as usize - 1);
+        assert!(!c.handle_datagram(at(50), &for_cid(2)), "unknown connection");
+        assert!(!c.handle_datagram(at(50), &[0x20, 1, 1]), "too short for a connection id");
+    }
+
+    /// The bound holds: a new record past it pushes out the one closest to its end, and a CLOSE
+    /// queued for a record pushed out is not sent.
+    #[test]
+    fn bounded_apart_from_connections() {
+        let mut c = Closing::new(2);
+        c.insert(ConnectionId([1; 8]), close(at(0)));
+        c.insert(ConnectionId([2; 8]), close(at(10)));
+        assert!(c.handle_datagram(at(30), &for_cid(1)));
+        c.insert(ConnectionId([3; 8]), close(at(20)));
+        assert_eq!(c.len(), 2);
+        assert!(!c.contains(&ConnectionId([1; 8])));
+        assert!(c.contains(&ConnectionId([3; 8])));
+        assert!(sent(&mut c).is_empty(), "the answer's record is gone");
+    }
+}
