@@ -12,7 +12,7 @@ use braid_proto::session::crypto::INIT_LEN;
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
 use braid_proto::session::{
     Closing, HandshakeFailure, Hello, Incoming, Listener, ListenerConfig, Received, Session, SessionEvent,
-    AMPLIFICATION,
+    AMPLIFICATION, LINGER,
 };
 use braid_proto::wire::DatagramType;
 use braid_proto::{Connection, ConnectionConfig, Instant};
@@ -455,4 +455,49 @@ fn a_lost_close_goes_again_from_the_closing_record() {
     });
     net.run(Duration::from_secs(10), |n| n.server.as_ref().is_some_and(|s| s.core.is_closed()));
     assert!(net.server.as_ref().unwrap().core.is_closed(), "the server heard the repeated CLOSE");
+}
+
+/// The server's application writes a download and lets go of the connection: the session
+/// still delivers every byte, then closes the core as soon as nothing is left (the client
+/// hears the CLOSE); with the client unreachable, it closes when the linger is over.
+#[test]
+fn a_connection_let_go_delivers_then_closes() {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 400_000;
+    net.run(Duration::from_secs(10), |n| n.written == n.download);
+    assert!(net.read < net.download, "data still on its way: {}", net.read);
+    let s = net.server.as_mut().unwrap();
+    s.session.let_go(net.now);
+    net.run(Duration::from_secs(20), |n| n.client.core.is_closed());
+    assert_eq!(net.read, net.download, "everything was delivered before the close");
+    assert!(net.server.as_ref().unwrap().core.is_closed() && net.client.core.is_closed());
+
+    let mut net = Net::new(1, 5, 5);
+    net.download = 400_000;
+    net.run(Duration::from_secs(10), |n| n.written == n.download);
+    net.lose = Box::new(|d| !d.to_server);
+    let let_go = net.now;
+    net.server.as_mut().unwrap().session.let_go(let_go);
+    net.run(Duration::from_secs(20), |n| n.server.as_ref().is_some_and(|s| s.core.is_closed()));
+    assert_eq!(net.now, let_go + LINGER, "closed when the linger ran out");
+}
+
+/// An ICMP port unreachable during the client's handshake ends it (no server there), and
+/// nothing more is sent; once the connection is up, it changes nothing.
+#[test]
+fn port_unreachable_ends_only_a_handshake() {
+    let mut net = Net::new(1, 5, 5);
+    net.lose = Box::new(|_| true);
+    net.round();
+    net.client.session.handle_unreachable();
+    net.run(Duration::from_secs(2), |_| false);
+    assert_eq!(net.client.events, [SessionEvent::Failed(HandshakeFailure::PortUnreachable)]);
+    assert_eq!(net.sent_of(true, DatagramType::NoiseInit).len(), 1, "no repeat after the failure");
+
+    let mut net = Net::new(1, 5, 5);
+    net.run(Duration::from_secs(1), Net::established);
+    net.client.session.handle_unreachable();
+    net.round();
+    assert!(!net.client.session.has_failed());
+    assert!(!net.client.events.iter().any(|e| matches!(e, SessionEvent::Failed(_))));
 }

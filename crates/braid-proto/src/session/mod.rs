@@ -23,6 +23,8 @@
 //!   authentication, replays, the 3× budget) before any state is kept, then the connection's
 //!   core and [`Session`] created; later datagrams routed to their connection by its id; and
 //!   half-open connections expired.
+//! - [`Linger`]: a connection the application let go of is closed once its data is delivered,
+//!   or after [`LINGER`].
 //! - [`Closing`]: connections this end closed, reduced to their sealed CLOSE ([`SentClose`])
 //!   for the closing period, sent again after one and two probe timeouts and in answer to what
 //!   still arrives (RFC 9000 §10.2.1).
@@ -34,6 +36,7 @@ pub mod crypto;
 mod first;
 mod hello;
 pub mod insecure;
+mod linger;
 mod listener;
 mod rate;
 mod replay;
@@ -44,6 +47,7 @@ pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
 pub use closing::{Closing, SentClose, MAX_ANSWERS};
 pub use first::{FirstMessage, SeenFirstMessages};
 pub use hello::{Hello, UnknownChoice};
+pub use linger::{Linger, LINGER};
 pub use listener::{Dropped, Incoming, Listener, ListenerConfig, ListenerEvent, NewConnection, RandomSource};
 pub use rate::HandshakeRate;
 pub use replay::ReplayWindow;

@@ -21,7 +21,7 @@ use crate::wire::{DatagramType, PacketHeader};
 use crate::{Connection, Instant};
 
 use super::crypto::{Initiator, Keys, HELLO_LEN};
-use super::{Announcer, PathAddress, Probation, Repeater, ReplayWindow, SentClose, CHALLENGE_BIT};
+use super::{Announcer, Linger, PathAddress, Probation, Repeater, ReplayWindow, SentClose, CHALLENGE_BIT};
 
 /// A datagram to send: the path it belongs to (the client's socket for that path; a server
 /// sends everything from its one socket), its destination; the bytes are in the caller's
@@ -41,6 +41,9 @@ pub enum HandshakeFailure {
     /// No connection by the deadline. `refused`: the server sent its (unauthenticated) hint
     /// that our first message did not decrypt, so the key is the likely cause.
     TimedOut { refused: bool },
+    /// The server's host said no one listens there (ICMP port unreachable) while the handshake
+    /// was under way.
+    PortUnreachable,
 }
 
 /// What the security layer reports, besides the core's own events.
@@ -119,6 +122,8 @@ pub struct Session<K> {
     plain: Vec<u8>,
     /// The sealed CLOSE of a closed core, as sent (for [`Closing`](super::Closing)).
     close: Option<SentClose>,
+    /// Whether the application let go of the connection, and since when.
+    linger: Linger,
     pub stats: SessionStats,
 }
 
@@ -187,6 +192,7 @@ impl<K: Keys> Session<K> {
             opened: Vec::with_capacity(2048),
             plain: Vec::with_capacity(2048),
             close: None,
+            linger: Linger::default(),
             stats: SessionStats::default(),
         }
     }
@@ -226,6 +232,22 @@ impl<K: Keys> Session<K> {
 
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
         self.events.pop_front()
+    }
+
+    /// The application let go of the connection at `now` (dropped every handle; a later call
+    /// keeps the first time): once its data is delivered, or after [`LINGER`](super::LINGER),
+    /// [`Session::handle_timeout`] closes the core.
+    pub fn let_go(&mut self, now: Instant) {
+        self.linger.start(now);
+    }
+
+    /// An ICMP port unreachable came back for this connection's datagrams: during the client's
+    /// handshake, no server listens there and the handshake fails; later it is ignored (the
+    /// core's own timers decide whether a path is gone).
+    pub fn handle_unreachable(&mut self) {
+        if self.is_handshaking() {
+            self.fail(HandshakeFailure::PortUnreachable);
+        }
     }
 
     fn fail(&mut self, why: HandshakeFailure) {
@@ -387,9 +409,11 @@ impl<K: Keys> Session<K> {
         }
     }
 
-    /// Does what is due at `now`: the client's first message or its deadline, announcements,
-    /// challenges, and the core's timer (the core runs only once the keys exist).
+    /// Does what is due at `now`: the linger's close, the client's first message or its
+    /// deadline, announcements, challenges, and the core's timer (the core runs only once the
+    /// keys exist).
     pub fn handle_timeout(&mut self, core: &mut Connection, now: Instant) {
+        self.linger.handle_timeout(core, now);
         if let Side::Client { handshake, repeat, refused, deadline, failed, server } = &mut self.side {
             if *failed {
                 return;
@@ -473,6 +497,9 @@ impl<K: Keys> Session<K> {
     pub fn poll_timeout(&self, core: &Connection) -> Option<Instant> {
         let mut next: Option<Instant> = None;
         let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        if let Some(t) = self.linger.poll_timeout(core) {
+            at(t);
+        }
         if let Side::Client { handshake, repeat, deadline, failed, .. } = &self.side {
             if *failed {
                 return None;

@@ -10,7 +10,7 @@ use braid_proto::wire::ConnectionId;
 use braid_proto::{CloseReason, Event, Instant};
 
 use super::entry::Entry;
-use super::{Driver, Role, LINGER};
+use super::{Driver, Role};
 use crate::connection::Connection;
 use crate::emulate::EmulatedLink;
 use crate::limits::{Limit, LimitLog, ServerCounters};
@@ -20,7 +20,7 @@ use crate::shared::{Ended, Shared, STREAM_SEND_BUFFER};
 impl Driver {
     pub(super) fn drive_all(&mut self, now: Instant) {
         self.busy = false;
-        self.drive_client_handshake();
+        self.drive_client_handshake(now);
         self.expire_half_open(now);
         let is_client = matches!(self.role, Role::Client { .. });
         let cids: Vec<ConnectionId> = self
@@ -61,18 +61,14 @@ impl Driver {
         e.dirty = false;
         e.handle.poked.store(false, std::sync::atomic::Ordering::Release);
         let handle = e.handle.clone();
-        // The application's handles are gone: finish delivering, then close.
+        // The application's handles are gone: the session finishes delivering, then closes.
         // (Two references: the entry's and `handle`; a server's connection counts once handed out.)
         if e.established && Arc::strong_count(&handle.shared) <= 2 {
-            let o = *e.orphaned_at.get_or_insert(now);
-            let mut s = handle.lock();
-            if !s.core.is_closed() && (s.core.is_idle() || now >= o + LINGER) {
-                s.core.close(0, "");
-            }
+            e.session.let_go(now);
         }
         {
-            // The client's first message or its deadline, announcements, challenges, the
-            // core's timer: whatever of them is due.
+            // The linger's close, the client's first message or its deadline, announcements,
+            // challenges, the core's timer: whatever of them is due.
             let mut s = handle.lock();
             e.session.handle_timeout(&mut s.core, now);
         }

@@ -18,7 +18,6 @@ pub(super) struct Entry {
     /// application's state).
     pub(super) session: Session<PacketKeys>,
     pub(super) established: bool,
-    pub(super) orphaned_at: Option<Instant>,
     pub(super) closed: bool,
     /// The session's `poll_timeout` after the last drive (the core's timer among the others;
     /// asking it is not free).
@@ -32,7 +31,7 @@ pub(super) struct Entry {
 
 impl Entry {
     /// Whether this round must drive the connection: input, a poke from the application, an
-    /// expired timer (the session's: the core's, a repeat, an announcement's, a challenge's;
+    /// expired timer (the session's: the core's, a repeat, an announcement's, a challenge's,
     /// the linger's), a client's handshake, or an orphaned connection on its way out. (A
     /// server's half-open connection expires by its listener.)
     pub(super) fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
@@ -49,7 +48,6 @@ impl Entry {
             handle,
             session,
             established: false,
-            orphaned_at: None,
             closed: false,
             next_timeout: None,
             dirty: true,

@@ -130,11 +130,19 @@ impl Driver {
         }
     }
 
-    /// Client: an ICMP "port unreachable" (on a send or a read) during the handshake ends it.
-    pub(super) fn drive_client_handshake(&mut self) {
-        let Role::Client { server, .. } = self.role else { return };
-        if std::mem::take(&mut self.refused) && self.conns.values().any(|e| e.session.is_handshaking()) {
-            self.fail_client(Error::Refused(server));
+    /// Client: an ICMP "port unreachable" (on a send or a read) goes to the session, which
+    /// ends a handshake under way with it.
+    pub(super) fn drive_client_handshake(&mut self, now: Instant) {
+        let Role::Client { .. } = self.role else { return };
+        if !std::mem::take(&mut self.refused) {
+            return;
+        }
+        let cids: Vec<_> = self.conns.keys().copied().collect();
+        for cid in cids {
+            if let Some(e) = self.conns.get_mut(&cid) {
+                e.session.handle_unreachable();
+            }
+            self.session_events(cid, now);
         }
     }
 }

@@ -12,8 +12,10 @@
 //! through its security layer; `drive.rs`: one round over the connections and their events;
 //! `entry.rs`: a connection's driver-side state. The security layer itself (handshake repeats,
 //! sealing, replay, address validation, announcements) is
-//! [`braid_proto::session::Session`], with Noise as its crypto; a closed connection's closing
-//! period (its CLOSE repeated and answered) is [`braid_proto::session::Closing`].
+//! [`braid_proto::session::Session`], with Noise as its crypto (the linger of a connection the
+//! application let go of and a handshake's end on ICMP port unreachable are its rules too); a
+//! closed connection's closing period (its CLOSE repeated and answered) is
+//! [`braid_proto::session::Closing`].
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -51,13 +53,6 @@ use entry::Entry;
 const SEND_BATCH: usize = 256;
 /// Datagrams read per round before the driver sends again.
 const RECV_BATCH: usize = 256;
-/// A server forgets a connection whose core handshake has not finished after this long.
-const SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Most remembered first messages; beyond it (after forgetting the expired ones) new handshakes
-/// wait (a flood of authenticated handshakes needs the key).
-const SEEN_INITS_LIMIT: usize = 100_000;
-/// Once the application dropped every handle, undelivered data gets this long before closing.
-const LINGER: Duration = Duration::from_secs(3);
 
 pub(crate) struct ClientSetup {
     pub auth: ClientAuth,
@@ -258,10 +253,10 @@ impl Driver {
         let config = ListenerConfig {
             max_connections: setup.limits.max_connections,
             handshake_rate: setup.limits.handshake_rate,
-            handshake_timeout: SERVER_HANDSHAKE_TIMEOUT,
-            replay_memory: SEEN_INITS_LIMIT,
             // A first message passes the clock check for 120 s either way.
             replay_horizon: MAX_CLOCK_SKEW * 2,
+            // The half-open expiry (10 s) and the memory of first messages (100,000).
+            ..ListenerConfig::default()
         };
         // The driver's clock starts at zero, with the handshake rate's bucket full.
         let listener =
@@ -371,9 +366,6 @@ impl Driver {
         for e in self.conns.values() {
             if let Some(t) = e.next_timeout {
                 at(t);
-            }
-            if let Some(o) = e.orphaned_at {
-                at(o + LINGER);
             }
         }
         // A half-open connection's expiry.

@@ -114,6 +114,7 @@ impl Driver {
             HandshakeFailure::TimedOut { refused: true } if pair => Error::NotAuthorized(server),
             HandshakeFailure::TimedOut { refused: true } => Error::WrongKey(server),
             HandshakeFailure::TimedOut { refused: false } => Error::Unreachable { server, after: timeout },
+            HandshakeFailure::PortUnreachable => Error::Refused(server),
         };
         self.fail_client(error);
     }
