@@ -9,8 +9,10 @@
 //! address gets at most 3× what it sent until it answers a challenge (§13.8). The rules are
 //! [`braid_proto::session`]'s, sans-IO: a connection's security layer is its `Session`, and the
 //! server's admission (connection cap, handshake rate, replayed first messages, half-open
-//! expiry) and routing by connection id is its `Listener` (§13.9); the driver moves datagrams
-//! between the sockets and them, and turns what they report into counters and logs. `--emulate` impairments are applied here, in the socket
+//! expiry) and routing by connection id is its `Listener` (§13.9), and the closing period of a
+//! connection this end closed (its CLOSE sent again) is its `Closing`; the driver moves
+//! datagrams between the sockets and them, keeps their timers, and turns what they report into
+//! wake-ups, counters and logs. `--emulate` impairments are applied here, in the socket
 //! layer (braid-netem's link model), so braid can be tried on one machine without root.
 //!
 //! The only I/O of braid lives in this crate and the CLI; the core stays clock- and socket-free.

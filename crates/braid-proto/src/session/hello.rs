@@ -65,6 +65,18 @@ impl Hello {
         Some((Hello { paths, mode, cc, scheduler }, sent))
     }
 
+    /// What a client with `config` asks for over `paths` paths: its mode, and its congestion
+    /// controller and scheduler where it set them (else empty: the mode's defaults). The
+    /// server's [`Hello::apply`] undoes it.
+    pub fn asking(config: &ConnectionConfig, paths: u8) -> Hello {
+        Hello {
+            paths,
+            mode: config.mode.name().to_string(),
+            cc: config.cc.map(|c| c.name().to_string()).unwrap_or_default(),
+            scheduler: config.scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
+        }
+    }
+
     /// Whether the path count is one a server accepts (1..=8).
     pub fn paths_valid(&self) -> bool {
         (1..=MAX_PATHS as u8).contains(&self.paths)
@@ -115,6 +127,33 @@ pub enum UnknownChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a client asks for is what the server then uses, whatever the server's own choices.
+    #[test]
+    fn the_server_applies_what_the_client_asks() {
+        let client = ConnectionConfig {
+            mode: "fmtcp".parse().unwrap(),
+            cc: Some("bbr".parse().unwrap()),
+            scheduler: Some("eat".parse().unwrap()),
+            ..ConnectionConfig::default()
+        };
+        let hello = Hello::asking(&client, 3);
+        assert_eq!(
+            (hello.mode.as_str(), hello.cc.as_str(), hello.scheduler.as_str()),
+            ("fmtcp", "bbr", "eat")
+        );
+        let (server, unknown) = hello.apply(&ConnectionConfig::default());
+        assert!(unknown.is_empty());
+        assert_eq!(
+            (server.paths, server.mode, server.cc, server.scheduler),
+            (3, client.mode, client.cc, client.scheduler)
+        );
+        // Left unset, the controller and scheduler stay the mode's defaults at the server.
+        let plain = Hello::asking(&ConnectionConfig::default(), 1);
+        assert!(plain.cc.is_empty() && plain.scheduler.is_empty());
+        let (server, _) = plain.apply(&ConnectionConfig::default());
+        assert_eq!((server.cc, server.scheduler), (None, None));
+    }
 
     #[test]
     fn round_trip_cut_names_and_garbage() {

@@ -201,9 +201,7 @@ impl Driver {
             Arc::default(),
         );
         let now = driver.now();
-        let mode = setup.transport.mode;
-        let cc = setup.transport.cc;
-        let scheduler = setup.transport.scheduler;
+        let hello = Hello::asking(&setup.transport, paths as u8);
         let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
         if setup.qlog.is_some() {
             core.enable_trace();
@@ -211,12 +209,6 @@ impl Driver {
         // The Noise handshake is bound to the core's connection id; the core's Initial leaves
         // in the first drive after the Noise keys exist.
         let cid = core.cid();
-        let hello = Hello {
-            paths: paths as u8,
-            mode: mode.name().to_string(),
-            cc: cc.map(|c| c.name().to_string()).unwrap_or_default(),
-            scheduler: scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
-        };
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
         let session = Session::client(
             Box::new(noise),
