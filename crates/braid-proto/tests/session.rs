@@ -501,3 +501,53 @@ fn port_unreachable_ends_only_a_handshake() {
     assert!(!net.client.session.has_failed());
     assert!(!net.client.events.iter().any(|e| matches!(e, SessionEvent::Failed(_))));
 }
+
+/// A NAT that keeps moving the client while the client only receives (the runtime's
+/// `closes_heard_by_the_server_through_a_moving_relay` on the virtual clock). The server's data
+/// goes to the old port and is lost; the client, with nothing to acknowledge, sends only its
+/// announcement every 2 s, from which the server learns the new port and proves it with a
+/// challenge (one round trip, 20 ms). The NAT moves every 500 ms, 100 ms after each of those
+/// announcements among them: time for the challenge and a flight, not for the server's probe
+/// timer. The server must send what it holds as soon as the port is proven: the download then
+/// finishes at the first announcement after the move. Before, the server waited for that
+/// timer (backed off by the sends that were lost), which never fell in such a window, and the
+/// connection stalled until the idle timeout.
+#[test]
+fn a_nat_moving_an_idle_receiver_does_not_stall_the_download() {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 1_000;
+    net.run(Duration::from_secs(2), |n| n.read == n.download);
+    assert_eq!(net.read, 1_000, "connected and idle");
+    let mut next_move = Instant::ZERO + Duration::from_millis(100);
+    while next_move <= net.now {
+        next_move += Duration::from_millis(500);
+    }
+    let mut port = 5000;
+    let mut nat_moves = |net: &mut Net| {
+        net.run(next_move - Instant::ZERO, |n| n.read == n.download);
+        net.now = net.now.max(next_move);
+        next_move += Duration::from_millis(500);
+        port += 1;
+        net.public[0] = addr(2, port);
+    };
+    // The NAT moves while the connection is idle; then the server has 10 kB to send.
+    nat_moves(&mut net);
+    let began = net.now;
+    net.download += 10_000;
+    let mut moves = 1;
+    while net.read < net.download && net.now < began + Duration::from_secs(40) {
+        nat_moves(&mut net);
+        moves += 1;
+    }
+    let took = net.now - began;
+    let s = net.server.as_ref().unwrap();
+    assert!(!s.core.is_closed(), "the server timed the connection out");
+    assert_eq!(net.read, net.download, "the download stalled: {} of {} in {took:?}", net.read, net.download);
+    let validated = s.events.iter().filter(|e| matches!(e, SessionEvent::AddressValidated { .. })).count();
+    // `took` counts whole NAT periods (500 ms); the first announcement goes 2 s after the
+    // client started.
+    assert!(
+        took <= Duration::from_secs(2),
+        "{took:?} for 10 kB, {moves} NAT moves, {validated} new ports validated"
+    );
+}

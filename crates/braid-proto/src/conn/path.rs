@@ -229,6 +229,23 @@ impl Path {
         self.take_in_flight()
     }
 
+    /// The peer's address on this path changed and the new one is proven (see
+    /// `Connection::on_peer_address_validated`): what is in flight went to the old address or
+    /// was held back, so it is returned as lost and the probe timer starts over unbacked-off. A
+    /// failed path is probed at once instead (its probes went to the old address too).
+    pub fn readdressed(&mut self, now: Instant) -> Vec<SentPacket> {
+        self.pto_count = 0;
+        match self.stats.state {
+            PathState::Active => self.take_in_flight(),
+            PathState::Failed => {
+                self.loss_timeout_cache.set(None);
+                self.probe_due = Some(now);
+                Vec::new()
+            }
+            PathState::Removed => Vec::new(),
+        }
+    }
+
     fn take_in_flight(&mut self) -> Vec<SentPacket> {
         self.loss_timeout_cache.set(None);
         self.in_flight = 0;

@@ -279,7 +279,7 @@ impl<K: Keys> Session<K> {
                 }
                 Received::Control
             }
-            Some(DatagramType::PathHello) => self.on_path_hello(socket, from, data, now),
+            Some(DatagramType::PathHello) => self.on_path_hello(core, socket, from, data, now),
             Some(DatagramType::Packet(_)) => self.on_packet(core, socket, from, data, now),
             None => Received::Ignored,
         }
@@ -312,7 +312,14 @@ impl<K: Keys> Session<K> {
         Received::Control
     }
 
-    fn on_path_hello(&mut self, socket: usize, from: SocketAddr, data: &[u8], now: Instant) -> Received {
+    fn on_path_hello(
+        &mut self,
+        core: &mut Connection,
+        socket: usize,
+        from: SocketAddr,
+        data: &[u8],
+        now: Instant,
+    ) -> Received {
         let Some((path, counter)) = self.keys.as_ref().and_then(|k| k.open_hello(data)) else {
             self.stats.unauthenticated += 1;
             return Received::Unauthenticated;
@@ -327,6 +334,9 @@ impl<K: Keys> Session<K> {
             if !is_client {
                 if self.addresses[p].on_challenge_echo(from, counter, data.len()) {
                     self.events.push_back(SessionEvent::AddressValidated { path, addr: from });
+                    // What the core holds in flight went to the old address or was held back:
+                    // it goes again now, while the NAT still maps this address.
+                    core.on_peer_address_validated(now, path);
                 }
             } else if let Some(to) = self.addresses[p].remote() {
                 // A challenge from the server: echoed on the path it names (repeats are
