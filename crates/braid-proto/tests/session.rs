@@ -359,10 +359,20 @@ fn nat_rebinding_mid_transfer_completes_within_the_budget() {
     assert!(validated, "the challenge was answered");
     // Before the challenge's echo arrived, the server never sent the new address more than 3x
     // what came from it, counted at every send on the wire.
+    // The echo answers the server's first datagram to the new address (the client's own first
+    // datagram from it may be a PathHello too, sent before any challenge).
+    let challenged_at = net
+        .sent
+        .iter()
+        .find(|d| !d.to_server && d.to == new && d.at >= moved_at)
+        .map(|d| d.at)
+        .expect("the server sent to the new address");
     let echo_at = net
         .sent
         .iter()
-        .find(|d| d.to_server && d.from == new && d.ty() == Some(DatagramType::PathHello))
+        .find(|d| {
+            d.to_server && d.from == new && d.at > challenged_at && d.ty() == Some(DatagramType::PathHello)
+        })
         .map(|d| d.at + ONE_WAY)
         .expect("the client echoed the challenge");
     let (mut got, mut sent) = (0u64, 0u64);
