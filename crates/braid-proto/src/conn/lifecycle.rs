@@ -77,8 +77,8 @@ impl Connection {
 
     /// How long an end that sent a CLOSE keeps answering for the connection (RFC 9000 §10.2's
     /// closing period): three times the largest probe timeout of the paths it heard on, the time
-    /// in which the peer may still send before it learns of the close. The driver keeps only the
-    /// sealed CLOSE for that long, not this connection.
+    /// in which the peer may still send before it learns of the close. The session layer keeps
+    /// only the sealed CLOSE for that long (`session::Closing`), not this connection.
     pub fn closing_period(&self) -> std::time::Duration {
         let pto = self.paths.iter().filter(|p| p.heard).map(Path::pto_base).max();
         3 * pto.unwrap_or(std::time::Duration::from_secs(1))
