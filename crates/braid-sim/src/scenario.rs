@@ -35,6 +35,9 @@
 //! outages = [["30s", "40s"]]
 //! mtu = 1500                 # larger datagrams are dropped (default: no limit); the runner
 //!                            # then lets braid probe up to the largest mtu (RFC 8899)
+//! side_delay = "1ms..5ms"    # a per-flow path only: each flow's link stands for two access
+//!                            # links (sender's and receiver's side), each drawn uniformly from
+//!                            # this range per flow and seed, and adds both to `delay`, each way
 //!
 //! [[path.change]]            # at 50 s, set new values
 //! at = "50s"
@@ -69,7 +72,7 @@ use braid_proto::Instant;
 
 use crate::net::{Endpoint, EndpointId, LinkId, NetError, Network};
 use braid_netem::link::LinkConfig;
-use braid_netem::rng::derive_seed;
+use braid_netem::rng::{derive_seed, Rng};
 
 /// One concrete run: every sweep resolved.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,8 +110,8 @@ pub struct Scenario {
     /// scenario sets it (FMTCP's 32 KB blocks). Opaque to the simulator, like `mode`.
     pub block_len: Option<u16>,
     /// The `sato` mode's group size limit l, reduction factor r and interleaved groups g (Sato
-    /// et al. §3), where the scenario sets them (their sweeps, Figs. 6–9). Opaque to the
-    /// simulator, like `mode`.
+    /// et al. §3), where the scenario sets them (their sweeps, Figs. 6–9); `sato_limit = 0` is
+    /// Table 1's unlimited group size. Opaque to the simulator, like `mode`.
     pub sato_limit: Option<usize>,
     pub sato_reduction: Option<f64>,
     pub sato_interleave: Option<usize>,
@@ -127,6 +130,24 @@ pub struct PathSpec {
     pub via: Option<String>,
     pub forward: LinkConfig,
     pub reverse: LinkConfig,
+    /// With `side_delay = "A..B"` on a per-flow path: each flow's link adds two delays drawn
+    /// uniformly from [A, B] (its sender's and its receiver's access link, folded into one
+    /// link), in both directions, drawn from the run's seed (Sato et al.'s Fig. 5 dumbbell,
+    /// whose access links have "a delay time of 1 to 5 ms").
+    pub side_delay: Option<(Duration, Duration)>,
+}
+
+impl PathSpec {
+    /// The delay `flow`'s own link adds to the configured one (zero without `side_delay`).
+    pub fn drawn_side_delay(&self, seed: u64, flow: usize) -> Duration {
+        let Some((low, high)) = self.side_delay else {
+            return Duration::ZERO;
+        };
+        let mut rng = Rng::new(derive_seed(seed, (2 << 32) + flow as u64));
+        let span = u64::try_from((high - low).as_nanos()).unwrap_or(u64::MAX);
+        let mut side = || low + Duration::from_nanos(rng.up_to(span));
+        side() + side()
+    }
 }
 
 /// A scenario file that cannot be read or used.
@@ -182,7 +203,8 @@ impl Scenario {
             .iter()
             .map(|p| {
                 let via = p.via.as_ref().and_then(|v| self.bottlenecks.iter().find(|b| &b.name == v));
-                p.forward.delay + via.map_or(Duration::ZERO, |b| b.forward.delay)
+                let sides = p.side_delay.map_or(Duration::ZERO, |(low, _)| 2 * low);
+                p.forward.delay + sides + via.map_or(Duration::ZERO, |b| b.forward.delay)
             })
             .min()
             .unwrap_or(Duration::ZERO)
@@ -280,9 +302,13 @@ impl Scenario {
                     None => {
                         let prefix =
                             if self.flows > 1 { format!("f{flow}.{}", path.name) } else { path.name.clone() };
+                        let sides = path.drawn_side_delay(self.seed, flow);
+                        let (mut forward, mut reverse) = (path.forward.clone(), path.reverse.clone());
+                        forward.delay += sides;
+                        reverse.delay += sides;
                         (
-                            network.add_link(format!("{prefix}.fwd"), path.forward.clone())?,
-                            network.add_link(format!("{prefix}.rev"), path.reverse.clone())?,
+                            network.add_link(format!("{prefix}.fwd"), forward)?,
+                            network.add_link(format!("{prefix}.rev"), reverse)?,
                         )
                     }
                 };

@@ -19,7 +19,8 @@ use crate::Instant;
 /// Sato et al.'s parameters; defaults are the paper's best (§5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SatoConfig {
-    /// Upper limit l on the group size (30; 30–40 measured best).
+    /// Upper limit l on the group size (30; 30–40 measured best); 0 means no limit (§4:
+    /// "l of 0 means that the proposed scheme does not limit group size").
     pub limit: usize,
     /// Reduction factor r for a recovered loss (0.7).
     pub reduction: f64,
@@ -61,7 +62,8 @@ impl Sato {
         let cwnd = cwnd.max(1) as usize;
         let g = self.config.interleave.max(1);
         let g = if cwnd < 2 * g { 1 } else { g };
-        let size = (cwnd / g).saturating_sub(1).clamp(1, self.config.limit.max(1));
+        let limit = if self.config.limit == 0 { usize::MAX } else { self.config.limit };
+        let size = (cwnd / g).saturating_sub(1).clamp(1, limit);
         (size, g)
     }
 
@@ -149,6 +151,11 @@ mod tests {
         assert_eq!(s.layout_for(5), (4, 1));
         assert_eq!(s.layout_for(2), (1, 1));
         assert_eq!(s.layout_for(1), (1, 1));
+        // l = 0: no limit (Table 1's unlimited point).
+        let s = Sato::new(SatoConfig { limit: 0, ..SatoConfig::default() });
+        assert_eq!(s.layout_for(100), (32, 3));
+        assert_eq!(s.layout_for(400), (132, 3));
+        assert_eq!(s.layout_for(5), (4, 1));
     }
 
     #[test]

@@ -90,6 +90,7 @@ link_table!(RawPath {
     name: Option<String>,
     shared: Option<bool>,
     via: Option<Spanned<String>>,
+    side_delay: Field,
     forward: Option<RawLink>,
     reverse: Option<RawLink>,
 });
@@ -357,7 +358,14 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
     let sato_limit = raw
         .sato_limit
         .as_ref()
-        .map(|f| cx.value("sato_limit", f, |v| as_count(v, "the group size limit l")))
+        // Table 1's l = 0: no limit (§4).
+        .map(|f| {
+            cx.value("sato_limit", f, |v| {
+                as_u64(v).and_then(|n| {
+                    usize::try_from(n).map_err(|_| "the group size limit l is too large".to_owned())
+                })
+            })
+        })
         .transpose()?;
     let sato_reduction = raw
         .sato_reduction
@@ -410,7 +418,7 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         let both = b.keys();
         let forward = link(cx, &prefix, "forward", direction_keys(&b.forward), both)?;
         let reverse = link(cx, &prefix, "reverse", direction_keys(&b.reverse), both)?;
-        bottlenecks.push(PathSpec { name, shared: true, via: None, forward, reverse });
+        bottlenecks.push(PathSpec { name, shared: true, via: None, forward, reverse, side_delay: None });
     }
     let mut paths = Vec::with_capacity(raw.path.len());
     for (i, p) in raw.path.iter().enumerate() {
@@ -434,7 +442,17 @@ fn scenario(cx: &mut Context<'_>, raw: &RawScenario, default_name: &str) -> Resu
         let both = p.keys();
         let forward = link(cx, &prefix, "forward", direction_keys(&p.forward), both)?;
         let reverse = link(cx, &prefix, "reverse", direction_keys(&p.reverse), both)?;
-        paths.push(PathSpec { name, shared: p.shared.unwrap_or(false), via, forward, reverse });
+        let shared = p.shared.unwrap_or(false);
+        let side_delay = match &p.side_delay {
+            Some(f) if shared => {
+                return Err(
+                    cx.error(f.span(), format!("{prefix}.side_delay: a shared path has no per-flow link"))
+                )
+            }
+            Some(f) => Some(cx.fixed(&format!("{prefix}.side_delay"), f, as_delay_range)?),
+            None => None,
+        };
+        paths.push(PathSpec { name, shared, via, forward, reverse, side_delay });
     }
     Ok(Scenario {
         name: raw.name.clone().unwrap_or_else(|| default_name.to_owned()),
@@ -629,6 +647,18 @@ fn as_count(v: &Value, what: &str) -> Result<usize, String> {
         0 => Err(format!("{what} must be at least 1")),
         n => usize::try_from(n).map_err(|_| format!("{what} is too large")),
     }
+}
+
+/// `"1ms..5ms"`: a delay range, low end first.
+fn as_delay_range(v: &Value) -> Result<(Duration, Duration), String> {
+    let usage = || expected("a delay range such as \"1ms..5ms\"", v);
+    let (low, high) = v.as_str().and_then(|s| s.split_once("..")).ok_or_else(usage)?;
+    let parse = |s: &str| as_duration(&Value::String(s.trim().to_owned()));
+    let (low, high) = (parse(low)?, parse(high)?);
+    if low > high {
+        return Err(format!("the range's low end ({low:?}) is above its high end ({high:?})"));
+    }
+    Ok((low, high))
 }
 
 fn as_u64(v: &Value) -> Result<u64, String> {

@@ -329,3 +329,47 @@ rtt = "10ms"
     let e = error("transfer = 1\nreceive_window = 0\n[[path]]\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n");
     assert!(e.contains("receive_window: the receive window must hold at least one byte"), "{e}");
 }
+
+#[test]
+fn side_delay_draws_two_access_links_per_flow_and_seed() {
+    let text = r#"
+transfer = 1
+flows = 4
+seed = [1, 2]
+[[bottleneck]]
+name = "router"
+rate = "50Mbit/s"
+delay = "50ms"
+[[path]]
+name = "access"
+rate = "100Mbit/s"
+delay = "0ms"
+side_delay = "1ms..5ms"
+via = "router"
+"#;
+    let runs = parse(text).unwrap();
+    let path = &runs[0].paths[0];
+    assert_eq!(path.side_delay, Some((Duration::from_millis(1), Duration::from_millis(5))));
+    assert_eq!(Scenario::parse(&runs[0].to_toml(), "x.toml").unwrap(), vec![runs[0].clone()]);
+    // Two sides of 1..5 ms each: 2..10 ms a flow, different flows and seeds draw differently,
+    // the same flow and seed always the same.
+    let draws: Vec<Duration> = (0..4).map(|f| path.drawn_side_delay(runs[0].seed, f)).collect();
+    assert!(
+        draws.iter().all(|d| (Duration::from_millis(2)..=Duration::from_millis(10)).contains(d)),
+        "{draws:?}"
+    );
+    assert!(draws.windows(2).any(|w| w[0] != w[1]), "{draws:?}");
+    assert_eq!(draws[0], path.drawn_side_delay(runs[0].seed, 0));
+    assert_ne!(draws[0], path.drawn_side_delay(runs[1].seed, 0));
+    assert_eq!(runs[0].min_forward_delay(), Duration::from_millis(52));
+    // No range: nothing added.
+    let plain = parse("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\ndelay = \"5ms\"\n").unwrap();
+    assert_eq!(plain[0].paths[0].drawn_side_delay(1, 0), Duration::ZERO);
+
+    let e = error("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\ndelay = \"5ms\"\nside_delay = \"5ms..1ms\"\n");
+    assert!(e.contains("path.p0.side_delay: the range's low end"), "{e}");
+    let e = error("transfer = 1\n[[path]]\nrate = \"1Mbit/s\"\ndelay = \"5ms\"\nside_delay = \"5ms\"\n");
+    assert!(e.contains("path.p0.side_delay: expected a delay range"), "{e}");
+    let e = error("transfer = 1\n[[path]]\nshared = true\nrate = \"1Mbit/s\"\ndelay = \"5ms\"\nside_delay = \"1ms..5ms\"\n");
+    assert!(e.contains("path.p0.side_delay: a shared path has no per-flow link"), "{e}");
+}

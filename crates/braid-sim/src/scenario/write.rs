@@ -71,6 +71,10 @@ pub(super) fn to_toml(s: &Scenario) -> String {
             if let Some(via) = &p.via {
                 t.insert("via".into(), Value::String(via.clone()));
             }
+            if let Some((low, high)) = p.side_delay {
+                let range = format!("{}..{}", format_duration(low), format_duration(high));
+                t.insert("side_delay".into(), Value::String(range));
+            }
             t.insert("forward".into(), Value::Table(link(&p.forward)));
             t.insert("reverse".into(), Value::Table(link(&p.reverse)));
             Value::Table(t)
