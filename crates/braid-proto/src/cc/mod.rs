@@ -149,6 +149,12 @@ pub trait CongestionController: Send + fmt::Debug {
     fn timeouts(&self) -> u64 {
         0
     }
+
+    /// Fast-recovery episodes, where the controller counts them (the ns-3-style NewReno's, for
+    /// Sato et al.'s Fig. 7(a)); `None` for a controller that does not.
+    fn fast_recoveries(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Which controller to build; flags map straight to it (`--cc cubic`).

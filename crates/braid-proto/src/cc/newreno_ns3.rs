@@ -95,6 +95,8 @@ pub struct NewRenoNs3 {
     /// Bytes acknowledged towards ns-3's next delayed ACK (fewer than two segments).
     unacked_by_ns3: u64,
     timeouts: u64,
+    /// Fast retransmits that opened a recovery (Sato et al.'s Fig. 7(a) counts these).
+    recoveries: u64,
 }
 
 impl NewRenoNs3 {
@@ -113,6 +115,7 @@ impl NewRenoNs3 {
             repaired_until: None,
             unacked_by_ns3: 0,
             timeouts: 0,
+            recoveries: 0,
         }
     }
 
@@ -242,6 +245,7 @@ impl CongestionController for NewRenoNs3 {
                 let end = now + self.srtt * round_trips(holes);
                 let timer = now + self.srtt + self.backed_off_rto();
                 self.recovery = Some(Recovery { start: now, end, holes, timer, doomed: false });
+                self.recoveries += 1;
             }
         }
     }
@@ -261,6 +265,10 @@ impl CongestionController for NewRenoNs3 {
 
     fn timeouts(&self) -> u64 {
         self.timeouts
+    }
+
+    fn fast_recoveries(&self) -> Option<u64> {
+        Some(self.recoveries)
     }
 }
 
@@ -341,6 +349,8 @@ mod tests {
         cc.on_ack(&ack(1450, 1000, 1350), &rtt);
         assert_eq!(cc.window(), 20_050);
         assert_eq!(cc.timeouts(), 0);
+        // One fast recovery, however many holes it repaired.
+        assert_eq!(cc.fast_recoveries(), Some(1));
     }
 
     /// A recovery from a 40-segment flight at 1 s, SRTT 100 ms, RTO 1 s: its timer is at 2.1 s.

@@ -419,7 +419,11 @@ impl Connection {
     pub fn path_stats(&self) -> Vec<PathStats> {
         self.paths
             .iter()
-            .map(|p| PathStats { timeouts: p.stats.timeouts + p.cc.timeouts(), ..p.stats })
+            .map(|p| PathStats {
+                timeouts: p.stats.timeouts + p.cc.timeouts(),
+                fast_recoveries: p.cc.fast_recoveries(),
+                ..p.stats
+            })
             .collect()
     }
 

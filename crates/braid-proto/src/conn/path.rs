@@ -165,6 +165,8 @@ pub struct PathStats {
     pub timeouts: u64,
     /// Source symbols sent again on this path (the retransmitting modes).
     pub retransmissions: u64,
+    /// Fast-recovery episodes, where the congestion controller counts them (`newreno-ns3`).
+    pub fast_recoveries: Option<u64>,
 }
 
 impl Path {

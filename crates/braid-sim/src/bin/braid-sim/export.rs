@@ -48,6 +48,7 @@ pub fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
         "path_share",
         "stalled_at_s",
         "outage_recovery_s",
+        "fast_recoveries",
     ])?;
     for (run, r) in rows.iter().enumerate() {
         let b = r.blocks;
@@ -81,6 +82,7 @@ pub fn write_csv(dir: &Path, rows: &[Row]) -> std::io::Result<()> {
             list(shares(r).into_iter().map(|s| format!("{s:.6}"))),
             option(r.stalled_at, 6),
             option(r.recovery, 3),
+            r.fast_recoveries.map_or_else(String::new, |n| n.to_string()),
         ])?;
     }
     out.flush()?;
@@ -164,6 +166,7 @@ pub fn to_json(rows: &[Row]) -> String {
         fast_losses: u64,
         losses: u64,
         timeouts: u64,
+        fast_recoveries: Option<u64>,
         blocks: Option<BlockStats>,
         datagrams: u64,
         intact: bool,
@@ -218,6 +221,7 @@ pub fn to_json(rows: &[Row]) -> String {
             fast_losses: r.fast_losses,
             losses: r.losses,
             timeouts: r.timeouts,
+            fast_recoveries: r.fast_recoveries,
             blocks: r.blocks,
             datagrams: r.datagrams,
             intact: r.intact,

@@ -48,6 +48,8 @@ pub struct Row {
     pub losses: u64,
     pub fast_losses: u64,
     pub timeouts: u64,
+    /// Fast-recovery episodes, where the controller counts them (`newreno-ns3`).
+    pub fast_recoveries: Option<u64>,
     /// Per path index (summed over flows): packets the sender sent and had acknowledged.
     pub path_sent: Vec<u64>,
     pub path_acked: Vec<u64>,
@@ -196,6 +198,7 @@ fn run_flows<E: Endpoint + AsBulk>(
     let mut completion = Some(0.0f64);
     let (mut source, mut repair) = (0u64, 0u64);
     let (mut recovered, mut retransmissions, mut losses, mut fast_losses, mut timeouts) = (0, 0, 0, 0, 0);
+    let mut fast_recoveries: Option<u64> = None;
     let mut intact = true;
     let path_count = flows.iter().map(|&(c, _)| net.endpoint(c).bulk().connection().path_stats().len()).max();
     let mut path_sent = vec![0u64; path_count.unwrap_or(0)];
@@ -218,6 +221,9 @@ fn run_flows<E: Endpoint + AsBulk>(
             losses += p.packets_lost;
             fast_losses += p.fast_losses;
             timeouts += p.timeouts;
+            if let Some(n) = p.fast_recoveries {
+                *fast_recoveries.get_or_insert(0) += n;
+            }
         }
     }
     if let Some(done) = completion {
@@ -229,6 +235,9 @@ fn run_flows<E: Endpoint + AsBulk>(
     metrics.count("losses", losses);
     metrics.count("fast_losses", fast_losses);
     metrics.count("timeouts", timeouts);
+    if let Some(n) = fast_recoveries {
+        metrics.count("fast_recoveries", n);
+    }
     record_blocks(&mut metrics, &net, &flows);
     metrics.record_network(&net);
     let delivered: u64 = servers.iter().map(|&s| net.endpoint(s).bulk().received()).sum();
@@ -263,6 +272,7 @@ fn run_flows<E: Endpoint + AsBulk>(
         losses,
         fast_losses,
         timeouts,
+        fast_recoveries,
         path_sent,
         path_acked,
         metrics,
