@@ -27,7 +27,7 @@ rtt = "60ms"
 const SUMMARY_COLUMNS: &str = "run,scenario,point,seed,mode,completion_s,goodput_mbps,ratio_ideal,\
 repair_overhead,source_sent,repair_sent,recovered,recovery_rate,retransmissions,fast_losses,losses,\
 timeouts,block_count,block_delay_mean_ms,block_delay_p99_ms,block_jitter_ms,datagrams,intact,\
-ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s,outage_recovery_s";
+ideal_mbps,path_packets_sent,path_packets_acked,path_share,stalled_at_s,outage_recovery_s,fast_recoveries";
 
 const SERIES_COLUMNS: &str = "run,time_s,goodput_mbps,flow,path,cwnd_bytes,srtt_ms,loss_estimate";
 
@@ -82,6 +82,7 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         assert_eq!(field(i, "intact"), "true");
         assert_eq!(field(i, "stalled_at_s"), "", "finished runs did not stall");
         assert_eq!(field(i, "outage_recovery_s"), "", "no outage in this scenario");
+        assert_eq!(field(i, "fast_recoveries"), "", "only newreno-ns3 counts its fast recoveries");
         let completion = num(field(i, "completion_s"));
         assert!(completion > 0.1 && completion < 60.0, "{mode}: {completion}");
         let goodput = num(field(i, "goodput_mbps"));
