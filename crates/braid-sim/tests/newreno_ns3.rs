@@ -30,3 +30,27 @@ fn tcp_and_sato_on_ns3_newreno_deliver_over_a_lossy_path() {
         assert!(losses > 0, "{what}: no loss detected at 2 %");
     }
 }
+
+/// Sato et al. §5.1, Fig. 7(a): the scheme "significantly reduces the number of TCP fast
+/// recoveries" — a loss its parity repairs costs cwnd × r and no recovery. Same path, same seed
+/// (so the same loss draws for the first packets), both on the ns-3-style NewReno.
+#[test]
+fn sato_needs_far_fewer_fast_recoveries_than_its_newreno_baseline() {
+    let bytes = 2_000_000u64;
+    let seed = 3;
+    let recoveries = |mode: Mode| {
+        let link = || LinkConfig::new(20_000_000, Duration::from_millis(25));
+        let path = PathConfig { forward: link().with_loss(LossModel::bernoulli(0.01)), reverse: link() };
+        let config =
+            ConnectionConfig { mode, cc: Some(CcAlgorithm::NewRenoNs3), ..ConnectionConfig::default() };
+        let what = format!("{mode:?} on newreno-ns3, 1 % loss, seed {seed}");
+        let mut t = Transfer::new(what.clone(), config, &[path], seed, bytes);
+        t.finish(Instant::ZERO + Duration::from_secs(120));
+        let n: u64 = t.sender().connection().path_stats().iter().filter_map(|s| s.fast_recoveries).sum();
+        (n, what)
+    };
+    let (tcp, _) = recoveries(Mode::Tcp);
+    let (sato, what) = recoveries(Mode::Sato);
+    assert!(tcp >= 5, "the baseline recovered only {tcp} times at 1 % loss");
+    assert!(2 * sato <= tcp, "{what}: {sato} fast recoveries against the baseline's {tcp}");
+}

@@ -329,10 +329,16 @@ fn video_file_is_issue_6s_live_video_scenario() {
 
 #[test]
 fn sato_sweeps_set_l_r_g() {
-    let l = load("sato-sweep-l.toml");
-    assert_eq!(l.len(), 4 * 3, "4 limits × 3 interleaves");
-    assert_eq!((l[0].sato_limit, l[0].sato_interleave, l[0].sato_reduction), (Some(10), Some(1), Some(0.7)));
-    assert!(l[0].label.contains("sato_limit=10"), "{}", l[0].label);
+    let all = load("sato-sweep-l.toml");
+    assert_eq!(all.len(), 10 * 5 * 3, "10 seeds × 5 limits × 3 interleaves");
+    let l: Vec<_> = all.iter().filter(|s| s.seed == 1).collect();
+    assert_eq!(l.len(), 5 * 3);
+    // Table 1's l = 0: no limit.
+    assert_eq!((l[0].sato_limit, l[0].sato_interleave, l[0].sato_reduction), (Some(0), Some(1), Some(0.7)));
+    assert!(l[0].label.contains("sato_limit=0"), "{}", l[0].label);
+    // The paper's access links: two 1-5 ms draws a flow.
+    let side = Some((Duration::from_millis(1), Duration::from_millis(5)));
+    assert!(all.iter().all(|s| s.paths[0].side_delay == side));
     let r: Vec<_> =
         load("sato-sweep-r.toml").iter().filter(|s| s.seed == 1).map(|s| s.sato_reduction).collect();
     assert_eq!(r, [Some(0.5), Some(0.7), Some(1.0)]);
