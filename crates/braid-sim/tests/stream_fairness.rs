@@ -211,8 +211,9 @@ fn requests_do_not_queue_behind_a_bulk_stream() {
 /// sample (the testbed's latency workload counts it too). Every signal that the pipe is full
 /// comes a round trip late, so the round in which Startup crosses the pipe goes out whole at
 /// its rate, with a window cap of 2 × BDP; the requests sent then wait behind up to a BDP of
-/// queue. Measured: p99 143 ms one way at 0 and 2 % loss (four requests at 91–144 ms,
-/// 0.55–0.75 s into the run), against 68 / 82 ms once Startup is over. The bound guards that;
+/// queue. Measured: p99 143 ms one way at 0 and 2 % loss (requests sent 0.65–0.80 s into the
+/// run waited 92–144 ms, and the one sent in the first round, 0.15 s in, 114 ms), against
+/// 68 / 82 ms once Startup is over. The bound guards that;
 /// a gentler end of Startup (docs/BENCHMARKS.md) is the way to the steady state's figures.
 #[test]
 fn requests_from_the_start() {
