@@ -144,6 +144,48 @@ impl Handle {
     }
 }
 
+impl Shared {
+    /// Wakes the writers whose stream has room again, the tasks waiting for idle, and the
+    /// datagram reader when datagrams wait (or the connection ended).
+    pub fn wake_ready(&mut self, ended: bool) {
+        if let Some(streams) = self.core.streams() {
+            let ready: Vec<u64> = self
+                .writers
+                .keys()
+                .copied()
+                .filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER)
+                .collect();
+            for id in ready {
+                if let Some(w) = self.writers.remove(&id) {
+                    w.wake();
+                }
+            }
+        }
+        for w in self.idle_wakers.drain(..) {
+            w.wake();
+        }
+        if self.core.has_datagrams() || ended {
+            if let Some(w) = self.datagram_waker.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The connection ended: records why (the first reason stays) and wakes every waiting
+    /// task.
+    pub fn wake_all_on_end(&mut self, reason: &Ended) {
+        if self.ended.is_none() {
+            self.ended = Some(reason.clone());
+        }
+        for (_, w) in self.readers.drain().chain(self.writers.drain()) {
+            w.wake();
+        }
+        if let Some(w) = self.accept_waker.take() {
+            w.wake();
+        }
+    }
+}
+
 /// Bytes a stream may hold unsent before writes wait (the core accepts everything; this is
 /// the runtime's back-pressure).
 pub(crate) const STREAM_SEND_BUFFER: usize = 1 << 20;

@@ -1,23 +1,19 @@
-//! The driver task: owns the sockets, feeds datagrams and timeouts to each core connection,
-//! sends what the cores produce, and wakes the application's tasks. One task per endpoint.
+//! The driver task: owns the sockets, the timer and the `--emulate` links, and wakes the
+//! application's tasks. One task per endpoint.
 //!
 //! Time: the core's `Instant` is microseconds since the driver started (`epoch`), read from
-//! tokio's clock; the core itself never reads a clock.
+//! tokio's clock; nothing below the driver reads a clock.
 //!
-//! Here: the sockets, the loop and its deadline, the `--emulate` links; a server hands every
-//! datagram to its [`Listener`](braid_proto::session::Listener), which decides admission (the
-//! connection cap, the handshake rate, authentication, replays) and routes the rest by
-//! connection id. `handshake.rs`: what the listener decided, turned into connections, counters
-//! and logs, and the client's failure; `session.rs`: a connection's datagrams in and out
-//! through its security layer; `drive.rs`: one round over the connections and their events;
-//! `entry.rs`: a connection's driver-side state. The security layer itself (handshake repeats,
-//! sealing, replay, address validation, announcements) is
-//! [`braid_proto::session::Session`], with Noise as its crypto (the linger of a connection the
-//! application let go of and a handshake's end on ICMP port unreachable are its rules too); a
-//! closed connection's closing period (its CLOSE repeated and answered) is
-//! [`braid_proto::session::Closing`].
+//! The protocol's decisions are braid-proto's [`Sessions`] table: where a datagram goes (a
+//! server's through its [`Listener`](braid_proto::session::Listener): the connection cap, the
+//! handshake rate, authentication, replays), which connections a round drives, each
+//! connection's security layer ([`braid_proto::session::Session`], with Noise as its crypto:
+//! handshake repeats, sealing, replay, address validation, announcements, the linger), and a
+//! closed connection's closing period. Here: the sockets, the loop and its deadline; `host.rs`:
+//! the table's hooks (datagrams out, new connections' handles, the application's wake-ups,
+//! counters and logs); `conn.rs`: how a connection's core is kept (beside the application's
+//! state, behind its lock).
 
-use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -25,8 +21,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use braid_proto::session::{Closing, Listener, ListenerConfig, Session};
-use braid_proto::wire::{ConnectionId, DatagramType};
+use braid_proto::session::{Listener, ListenerConfig, Session, Sessions};
 use braid_proto::{ConnectionConfig, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -40,17 +35,13 @@ use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Registry};
 use crate::Error;
 
-mod drive;
-mod entry;
-mod handshake;
+mod conn;
+mod host;
 #[cfg(test)]
 pub(crate) mod seam;
-mod session;
 
-use entry::Entry;
+use conn::Conn;
 
-/// Datagrams sent per connection per round before the driver reads its sockets again.
-const SEND_BATCH: usize = 256;
 /// Datagrams read per round before the driver sends again.
 const RECV_BATCH: usize = 256;
 
@@ -87,9 +78,18 @@ struct PathSocket {
     ingress: Option<EmulatedLink>,
 }
 
-// One per driver, built once and never moved on a hot path: boxing the server's fields would
-// only add an indirection.
-#[allow(clippy::large_enum_variant)]
+impl PathSocket {
+    /// `seed` seeds the emulated links (if any): `seed` one way, `seed ^ 1` the other.
+    fn new(udp: UdpSocket, emulate: Option<Emulation>, seed: u64) -> Result<PathSocket, Error> {
+        Ok(PathSocket {
+            batch: Batcher::new(&udp)?,
+            udp,
+            egress: emulate.map(|e| EmulatedLink::new(e, seed)),
+            ingress: emulate.map(|e| EmulatedLink::new(e, seed ^ 1)),
+        })
+    }
+}
+
 enum Role {
     Client {
         server: SocketAddr,
@@ -99,8 +99,6 @@ enum Role {
         pair: bool,
     },
     Server {
-        /// Admission and routing: the Noise credentials, the cap, the rate, the replays.
-        listener: Listener<ServerAuth>,
         limits: Limits,
         registry: Registry,
         incoming: mpsc::UnboundedSender<Connection>,
@@ -108,24 +106,24 @@ enum Role {
     },
 }
 
-pub(crate) struct Driver {
+/// The driver's I/O and bookkeeping: its sockets, its side of the application, its counters
+/// (the [`Sessions`] table's [`Host`](braid_proto::session::Host), in `host.rs`).
+struct Io {
     epoch: tokio::time::Instant,
     sockets: Vec<PathSocket>,
-    conns: HashMap<ConnectionId, Entry>,
     role: Role,
     wake: Arc<Notify>,
-    out: Vec<u8>,
-    /// A connection had more to send than one batch: do not sleep.
-    busy: bool,
     /// The kernel reported ICMP port unreachable (on a send or a receive).
     refused: bool,
     /// Server: what the operator reads (`braid server --metrics`) and the limits' log lines.
     counters: Arc<ServerCounters>,
     limit_log: LimitLog,
-    /// Connections this end closed, reduced to their sealed CLOSE for the closing period
-    /// ([`Closing`]: its repeats and answers); not among `conns`, so not counted against
-    /// `max_connections`.
-    closing: Closing,
+}
+
+pub(crate) struct Driver {
+    /// The connections and every protocol decision about them.
+    sessions: Sessions<ServerAuth, Conn>,
+    io: Io,
 }
 
 /// A connection id for logs.
@@ -135,7 +133,8 @@ fn hex(b: &[u8]) -> String {
 
 fn random_u64() -> u64 {
     let mut b = [0u8; 8];
-    // Only the connection id comes from this; a failure falls back to the clock.
+    // Only connection ids, challenge tokens and emulation seeds come from this; a failure
+    // falls back to the clock.
     if getrandom::fill(&mut b).is_err() {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         return t.as_nanos() as u64;
@@ -144,104 +143,47 @@ fn random_u64() -> u64 {
 }
 
 impl Driver {
-    fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>, counters: Arc<ServerCounters>) -> Driver {
-        let closing = match &role {
-            Role::Server { limits, .. } => limits.max_connections,
-            Role::Client { .. } => 1,
-        };
-        Driver {
-            epoch: tokio::time::Instant::now(),
-            sockets,
-            conns: HashMap::new(),
-            role,
-            wake,
-            out: Vec::with_capacity(2048),
-            busy: false,
-            refused: false,
-            counters,
-            limit_log: LimitLog::default(),
-            closing: Closing::new(closing),
-        }
-    }
-
-    fn now(&self) -> Instant {
-        Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
-    }
-
-    fn to_tokio(&self, t: Instant) -> tokio::time::Instant {
-        self.epoch + Duration::from_micros(t.as_micros())
-    }
-
     pub(crate) fn start_client(setup: ClientSetup) -> Result<Handle, Error> {
         let paths = setup.sockets.len();
-        let sockets: Vec<PathSocket> = setup
-            .sockets
-            .into_iter()
-            .enumerate()
-            .map(|(i, udp)| -> Result<PathSocket, Error> {
-                let em = setup.emulate.get(i).copied().flatten();
-                Ok(PathSocket {
-                    batch: Batcher::new(&udp)?,
-                    udp,
-                    egress: em.map(|e| EmulatedLink::new(e, random_u64() ^ (i as u64) << 1)),
-                    ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ ((i as u64) << 1 | 1))),
-                })
+        let sockets = (setup.sockets.into_iter().enumerate())
+            .map(|(i, udp)| {
+                PathSocket::new(udp, setup.emulate.get(i).copied().flatten(), random_u64() ^ (i as u64) << 1)
             })
-            .collect::<Result<_, Error>>()?;
-        let wake = Arc::new(Notify::new());
-        let mut driver = Driver::new(
-            sockets,
-            Role::Client {
-                server: setup.server,
-                ready: Some(setup.ready),
-                timeout: setup.handshake_timeout,
-                pair: matches!(setup.auth, ClientAuth::Pair { .. }),
-            },
-            wake.clone(),
-            Arc::default(),
-        );
-        let now = driver.now();
+            .collect::<Result<Vec<_>, Error>>()?;
+        let epoch = tokio::time::Instant::now();
+        let now = Instant::ZERO;
         let hello = Hello::asking(&setup.transport, paths as u8);
         let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
         if setup.qlog.is_some() {
             core.enable_trace();
         }
         // The Noise handshake is bound to the core's connection id; the core's Initial leaves
-        // in the first drive after the Noise keys exist.
+        // in the first round after the Noise keys exist.
         let cid = core.cid();
         let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
-        let session = Session::client(
-            Box::new(noise),
-            paths,
-            setup.server,
-            setup.handshake_timeout,
-            session::random(),
-            now,
-        );
-        let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
-        let mut entry = Entry::new(handle.clone(), session);
+        let timeout = setup.handshake_timeout;
+        let session =
+            Session::client(Box::new(noise), paths, setup.server, timeout, Box::new(random_u64), now);
+        let wake = Arc::new(Notify::new());
+        let handle = Handle::for_core(core, paths, setup.server, epoch, wake.clone());
         for (i, p) in handle.lock().paths.iter_mut().enumerate() {
-            p.local = driver.sockets[i].udp.local_addr().ok();
+            p.local = sockets[i].udp.local_addr().ok();
             p.remote = Some(setup.server);
         }
-        if let Some(dir) = &setup.qlog {
-            entry.qlog = QlogWriter::open(dir, cid, false, now, &handle.lock().paths);
-        }
-        driver.conns.insert(cid, entry);
+        let qlog =
+            setup.qlog.as_ref().and_then(|dir| QlogWriter::open(dir, cid, false, now, &handle.lock().paths));
+        let conn = Conn { handle: handle.clone(), qlog };
+        let pair = matches!(setup.auth, ClientAuth::Pair { .. });
+        let role = Role::Client { server: setup.server, ready: Some(setup.ready), timeout, pair };
+        let io = Io::new(epoch, sockets, role, wake, Arc::default());
+        let driver = Driver { sessions: Sessions::client(cid, conn, session), io };
         tokio::spawn(driver.run());
         Ok(handle)
     }
 
     pub(crate) fn start_server(setup: ServerSetup) -> Result<(), Error> {
-        let batch = Batcher::new(&setup.socket)?;
         // `--emulate` on the server: one link each way for everything the socket carries.
-        let em = setup.emulate;
-        let socket = PathSocket {
-            udp: setup.socket,
-            batch,
-            egress: em.map(|e| EmulatedLink::new(e, random_u64())),
-            ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ 1)),
-        };
+        let socket = PathSocket::new(setup.socket, setup.emulate, random_u64())?;
         let config = ListenerConfig {
             max_connections: setup.limits.max_connections,
             handshake_rate: setup.limits.handshake_rate,
@@ -251,22 +193,17 @@ impl Driver {
             ..ListenerConfig::default()
         };
         // The driver's clock starts at zero, with the handshake rate's bucket full.
-        let listener =
-            Listener::new(setup.auth, config, setup.transport, Box::new(session::random), Instant::ZERO);
-        let wake = Arc::new(Notify::new());
-        let driver = Driver::new(
-            vec![socket],
-            Role::Server {
-                listener,
-                limits: setup.limits,
-                registry: setup.registry,
-                incoming: setup.incoming,
-                qlog: setup.qlog,
-            },
-            wake,
-            setup.counters,
-        );
-        tokio::spawn(driver.run());
+        let random = Box::new(|| -> braid_proto::session::Random { Box::new(random_u64) });
+        let listener = Listener::new(setup.auth, config, setup.transport, random, Instant::ZERO);
+        let role = Role::Server {
+            limits: setup.limits,
+            registry: setup.registry,
+            incoming: setup.incoming,
+            qlog: setup.qlog,
+        };
+        let io =
+            Io::new(tokio::time::Instant::now(), vec![socket], role, Arc::new(Notify::new()), setup.counters);
+        tokio::spawn(Driver { sessions: Sessions::server(listener), io }.run());
         Ok(())
     }
 
@@ -274,25 +211,22 @@ impl Driver {
         let mut buf = vec![0u8; RECV_BUFFER];
         let mut wakes = [0u64; 3];
         loop {
-            let now = self.now();
+            let now = self.io.now();
             self.release_ingress(now);
-            self.drive_all(now);
-            self.release_egress(now);
+            self.round(now);
+            self.io.release_egress(now);
             if self.finished() {
-                tracing::debug!(
-                    "driver stops; woken by datagrams {}, the application {}, timers {}",
-                    wakes[0],
-                    wakes[1],
-                    wakes[2]
-                );
+                let [datagrams, application, timers] = wakes;
+                tracing::debug!("driver stops; woken by datagrams {datagrams}, the application {application}, timers {timers}");
                 return;
             }
-            let deadline = if self.busy { Some(now) } else { self.deadline() };
-            tracing::trace!(target: "braid_runtime::loop", "now {} busy {} sleep {:?}", now.as_micros(), self.busy, deadline.map(|d| d.as_micros() as i64 - now.as_micros() as i64));
-            let sleep_to = deadline.map_or(self.epoch + Duration::from_secs(3600 * 24), |d| self.to_tokio(d));
-            let wake = self.wake.clone();
+            let deadline = if self.sessions.is_busy() { Some(now) } else { self.deadline() };
+            tracing::trace!(target: "braid_runtime::loop", "now {} sleep until {:?}", now.as_micros(), deadline.map(Instant::as_micros));
+            let sleep_to =
+                deadline.map_or(self.io.epoch + Duration::from_secs(3600 * 24), |d| self.io.to_tokio(d));
+            let wake = self.io.wake.clone();
             let woke = {
-                let sockets = &self.sockets;
+                let sockets = &self.io.sockets;
                 let buf = &mut buf;
                 tokio::select! {
                     r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => { wakes[0] += 1; Some(r) }
@@ -301,70 +235,61 @@ impl Driver {
                 }
             };
             if let Some((i, r)) = woke {
-                let now = self.now();
-                tracing::trace!(target: "braid_runtime::loop", "recv");
+                let now = self.io.now();
                 self.on_recv(i, r, &buf, now);
-                // Read what else is waiting before sending again.
-                for _ in 0..RECV_BATCH {
-                    let mut got = false;
-                    for i in 0..self.sockets.len() {
-                        let s = &self.sockets[i];
-                        match s.batch.try_recv(&s.udp, &mut buf) {
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                            r => {
-                                got = true;
-                                self.on_recv(i, r, &buf, now);
-                            }
-                        }
-                    }
-                    if !got {
-                        break;
+                self.recv_waiting(&mut buf, now);
+            }
+        }
+    }
+
+    /// Reads what else is waiting (up to a batch) before sending again.
+    fn recv_waiting(&mut self, buf: &mut [u8], now: Instant) {
+        for _ in 0..RECV_BATCH {
+            let mut got = false;
+            for i in 0..self.io.sockets.len() {
+                let s = &self.io.sockets[i];
+                match s.batch.try_recv(&s.udp, buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    r => {
+                        got = true;
+                        self.on_recv(i, r, buf, now);
                     }
                 }
             }
+            if !got {
+                break;
+            }
         }
+    }
+
+    /// One round: an ICMP refusal to the client's handshake, then the table's round (its
+    /// connections driven, the closed ones retired), then every queued batch sent.
+    fn round(&mut self, now: Instant) {
+        let is_client = matches!(self.io.role, Role::Client { .. });
+        if is_client && std::mem::take(&mut self.io.refused) {
+            self.sessions.handle_unreachable(now, &mut self.io);
+        }
+        self.sessions.handle_timeout(now, &mut self.io);
+        ServerCounters::set(&self.io.counters.connections_closing, self.sessions.closing() as u64);
+        self.io.flush_sends();
     }
 
     fn finished(&self) -> bool {
-        match &self.role {
+        match &self.io.role {
             // The emulated links still carry what was sent (a CLOSE among it).
             Role::Client { .. } => {
-                self.conns.is_empty()
-                    && self.closing.is_empty()
-                    && self
-                        .sockets
-                        .iter()
+                self.sessions.is_empty()
+                    && (self.io.sockets.iter())
                         .all(|s| s.egress.as_ref().is_none_or(|l| l.next_release().is_none()))
             }
-            Role::Server { incoming, .. } => {
-                incoming.is_closed() && self.conns.is_empty() && self.closing.is_empty()
-            }
+            Role::Server { incoming, .. } => incoming.is_closed() && self.sessions.is_empty(),
         }
     }
 
+    /// The next emulated release or protocol timer.
     fn deadline(&self) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
-        let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
-        for s in &self.sockets {
-            for link in [&s.egress, &s.ingress].into_iter().flatten() {
-                if let Some(t) = link.next_release() {
-                    at(t);
-                }
-            }
-        }
-        if let Some(t) = self.closing.poll_timeout() {
-            at(t);
-        }
-        for e in self.conns.values() {
-            if let Some(t) = e.next_timeout {
-                at(t);
-            }
-        }
-        // A half-open connection's expiry.
-        if let Some(t) = self.listener().and_then(Listener::poll_timeout) {
-            at(t);
-        }
-        next
+        let links = self.io.sockets.iter().flat_map(|s| [&s.egress, &s.ingress].into_iter().flatten());
+        links.filter_map(EmulatedLink::next_release).chain(self.sessions.poll_timeout()).min()
     }
 
     fn on_recv(&mut self, i: usize, r: io::Result<Received>, buf: &[u8], now: Instant) {
@@ -372,23 +297,54 @@ impl Driver {
             Ok(got) => {
                 // GRO: several datagrams of `stride` bytes (the last may be shorter).
                 for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
-                    if let Some(link) = &mut self.sockets[i].ingress {
+                    if let Some(link) = &mut self.io.sockets[i].ingress {
                         link.push(now, got.from, data);
                     } else {
                         self.on_datagram(i, data, got.from, now);
                     }
                 }
             }
-            Err(e) => self.on_socket_error(e),
+            Err(e) => self.io.on_socket_error(e),
         }
     }
 
     fn release_ingress(&mut self, now: Instant) {
-        for i in 0..self.sockets.len() {
-            while let Some((from, d)) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
+        for i in 0..self.io.sockets.len() {
+            while let Some((from, d)) = self.io.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
                 self.on_datagram(i, &d, from, now);
             }
         }
+    }
+
+    fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
+        ServerCounters::add(&self.io.counters.datagrams_received, 1);
+        ServerCounters::add(&self.io.counters.bytes_received, data.len() as u64);
+        if let Role::Server { incoming, .. } = &self.io.role {
+            if incoming.is_closed() {
+                self.sessions.stop_accepting();
+            }
+        }
+        self.sessions.handle_datagram(now, i, from, data, &mut self.io);
+    }
+}
+
+impl Io {
+    fn new(
+        epoch: tokio::time::Instant,
+        sockets: Vec<PathSocket>,
+        role: Role,
+        wake: Arc<Notify>,
+        counters: Arc<ServerCounters>,
+    ) -> Io {
+        Io { epoch, sockets, role, wake, refused: false, counters, limit_log: LimitLog::default() }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
+    }
+
+    fn to_tokio(&self, t: Instant) -> tokio::time::Instant {
+        self.epoch + Duration::from_micros(t.as_micros())
     }
 
     fn release_egress(&mut self, now: Instant) {
@@ -419,15 +375,6 @@ impl Driver {
         tracing::debug!("socket: {e}");
     }
 
-    /// The socket a datagram of path `path` leaves on: the client's for that path, the
-    /// server's one.
-    fn socket_of(&self, path: u8) -> usize {
-        match self.role {
-            Role::Client { .. } => usize::from(path),
-            Role::Server { .. } => 0,
-        }
-    }
-
     /// Sends on socket `i` (to `to` on the server; the client's sockets are connected).
     fn send_raw(&mut self, i: usize, to: SocketAddr, data: &[u8], now: Instant) {
         ServerCounters::add(&self.counters.datagrams_sent, 1);
@@ -444,26 +391,6 @@ impl Driver {
             // EMSGSIZE: larger than the interface MTU (a PMTU probe, PROTOCOL.md §14): the
             // datagram is lost, which is the probe's answer.
             tracing::trace!("send on socket {i}: {e}");
-        }
-    }
-
-    fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
-        ServerCounters::add(&self.counters.datagrams_received, 1);
-        ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
-        if matches!(self.role, Role::Server { .. }) {
-            return self.on_server_datagram(data, from, now);
-        }
-        match DatagramType::of(data) {
-            Some(_) => self.on_connection_datagram(i, data, from, now),
-            None => tracing::trace!("dropped a datagram of unknown type from {from}"),
-        }
-    }
-
-    /// Server: the listener (admission and routing).
-    fn listener(&self) -> Option<&Listener<ServerAuth>> {
-        match &self.role {
-            Role::Server { listener, .. } => Some(listener),
-            Role::Client { .. } => None,
         }
     }
 }
