@@ -175,7 +175,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     }
 
     /// Live connections (not those in their closing period).
-    pub fn len(&self) -> usize {
+    pub fn connections(&self) -> usize {
         self.slots.len()
     }
 
@@ -504,6 +504,7 @@ mod tests {
     }
 
     type Table = Sessions<InsecureResponder, Cell>;
+    type Loss = Box<dyn FnMut(bool, &[u8]) -> bool>;
 
     /// A client and a server table on a virtual clock; `lose` drops a datagram as it leaves
     /// (`true`: towards the server).
@@ -514,7 +515,7 @@ mod tests {
         cid: ConnectionId,
         server: Table,
         server_io: Io,
-        lose: Box<dyn FnMut(bool, &[u8]) -> bool>,
+        lose: Loss,
     }
 
     impl Net {
@@ -632,7 +633,7 @@ mod tests {
         net.round();
         // The client's CLOSE is lost: the server's connection stays up.
         net.client_io.wire.clear();
-        assert_eq!((net.client.len(), net.client.closing()), (0, 1));
+        assert_eq!((net.client.connections(), net.client.closing()), (0, 1));
         assert_eq!(net.client_io.gone, [cid]);
         let close = net.client_io.sent.last().expect("the CLOSE left").clone();
         // The server's next datagram finds only the closing record, which answers it.
@@ -657,7 +658,7 @@ mod tests {
         net.run(Duration::from_secs(4), |n| !n.server_io.gone.is_empty());
         assert_eq!(net.server_io.expired, [net.cid]);
         assert_eq!(net.server_io.gone, [net.cid]);
-        assert_eq!(net.server.len(), 0);
+        assert_eq!(net.server.connections(), 0);
         assert_eq!(net.server.listener().unwrap().connections(), 0);
         assert_eq!(
             net.now,
@@ -675,7 +676,7 @@ mod tests {
         let cid = net.cid;
         net.server.cell(&cid).unwrap().released = true;
         let at = net.now;
-        net.run(Duration::from_secs(5), |n| n.client.len() == 0 && n.server.len() == 0);
+        net.run(Duration::from_secs(5), |n| n.client.connections() == 0 && n.server.connections() == 0);
         assert!(net.now < at + LINGER, "closed at once, not after the linger: {:?}", net.now);
         assert!(net.server_io.news.iter().any(|(_, n)| n.closed));
         assert!(net.client_io.news.iter().any(|(_, n)| n.closed), "the client heard the CLOSE");
