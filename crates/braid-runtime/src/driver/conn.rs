@@ -10,14 +10,14 @@ use braid_proto::session::CoreCell;
 use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Shared};
 
-pub(super) struct Conn {
-    pub(super) handle: Handle,
+pub(crate) struct Conn {
+    pub(crate) handle: Handle,
     /// The connection's qlog file (`--qlog DIR`).
-    pub(super) qlog: Option<QlogWriter>,
+    pub(crate) qlog: Option<QlogWriter>,
 }
 
 /// The core, lent under the connection's lock.
-pub(super) struct CoreGuard<'a>(MutexGuard<'a, Shared>);
+pub(crate) struct CoreGuard<'a>(MutexGuard<'a, Shared>);
 
 impl Deref for CoreGuard<'_> {
     type Target = braid_proto::Connection;

@@ -9,23 +9,20 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_proto::session::CoreNews;
 use braid_proto::session::{
-    Dropped, HandshakeFailure, Host, NewConnection, Received, SecureTransmit, Session, SessionEvent,
-    UnknownChoice,
+    CoreNews, Dropped, HandshakeFailure, Host, NewConnection, Received, SecureTransmit, Session, SessionEvent,
 };
-use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
 use braid_proto::{Event, Instant};
 
 use super::conn::Conn;
-use super::{hex, Io, Role};
+use super::{Io, Role};
 use crate::connection::Connection;
 use crate::crypto::PacketKeys;
-use crate::emulate::EmulatedLink;
 use crate::limits::ServerCounters;
 use crate::qlog::QlogWriter;
-use crate::shared::{Ended, Handle, Shared};
+use crate::shared::{Ended, Handle};
+use crate::socket::PathSocket;
 use crate::Error;
 
 impl Host<PacketKeys, Conn> for Io {
@@ -39,7 +36,7 @@ impl Host<PacketKeys, Conn> for Io {
 
     fn core_events(&mut self, _: ConnectionId, conn: &mut Conn, now: Instant) -> CoreNews {
         #[cfg(test)]
-        super::seam::hit(super::seam::Point::AfterSends, &conn.handle);
+        crate::seam::hit(crate::seam::Point::AfterSends, &conn.handle);
         let emulated = self.emulated_drops();
         let mut guard = conn.handle.lock();
         let s = &mut *guard;
@@ -60,7 +57,7 @@ impl Host<PacketKeys, Conn> for Io {
                 }
                 ended = Some(Ended::from_close(reason, idle));
             }
-            wake_on(s, ev);
+            s.wake_on(ev);
         }
         s.wake_ready(ended.is_some());
         for (p, d) in emulated.into_iter().enumerate() {
@@ -74,7 +71,7 @@ impl Host<PacketKeys, Conn> for Io {
         let peer = s.paths[0].remote.map_or_else(|| "?".to_string(), |a| a.to_string());
         drop(guard);
         #[cfg(test)]
-        super::seam::hit(super::seam::Point::AfterEvents, &conn.handle);
+        crate::seam::hit(crate::seam::Point::AfterEvents, &conn.handle);
         if news.connected {
             self.hand_out(conn, &peer);
         }
@@ -86,7 +83,9 @@ impl Host<PacketKeys, Conn> for Io {
 
     fn accept(&mut self, now: Instant, new: NewConnection<PacketKeys>) -> (Conn, Session<PacketKeys>) {
         let NewConnection { cid, from, mut core, session, hello, client_key, unknown } = new;
-        log_unknown_choices(&unknown, from);
+        for choice in unknown {
+            tracing::warn!(%from, "{choice}");
+        }
         let paths = session.paths();
         let Role::Server { registry, qlog, .. } = &self.role else { unreachable!("only a server accepts") };
         if qlog.is_some() {
@@ -194,14 +193,10 @@ impl Host<PacketKeys, Conn> for Io {
 impl Io {
     /// Client: per path, the datagrams its emulated links dropped (shown in path reports).
     fn emulated_drops(&self) -> Vec<u64> {
-        if !matches!(self.role, Role::Client { .. }) {
-            return Vec::new();
+        match self.role {
+            Role::Client { .. } => self.sockets.iter().map(PathSocket::emulated_drops).collect(),
+            Role::Server { .. } => Vec::new(),
         }
-        let dropped = |l: &EmulatedLink| l.dropped_random + l.dropped_queue + l.dropped_mtu;
-        self.sockets
-            .iter()
-            .map(|sock| sock.egress.as_ref().map_or(0, dropped) + sock.ingress.as_ref().map_or(0, dropped))
-            .collect()
     }
 
     /// The core's handshake finished: the client's `connect` returns; the server hands the
@@ -238,14 +233,7 @@ impl Io {
     /// connection).
     fn fail_client(&mut self, conn: &Conn, why: HandshakeFailure) {
         let Role::Client { server, pair, timeout, ready } = &mut self.role else { return };
-        let server = *server;
-        let error = match why {
-            HandshakeFailure::AnswerRejected => Error::HandshakeFailed(server),
-            HandshakeFailure::TimedOut { refused: true } if *pair => Error::NotAuthorized(server),
-            HandshakeFailure::TimedOut { refused: true } => Error::WrongKey(server),
-            HandshakeFailure::TimedOut { refused: false } => Error::Unreachable { server, after: *timeout },
-            HandshakeFailure::PortUnreachable => Error::Refused(server),
-        };
+        let error = Error::handshake_failed(why, *server, *pair, *timeout);
         if let Some(r) = ready.take() {
             let _ = r.send(Err(error));
         }
@@ -253,43 +241,7 @@ impl Io {
     }
 }
 
-/// One of the core's events, as the application's wake-ups and the log.
-fn wake_on(s: &mut Shared, ev: Event) {
-    match ev {
-        Event::Stream(StreamEvent::Opened(id)) => {
-            s.incoming_streams.push_back(id);
-            if let Some(w) = s.accept_waker.take() {
-                w.wake();
-            }
-        }
-        Event::Stream(StreamEvent::Readable(id)) => {
-            if let Some(w) = s.readers.remove(&id) {
-                w.wake();
-            }
-        }
-        Event::PathFailed(path) => {
-            tracing::info!(path, "path failed: no answer; its data goes on the others")
-        }
-        Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
-        Event::PathRemoved(path) => tracing::info!(path, "path removed"),
-        Event::Connected | Event::Closed(_) => {}
-    }
-}
-
-/// The client asked for a mode, controller or scheduler this server does not know: its own
-/// mode, or the mode's default controller or scheduler, is used.
-fn log_unknown_choices(unknown: &[UnknownChoice], from: SocketAddr) {
-    for choice in unknown {
-        match choice {
-            UnknownChoice::Mode { error, using } => {
-                tracing::warn!(%from, error = %error, using, "client's mode unknown")
-            }
-            UnknownChoice::Cc(e) => {
-                tracing::warn!(%from, error = %e, "client's congestion controller unknown; the mode's is used")
-            }
-            UnknownChoice::Scheduler(e) => {
-                tracing::warn!(%from, error = %e, "client's scheduler unknown; the mode's is used")
-            }
-        }
-    }
+/// A connection id for logs.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
