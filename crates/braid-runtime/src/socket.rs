@@ -1,5 +1,5 @@
 //! UDP sockets, one per path: binding to an address or an interface, with errors that say what
-//! to do; and [`PathSocket`], a bound socket as the driver uses it (GSO batches, `--emulate`
+//! to do; and `PathSocket`, a bound socket as the driver uses it (GSO batches, `--emulate`
 //! links).
 
 use std::fmt;
