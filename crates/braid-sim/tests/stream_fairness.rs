@@ -208,20 +208,20 @@ fn requests_do_not_queue_behind_a_bulk_stream() {
 }
 
 /// The same from the first moment: requests start with the bulk stream, so Startup is in the
-/// sample (the testbed's latency workload counts it too). Every signal that the pipe is full
-/// comes a round trip late, so the round in which Startup crosses the pipe goes out whole at
-/// its rate, with a window cap of 2 × BDP; the requests sent then wait behind up to a BDP of
-/// queue. Measured: p99 143 ms one way at 0 and 2 % loss (requests sent 0.65–0.80 s into the
-/// run waited 92–144 ms, and the one sent in the first round, 0.15 s in, 114 ms), against
-/// 68 / 82 ms once Startup is over. The bound guards that;
-/// a gentler end of Startup (docs/BENCHMARKS.md) is the way to the steady state's figures.
+/// sample (the testbed's latency workload counts it too). Measured: p99 68 ms one way at 0 %
+/// and 78 at 2 % (max 68 / 80), the steady state's figures. Before Startup's window grew as
+/// BBR's does and its first flight was paced over 60 % of the round trip (cc/model.rs): p99
+/// 143 ms — the request written in the first round waited for the first ACKs behind the bulk
+/// stream's initial window (114 ms), the second round's window was held at the initial window
+/// by rate samples that span the handshake, and requests sent as Startup crossed the pipe waited
+/// behind up to a BDP of queue (92–144 ms).
 #[test]
 fn requests_from_the_start() {
     for (loss, seed) in [(0.0, 1), (0.02, 2)] {
         let (latencies, bulk) = run(Mode::Braid, loss, seed, 10, Duration::ZERO);
         let p99 = percentile(&latencies, 0.99);
         eprintln!("loss {loss} seed {seed}: {} requests from the start, p99 {p99:.0} ms", latencies.len());
-        assert!(p99 < 150.0, "loss {loss} seed {seed}: request latency p99 {p99:.0} ms from the start");
+        assert!(p99 < 100.0, "loss {loss} seed {seed}: request latency p99 {p99:.0} ms from the start");
         assert!(bulk > 15_000_000, "loss {loss} seed {seed}: bulk delivered only {bulk} B");
     }
 }

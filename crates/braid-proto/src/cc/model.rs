@@ -5,7 +5,7 @@
 //! 2016), in the shape of BBRv3 (draft-ietf-ccwg-bbr, §4): the bottleneck bandwidth is the
 //! windowed maximum of delivery-rate samples, the propagation RTT the windowed minimum of RTT
 //! samples, the pacer sends at gain × bandwidth and in flight is capped at gain × BDP. The
-//! states are BBRv3's — Startup (cwnd gain 2; pacing gain 2.4, not 2.77), Drain (0.35), ProbeBW's DOWN
+//! states are BBRv3's — Startup (cwnd gain 1.5, not 2; pacing gain 2.4, not 2.77), Drain (0.35), ProbeBW's DOWN
 //! (0.9) / CRUISE / REFILL / UP (1.25) cycle and ProbeRTT (half a BDP) — and so is the loss
 //! bound: a congestion loss sets `inflight_hi` to β = 0.7 of what was in flight, and UP regrows it.
 //!
@@ -39,6 +39,16 @@
 //! - **Startup ends on delay too**: when a round's smallest RTT rises by HyStart++'s threshold
 //!   (RFC 9406 §4.2: min RTT / 8, clamped to 4–16 ms) — before the queue overflows, so Startup
 //!   does not drop a burst into the blocks in flight.
+//! - **A gentler end to Startup.** Every signal that the pipe is full comes a round trip late,
+//!   so the round that crosses the pipe is sent whole at Startup's rate; what it puts in flight
+//!   beyond the BDP is the queue every other stream waits behind. Startup's window is therefore
+//!   capped at 1.5 × the estimated BDP (BBRv3: 2), and at 1.25 × once a few RTT samples in a
+//!   row show any queue of 4 ms or more (HyStart++'s conservative slow start, RFC 9406 §4.3,
+//!   triggered per ACK instead of per round). The window grows as BBR's does before the pipe is
+//!   full (by what is acknowledged, never shrinking), and the first flight is paced over 60 % of
+//!   the round trip instead of 40 %, so a request on another stream finds room in it. On a
+//!   20 Mbit/s, 100 ms path with a 1-BDP queue, a request beside a bulk transfer from its first
+//!   moment waited up to 143 ms one way before, 68–80 ms after (stream_fairness).
 //!
 //! Inputs are clamped so nonsense cannot break it: RTT samples are held to 1 µs – 60 s, rate
 //! samples above 100 Gbit/s or not finite are ignored, and the window stays between four
@@ -55,7 +65,19 @@ use crate::Instant;
 /// 100 ms path); at 2 the second path of a short two-path transfer started too slowly
 /// (DEVIATIONS.md).
 const STARTUP_PACING_GAIN: f64 = 2.4;
-const STARTUP_CWND_GAIN: f64 = 2.0;
+/// The first flight's pacing, in initial windows per RTT: the window goes out over the first
+/// 60 % of the round trip and leaves room for another stream's request until the first ACKs.
+const FIRST_FLIGHT_PACING_GAIN: f64 = 1.6;
+/// Startup's window cap, in estimated BDPs (BBRv3's is 2; see the module comment): the round
+/// that crosses the pipe puts up to this much in flight before any signal says it is full.
+const STARTUP_CWND_GAIN: f64 = 1.5;
+/// The cap once Startup's RTT samples show a queue ([`QUEUE_SIGN`], [`QUEUE_SIGN_SAMPLES`]).
+const STARTUP_QUEUE_CWND_GAIN: f64 = 1.25;
+/// An RTT this far above the minimum is a queue (HyStart++'s lowest threshold, RFC 9406 §4.2).
+const QUEUE_SIGN: Duration = Duration::from_millis(4);
+/// Samples in a row above [`QUEUE_SIGN`] before Startup believes it.
+const QUEUE_SIGN_SAMPLES: u32 = 4;
+
 /// BBRv3's Drain gain: drains Startup's queue in about one round.
 const DRAIN_PACING_GAIN: f64 = 0.35;
 const DOWN_PACING_GAIN: f64 = 0.9;
@@ -129,8 +151,12 @@ pub struct ModelCc {
     /// The smallest RTT sample of the current round and of the previous one.
     round_min_rtt: Option<Duration>,
     last_round_min_rtt: Option<Duration>,
-    /// RTT samples in a row above the delay threshold.
+    /// RTT samples in a row above the delay threshold, and above [`QUEUE_SIGN`].
     delayed_samples: u32,
+    queued_samples: u32,
+    /// Startup's window: grows by what each ACK delivers while below Startup's cap (or during
+    /// the first initial window) and never shrinks while Startup lasts.
+    startup_window: u64,
     /// The smallest RTT sample of the current DOWN phase.
     down_min_rtt: Option<Duration>,
     /// Startup's full-pipe test: bandwidth at the last 25 % growth and rounds since.
@@ -185,6 +211,8 @@ impl ModelCc {
             round_min_rtt: None,
             last_round_min_rtt: None,
             delayed_samples: 0,
+            queued_samples: 0,
+            startup_window: 0,
             down_min_rtt: None,
             full_bandwidth: 0.0,
             full_bandwidth_rounds: 0,
@@ -242,6 +270,35 @@ impl ModelCc {
         (queue / min.as_secs_f64().max(1e-6)).max(0.0)
     }
 
+    /// Startup's window after an ACK of `acked` bytes, as BBR sets it (draft-ietf-ccwg-bbr
+    /// §4.6.4.5, BBRSetCwnd before the pipe is full): it grows by what is acknowledged while
+    /// below Startup's cap or while less than the initial window has been delivered, and never
+    /// shrinks. Recomputed from the bandwidth estimate instead, the window fell back to the
+    /// initial window for the whole second round: the first round's rate samples span the
+    /// handshake's idle and read a fraction of the path.
+    fn grow_startup_window(&mut self, acked: u64) {
+        if self.state != State::Startup {
+            return;
+        }
+        let base = self.startup_window.max(self.initial_window);
+        let cap = self.bdp().map_or(f64::INFINITY, |bdp| self.startup_gain() * bdp);
+        let grow = (base as f64) < cap || self.delivered < self.initial_window;
+        self.startup_window = if grow { base.saturating_add(acked) } else { base };
+    }
+
+    fn startup_gain(&self) -> f64 {
+        if self.queue_sign() {
+            STARTUP_QUEUE_CWND_GAIN
+        } else {
+            STARTUP_CWND_GAIN
+        }
+    }
+
+    /// Startup's RTT samples show a queue of its own ([`QUEUE_SIGN`]).
+    fn queue_sign(&self) -> bool {
+        self.queued_samples >= QUEUE_SIGN_SAMPLES
+    }
+
     fn cwnd_gain(&self) -> f64 {
         match self.state {
             State::Startup | State::Drain => STARTUP_CWND_GAIN,
@@ -282,6 +339,11 @@ impl ModelCc {
             self.delayed_samples += 1;
         } else {
             self.delayed_samples = 0;
+        }
+        if sample >= min + QUEUE_SIGN {
+            self.queued_samples = self.queued_samples.saturating_add(1);
+        } else {
+            self.queued_samples = 0;
         }
         if self.state == State::Startup && self.delayed_samples >= 8 {
             self.enter(State::Drain, now);
@@ -510,15 +572,20 @@ impl CongestionController for ModelCc {
 
     fn window(&self) -> u64 {
         let floor = 4 * self.mss;
-        // Startup grows the window by what is acknowledged, as slow start does, capped at
-        // Startup's cwnd gain × the estimated BDP (BBR's cwnd during Startup,
-        // draft-ietf-ccwg-bbr §4.6.4): uncapped, the window doubled past the pipe each round
-        // while the rate samples lagged, and the overshoot became a loss burst and a
-        // head-of-line wait a round later.
+        // Startup grows the window by what is acknowledged, as slow start does, while it is
+        // under Startup's cwnd gain × the estimated BDP (BBR's cwnd during Startup,
+        // draft-ietf-ccwg-bbr §4.6.4; `grow_startup_window`): uncapped, the window doubled past
+        // the pipe each round while the rate samples lagged, and the overshoot became a loss
+        // burst and a head-of-line wait a round later.
         let startup = self.initial_window.saturating_add(self.delivered);
         let Some(bdp) = self.bdp() else { return startup.clamp(floor, MAX_WINDOW) };
         let mut window = match self.state {
-            State::Startup => (startup as f64).min((STARTUP_CWND_GAIN * bdp).max(self.initial_window as f64)),
+            // A queue of Startup's own: back to the gentler cap at once.
+            State::Startup if self.queue_sign() => {
+                let grown = self.startup_window.max(self.initial_window) as f64;
+                grown.min((self.startup_gain() * bdp).max(self.initial_window as f64))
+            }
+            State::Startup => self.startup_window.max(self.initial_window) as f64,
             State::ProbeRtt => bdp / 2.0,
             _ => self.cwnd_gain() * bdp + 2.0 * self.mss as f64,
         };
@@ -535,13 +602,17 @@ impl CongestionController for ModelCc {
         // Never slower than the initial window per RTT: a path that only ever carried a few
         // small packets (ACKs, an echo) has a tiny bandwidth estimate, and pacing a 16 KiB
         // symbol at it took seconds.
-        let floor = if self.state == State::Startup {
+        let floor = match self.state {
+            // The first flight after the handshake: the initial window spread over most of the
+            // round trip. At Startup's gain it went out in the first 40 % of the round and the
+            // window stayed full until the first ACKs: a request written on another stream then
+            // waited most of a round trip behind the bulk stream's initial window.
+            State::Startup if self.round <= 1 => FIRST_FLIGHT_PACING_GAIN * self.initial_window as f64 / rtt,
             // Startup: the initial window over the RTT at Startup's gain (BBR's initial pacing
             // rate; early rate samples span the handshake and understate the path). Not the
             // growing window: at 2.77 × window / RTT the last round sent at 5 × the link.
-            STARTUP_PACING_GAIN * self.initial_window as f64 / rtt
-        } else {
-            self.initial_window as f64 / rtt
+            State::Startup => STARTUP_PACING_GAIN * self.initial_window as f64 / rtt,
+            _ => self.initial_window as f64 / rtt,
         };
         Some((rate.max(floor) as u64).max(self.mss))
     }
@@ -569,6 +640,7 @@ impl CongestionController for ModelCc {
         if rtt.has_sample() {
             self.on_rtt_sample(now, rtt.latest());
         }
+        self.grow_startup_window(ack.bytes);
         if ack.largest_sent >= self.round_start {
             self.round += 1;
             self.round_start = now;
