@@ -5,16 +5,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_proto::ConnectionConfig;
-use tokio::sync::{mpsc, oneshot};
+use braid_proto::session::{Listener, ListenerConfig, Session, Sessions};
+use braid_proto::{ConnectionConfig, Instant};
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::connection::Connection;
-use crate::crypto::{ClientAuth, ServerAuth, TAG_LEN};
-use crate::driver::{self, Driver};
+use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth, MAX_CLOCK_SKEW, TAG_LEN};
+use crate::driver::{Conn, Driver, Role};
 use crate::emulate::Emulation;
 use crate::limits::{Limits, ServerCounters};
+use crate::qlog::QlogWriter;
 use crate::shared::{Handle, Registry};
-use crate::socket::{self, PathSpec};
+use crate::socket::{self, PathSocket, PathSpec};
 use crate::Error;
 
 /// Smallest UDP payload every path carries: IPv6's minimum MTU is braid's floor (PROTOCOL.md
@@ -127,23 +130,9 @@ impl Endpoint {
         if sockets.len() > braid_proto::wire::MAX_PATHS as usize {
             return Err(Error::Closed(format!("at most {} paths", braid_proto::wire::MAX_PATHS)));
         }
-        let mut transport = config.transport.clone();
-        transport.paths = sockets.len() as u8;
-        fit_to_datagram(&mut transport);
-        let emulate: Vec<Option<Emulation>> =
-            (0..sockets.len()).map(|i| config.emulate.get(i).copied().flatten()).collect();
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let handle = Driver::start_client(driver::ClientSetup {
-            auth: config.auth,
-            transport,
-            sockets,
-            emulate,
-            server,
-            handshake_timeout: config.handshake_timeout,
-            ready: ready_tx,
-            qlog: config.qlog,
-        })?;
-        match ready_rx.await {
+        let (ready, answer) = oneshot::channel();
+        let handle = start_client(config, sockets, server, ready)?;
+        match answer.await {
             Ok(Ok(())) => Ok(Connection { handle }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(Error::Closed("the driver stopped".into())),
@@ -168,22 +157,89 @@ impl Endpoint {
         let mut transport = config.transport.clone();
         config.limits.apply(&mut transport);
         fit_to_datagram(&mut transport);
+        // `--emulate` on the server: one link each way for everything the socket carries.
+        let socket = PathSocket::new(udp, config.emulate, random_u64())?;
+        let listener = ListenerConfig {
+            max_connections: config.limits.max_connections,
+            handshake_rate: config.limits.handshake_rate,
+            // A first message passes the clock check for 120 s either way.
+            replay_horizon: MAX_CLOCK_SKEW * 2,
+            // The half-open expiry (10 s) and the memory of first messages (100,000).
+            ..ListenerConfig::default()
+        };
+        // The driver's clock starts at zero, with the handshake rate's bucket full.
+        let random = Box::new(|| -> braid_proto::session::Random { Box::new(random_u64) });
+        let listener = Listener::new(config.auth, listener, transport, random, Instant::ZERO);
         let (tx, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(ServerCounters::default());
         let registry = Registry::default();
-        Driver::start_server(driver::ServerSetup {
-            auth: config.auth,
-            transport,
-            socket: udp,
-            emulate: config.emulate,
+        let role = Role::Server {
             limits: config.limits,
-            counters: counters.clone(),
             registry: registry.clone(),
             incoming: tx,
             qlog: config.qlog,
-        })?;
+        };
+        let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(Notify::new()));
+        Driver::spawn(epoch, Sessions::server(listener), vec![socket], role, wake, counters.clone());
         Ok(Server { incoming: rx, local, counters, registry })
     }
+}
+
+/// A client's endpoint on its bound `sockets`: its one connection's core and security layer
+/// (the Noise handshake bound to the core's connection id), handed to a driver; `ready` hears
+/// when it is up, or why not.
+fn start_client(
+    config: ClientConfig,
+    sockets: Vec<UdpSocket>,
+    server: SocketAddr,
+    ready: oneshot::Sender<Result<(), Error>>,
+) -> Result<Handle, Error> {
+    let paths = sockets.len();
+    let sockets = (sockets.into_iter().enumerate())
+        .map(|(i, udp)| {
+            PathSocket::new(udp, config.emulate.get(i).copied().flatten(), random_u64() ^ (i as u64) << 1)
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let mut transport = config.transport.clone();
+    transport.paths = paths as u8;
+    fit_to_datagram(&mut transport);
+    let hello = Hello::asking(&transport, paths as u8);
+    let mut core = braid_proto::Connection::client(transport, Instant::ZERO, random_u64());
+    if config.qlog.is_some() {
+        core.enable_trace();
+    }
+    // The core's Initial leaves in the first round after the Noise keys exist.
+    let cid = core.cid();
+    let noise = ClientHandshake::with_auth(&config.auth, cid, &hello);
+    let timeout = config.handshake_timeout;
+    let session =
+        Session::client(Box::new(noise), paths, server, timeout, Box::new(random_u64), Instant::ZERO);
+    let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(Notify::new()));
+    let handle = Handle::for_core(core, paths, server, epoch, wake.clone());
+    for (p, socket) in handle.lock().paths.iter_mut().zip(&sockets) {
+        p.local = socket.udp.local_addr().ok();
+        p.remote = Some(server);
+    }
+    let qlog = config
+        .qlog
+        .as_ref()
+        .and_then(|dir| QlogWriter::open(dir, cid, false, Instant::ZERO, &handle.lock().paths));
+    let conn = Conn { handle: handle.clone(), qlog };
+    let pair = matches!(config.auth, ClientAuth::Pair { .. });
+    let role = Role::Client { server, ready: Some(ready), timeout, pair };
+    Driver::spawn(epoch, Sessions::client(cid, conn, session), sockets, role, wake, Arc::default());
+    Ok(handle)
+}
+
+/// Connection ids, challenge tokens and emulation seeds.
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // A failure of the system's randomness falls back to the clock.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        return t.as_nanos() as u64;
+    }
+    u64::from_le_bytes(b)
 }
 
 /// A listening server.

@@ -30,6 +30,8 @@ mod endpoint;
 mod gso;
 pub mod limits;
 pub mod qlog;
+#[cfg(test)]
+pub(crate) mod seam;
 mod shared;
 pub mod socket;
 mod stream;
@@ -95,6 +97,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// A client's failed handshake with `server`, as the application reads it; `pair`: key
+    /// pairs (a refusal then names --server-key and --authorized); `timeout`: the handshake's.
+    pub(crate) fn handshake_failed(
+        why: braid_proto::session::HandshakeFailure,
+        server: SocketAddr,
+        pair: bool,
+        timeout: Duration,
+    ) -> Error {
+        use braid_proto::session::HandshakeFailure as F;
+        match why {
+            F::AnswerRejected => Error::HandshakeFailed(server),
+            F::TimedOut { refused: true } if pair => Error::NotAuthorized(server),
+            F::TimedOut { refused: true } => Error::WrongKey(server),
+            F::TimedOut { refused: false } => Error::Unreachable { server, after: timeout },
+            F::PortUnreachable => Error::Refused(server),
+        }
+    }
+
     fn to_io(&self) -> std::io::Error {
         use std::io::ErrorKind;
         let kind = match self {

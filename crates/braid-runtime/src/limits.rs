@@ -9,7 +9,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use braid_proto::{ConnectionConfig, Instant};
+use std::net::SocketAddr;
+
+use braid_proto::session::Dropped;
+use braid_proto::{CloseReason, ConnectionConfig, Instant};
 
 /// A server's limits (`braid server --max-connections`, `--connection-memory`, `--max-streams`,
 /// `--handshake-rate`, or `[server]` in the config file).
@@ -160,6 +163,58 @@ impl LimitLog {
         );
         self.last[i] = Some(now);
         self.unlogged[i] = 0;
+    }
+
+    /// A server's connection ended: counted; a peer that broke a limit is logged with it.
+    pub(crate) fn closed(
+        &mut self,
+        counters: &ServerCounters,
+        limits: &Limits,
+        reason: &CloseReason,
+        now: Instant,
+    ) {
+        if *reason == CloseReason::IdleTimeout {
+            ServerCounters::add(&counters.connections_timed_out, 1);
+        }
+        if let CloseReason::Violation(why) = reason {
+            ServerCounters::add(&counters.connections_violated, 1);
+            if let Some(limit) = Limit::from_violation(why) {
+                let value = match limit {
+                    Limit::MaxStreams => limits.max_streams,
+                    _ => limits.connection_memory,
+                };
+                self.hit(counters, limit, value, now);
+            }
+        }
+        ServerCounters::add(&counters.connections_closed, 1);
+    }
+
+    /// What a server's listener dropped: counted, and logged when it says something about the
+    /// server (a limit, a replay).
+    pub(crate) fn dropped(
+        &mut self,
+        counters: &ServerCounters,
+        limits: &Limits,
+        why: Dropped,
+        from: SocketAddr,
+        now: Instant,
+    ) {
+        match why {
+            Dropped::ConnectionLimit => {
+                self.hit(counters, Limit::MaxConnections, limits.max_connections as u64, now)
+            }
+            Dropped::RateLimited => {
+                self.hit(counters, Limit::HandshakeRate, limits.handshake_rate.into(), now)
+            }
+            Dropped::Replayed => {
+                ServerCounters::add(&counters.handshakes_replayed, 1);
+                tracing::debug!(%from, "replayed handshake ignored");
+            }
+            Dropped::TooManyRecent => tracing::warn!(%from, "too many handshakes lately: handshake ignored"),
+            Dropped::AnswerTooLarge => tracing::warn!(%from, "handshake answer would amplify: ignored"),
+            Dropped::UnknownType => tracing::trace!("dropped a datagram of unknown type from {from}"),
+            Dropped::Malformed | Dropped::UnknownConnection | Dropped::NotAccepting => {}
+        }
     }
 }
 

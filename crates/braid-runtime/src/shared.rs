@@ -11,8 +11,9 @@ use std::task::Waker;
 use std::time::Duration;
 
 use braid_proto::conn::PathStats;
+use braid_proto::streams::StreamEvent;
 use braid_proto::wire::ConnectionId;
-use braid_proto::CloseReason;
+use braid_proto::{CloseReason, Event};
 use tokio::sync::Notify;
 
 use crate::Error;
@@ -141,6 +142,71 @@ impl Handle {
 
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Shared {
+    /// One of the core's events, as the application's wake-ups (and a path's news, the log).
+    pub fn wake_on(&mut self, event: Event) {
+        match event {
+            Event::Stream(StreamEvent::Opened(id)) => {
+                self.incoming_streams.push_back(id);
+                if let Some(w) = self.accept_waker.take() {
+                    w.wake();
+                }
+            }
+            Event::Stream(StreamEvent::Readable(id)) => {
+                if let Some(w) = self.readers.remove(&id) {
+                    w.wake();
+                }
+            }
+            Event::PathFailed(path) => {
+                tracing::info!(path, "path failed: no answer; its data goes on the others")
+            }
+            Event::PathRecovered(path) => tracing::info!(path, "path answers again"),
+            Event::PathRemoved(path) => tracing::info!(path, "path removed"),
+            Event::Connected | Event::Closed(_) => {}
+        }
+    }
+
+    /// Wakes the writers whose stream has room again, the tasks waiting for idle, and the
+    /// datagram reader when datagrams wait (or the connection ended).
+    pub fn wake_ready(&mut self, ended: bool) {
+        if let Some(streams) = self.core.streams() {
+            let ready: Vec<u64> = self
+                .writers
+                .keys()
+                .copied()
+                .filter(|id| streams.send_buffered(*id) < STREAM_SEND_BUFFER)
+                .collect();
+            for id in ready {
+                if let Some(w) = self.writers.remove(&id) {
+                    w.wake();
+                }
+            }
+        }
+        for w in self.idle_wakers.drain(..) {
+            w.wake();
+        }
+        if self.core.has_datagrams() || ended {
+            if let Some(w) = self.datagram_waker.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The connection ended: records why (the first reason stays) and wakes every waiting
+    /// task.
+    pub fn wake_all_on_end(&mut self, reason: &Ended) {
+        if self.ended.is_none() {
+            self.ended = Some(reason.clone());
+        }
+        for (_, w) in self.readers.drain().chain(self.writers.drain()) {
+            w.wake();
+        }
+        if let Some(w) = self.accept_waker.take() {
+            w.wake();
+        }
     }
 }
 

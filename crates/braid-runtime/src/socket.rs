@@ -1,14 +1,19 @@
 //! UDP sockets, one per path: binding to an address or an interface, with errors that say what
-//! to do.
+//! to do; and `PathSocket`, a bound socket as the driver uses it (GSO batches, `--emulate`
+//! links).
 
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
+use std::task::{Context, Poll};
 
+use braid_proto::Instant;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
+use crate::emulate::{EmulatedLink, Emulation};
+use crate::gso::{Batcher, Received};
 use crate::Error;
 
 /// Where a path's socket lives: `--path 192.168.8.10`, `--path 192.168.8.10:4000`, `--path wlan0`.
@@ -132,6 +137,88 @@ pub(crate) fn resolve_local(
                 .ok_or_else(|| Error::Family { path: name.clone(), server })?;
             Ok((SocketAddr::new(ip, 0), Some(name.clone())))
         }
+    }
+}
+
+/// One path's socket as the driver uses it: the UDP socket, its GSO batcher, and its emulated
+/// links (`--emulate`), one each way (the server's: for everything its socket carries).
+pub(crate) struct PathSocket {
+    pub udp: UdpSocket,
+    batch: Batcher,
+    egress: Option<EmulatedLink>,
+    ingress: Option<EmulatedLink>,
+}
+
+impl PathSocket {
+    /// `seed` seeds the emulated links (if any): `seed` one way, `seed ^ 1` the other.
+    pub fn new(udp: UdpSocket, emulate: Option<Emulation>, seed: u64) -> Result<PathSocket, Error> {
+        Ok(PathSocket {
+            batch: Batcher::new(&udp)?,
+            udp,
+            egress: emulate.map(|e| EmulatedLink::new(e, seed)),
+            ingress: emulate.map(|e| EmulatedLink::new(e, seed ^ 1)),
+        })
+    }
+
+    /// Queues `data` for `to` (a client's socket is connected: `to` is its server): onto the
+    /// emulated link, or into the batch (sent when full, or at [`PathSocket::flush`]).
+    pub fn send(&mut self, now: Instant, to: SocketAddr, data: &[u8]) -> io::Result<()> {
+        match &mut self.egress {
+            Some(link) => {
+                link.push(now, to, data);
+                Ok(())
+            }
+            None => self.batch.push(&self.udp, to, data),
+        }
+    }
+
+    /// What the emulated link delivered by `now` goes into the batch.
+    pub fn release_egress(&mut self, now: Instant) {
+        while let Some((to, d)) = self.egress.as_mut().and_then(|l| l.pop(now)) {
+            let _ = self.batch.push(&self.udp, to, &d);
+        }
+    }
+
+    /// Sends the queued batch.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.batch.flush(&self.udp)
+    }
+
+    /// A datagram that came in: the emulated link holds it (true) until
+    /// [`PathSocket::pop_ingress`], or there is none (false: handle it now).
+    pub fn hold(&mut self, now: Instant, from: SocketAddr, data: &[u8]) -> bool {
+        let Some(link) = &mut self.ingress else { return false };
+        link.push(now, from, data);
+        true
+    }
+
+    /// A datagram the emulated link delivered by `now`, with its source.
+    pub fn pop_ingress(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+        self.ingress.as_mut()?.pop(now)
+    }
+
+    /// When an emulated link next delivers.
+    pub fn next_release(&self) -> Option<Instant> {
+        [&self.egress, &self.ingress].into_iter().flatten().filter_map(EmulatedLink::next_release).min()
+    }
+
+    /// Nothing of ours on the emulated link any more (a CLOSE may still be on it).
+    pub fn egress_idle(&self) -> bool {
+        self.egress.as_ref().is_none_or(|l| l.next_release().is_none())
+    }
+
+    /// Datagrams the emulated links dropped, both ways.
+    pub fn emulated_drops(&self) -> u64 {
+        let dropped = |l: &EmulatedLink| l.dropped_random + l.dropped_queue + l.dropped_mtu;
+        self.egress.as_ref().map_or(0, dropped) + self.ingress.as_ref().map_or(0, dropped)
+    }
+
+    pub fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<Received>> {
+        self.batch.poll_recv(&self.udp, cx, buf)
+    }
+
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Received> {
+        self.batch.try_recv(&self.udp, buf)
     }
 }
 

@@ -90,6 +90,18 @@ pub struct TunMetrics {
     pub udp_on_time_within_deadline: Option<f64>,
     /// Share that arrived at all.
     pub udp_delivered_share: Option<f64>,
+    /// Packets that missed the deadline (lost or late): `udp_packets - udp_on_time`.
+    pub udp_missed: Option<usize>,
+    /// The longest run of consecutive packets (by sequence number) that all missed the
+    /// deadline: how many, the stream time they span (packets × the sending interval) and when
+    /// the run's first packet was due to be sent (seconds from the stream's start). A path's
+    /// death costs at most the deadline's worth when the run spans no more than the deadline.
+    pub udp_longest_miss_run: Option<usize>,
+    pub udp_longest_miss_ms: Option<f64>,
+    pub udp_longest_miss_at_s: Option<f64>,
+    /// The most misses among the packets of any one second of the stream: a burst's cost even
+    /// when a few of its packets got through (which ends a run).
+    pub udp_misses_worst_1s: Option<usize>,
     /// One-way latency over every packet (a lost one is infinitely late: none when the
     /// percentile falls on one).
     pub udp_p50_ms: Option<f64>,
@@ -316,10 +328,16 @@ fn tun_summary(t: &TunMetrics) -> String {
             format!("  tun tcp: intact {}", t.tcp_intact.map_or("-", |i| if i { "yes" } else { "NO" }))
         }
         "udp-stream" => format!(
-            "  tun udp: {} within {} of {} packets, p50 {} p99 {}, wire +{} (repair {})",
+            "  tun udp: {} within {} of {} packets ({} missed, longest run {} = {} at {}, worst second {}), \
+             p50 {} p99 {}, wire +{} (repair {})",
             pct(t.udp_on_time_within_deadline),
             ms(t.udp_deadline_ms),
             t.udp_packets.unwrap_or(0),
+            t.udp_missed.unwrap_or(0),
+            t.udp_longest_miss_run.unwrap_or(0),
+            ms(t.udp_longest_miss_ms),
+            t.udp_longest_miss_at_s.map_or_else(|| "-".into(), |s| format!("{s:.2} s")),
+            t.udp_misses_worst_1s.unwrap_or(0),
             ms(t.udp_p50_ms),
             ms(t.udp_p99_ms),
             pct(t.udp_wire_overhead),
@@ -344,7 +362,8 @@ pub const CSV_COLUMNS: &str = "workload,page,page_objects,page_bytes,loads,loads
 page_p90_s,page_times_s,frames,frames_received,frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,\
 frame_max_ms,probes,probes_unanswered,probe_p50_ms,probe_p99_ms,probe_max_ms,probe_p99_after_2s_ms,\
 tun_part,tcp_intact,udp_on_time_within_deadline,udp_p50_ms,udp_p99_ms,udp_wire_overhead,\
-udp_repair_overhead,ping_rtt_p50_ms,ping_rtt_p99_ms,teardown";
+udp_repair_overhead,udp_longest_miss_run,udp_longest_miss_ms,udp_misses_worst_1s,ping_rtt_p50_ms,\
+ping_rtt_p99_ms,teardown";
 
 pub fn csv_fields(r: &Row) -> String {
     let o = |v: Option<f64>, d: usize| {
@@ -384,7 +403,7 @@ pub fn csv_fields(r: &Row) -> String {
         },
     );
     let tun = r.tun.as_ref().map_or_else(
-        || ",".repeat(9),
+        || ",".repeat(12),
         |t| {
             [
                 t.part.clone(),
@@ -394,6 +413,9 @@ pub fn csv_fields(r: &Row) -> String {
                 o(t.udp_p99_ms, 2),
                 o(t.udp_wire_overhead, 4),
                 o(t.udp_repair_overhead, 4),
+                t.udp_longest_miss_run.map(|n| n.to_string()).unwrap_or_default(),
+                o(t.udp_longest_miss_ms, 1),
+                t.udp_misses_worst_1s.map(|n| n.to_string()).unwrap_or_default(),
                 o(t.ping_rtt_p50_ms, 2),
                 o(t.ping_rtt_p99_ms, 2),
                 t.teardown.clone().unwrap_or_default().replace([',', '"'], ";"),

@@ -80,6 +80,53 @@ pub struct StreamSummary {
     pub on_time_share: f64,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// The longest run of consecutive packets (by sequence number) that missed the deadline.
+    pub longest_miss_run: MissRun,
+}
+
+/// A run of consecutive stream packets that each missed the deadline (lost, or arrived late):
+/// `packets` of them from sequence number `first`. Empty (`packets` 0) when none missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MissRun {
+    pub first: usize,
+    pub packets: usize,
+}
+
+/// The longest run of consecutive packets that missed the deadline; the earliest of equal runs.
+/// A failover that costs "at most the deadline's worth" shows here as a run no longer than the
+/// packets the deadline spans, read directly rather than derived from the on-time share (which
+/// also counts scattered misses of the steady state).
+pub fn longest_miss_run(latency: &[Option<Duration>], deadline: Duration) -> MissRun {
+    let mut best = MissRun::default();
+    let mut current = MissRun::default();
+    for (seq, l) in latency.iter().enumerate() {
+        if l.is_some_and(|d| d <= deadline) {
+            current.packets = 0;
+            continue;
+        }
+        if current.packets == 0 {
+            current.first = seq;
+        }
+        current.packets += 1;
+        if current.packets > best.packets {
+            best = current;
+        }
+    }
+    best
+}
+
+/// The most packets that missed the deadline among any `window` consecutive packets: the
+/// misses of a burst even when a few packets inside it got through, which breaks the run.
+pub fn most_misses_in_window(latency: &[Option<Duration>], deadline: Duration, window: usize) -> usize {
+    let missed: Vec<bool> = latency.iter().map(|l| !l.is_some_and(|d| d <= deadline)).collect();
+    let window = window.clamp(1, missed.len().max(1));
+    let mut inside = missed.iter().take(window).filter(|&&m| m).count();
+    let mut most = inside;
+    for i in window..missed.len() {
+        inside = inside + usize::from(missed[i]) - usize::from(missed[i - window]);
+        most = most.max(inside);
+    }
+    most
 }
 
 pub fn summarize(latency: &[Option<Duration>], deadline: Duration) -> StreamSummary {
@@ -95,6 +142,7 @@ pub fn summarize(latency: &[Option<Duration>], deadline: Duration) -> StreamSumm
         on_time_share: if latency.is_empty() { 0.0 } else { on_time as f64 / latency.len() as f64 },
         p50_ms: finite(percentile(&ms, 0.5)),
         p99_ms: finite(percentile(&ms, 0.99)),
+        longest_miss_run: longest_miss_run(latency, deadline),
     }
 }
 
@@ -325,7 +373,35 @@ mod tests {
         assert_eq!((s.packets, s.received, s.on_time), (200, 199, 198));
         assert!((s.on_time_share - 0.99).abs() < 1e-12);
         assert_eq!(s.p99_ms, Some(150.0));
+        assert_eq!(s.longest_miss_run, MissRun { first: 197, packets: 1 });
         let all_lost = summarize(&[None; 3], Duration::from_millis(150));
         assert_eq!((all_lost.on_time_share, all_lost.p50_ms), (0.0, None));
+        assert_eq!(all_lost.longest_miss_run, MissRun { first: 0, packets: 3 });
+    }
+
+    /// Late and lost packets both break the deadline; an on-time packet ends a run; the
+    /// earliest of two equal runs is reported; a packet exactly at the deadline is on time.
+    #[test]
+    fn longest_miss_run_counts_late_and_lost_packets() {
+        let deadline = Duration::from_millis(150);
+        let (ok, late, lost) = (Some(Duration::from_millis(40)), Some(Duration::from_millis(151)), None);
+        let at = Some(deadline);
+        let run = |l: &[Option<Duration>]| longest_miss_run(l, deadline);
+        assert_eq!(run(&[]), MissRun::default());
+        assert_eq!(run(&[ok, at, ok]), MissRun::default());
+        assert_eq!(run(&[ok, lost, late, lost, ok, lost]), MissRun { first: 1, packets: 3 });
+        assert_eq!(run(&[lost, lost, ok, late, late, ok]), MissRun { first: 0, packets: 2 });
+        assert_eq!(run(&[ok, lost, ok, late, lost, late, lost]), MissRun { first: 3, packets: 4 });
+        // A failover's shape: 30 straight misses, a few scattered ones around them.
+        let mut l = vec![ok; 1000];
+        for i in (400..430).chain([380, 432, 440, 900]) {
+            l[i] = if i % 2 == 0 { lost } else { late };
+        }
+        assert_eq!(run(&l), MissRun { first: 400, packets: 30 });
+        assert_eq!(most_misses_in_window(&l, deadline, 64), 33);
+        assert_eq!(most_misses_in_window(&l, deadline, 5000), 34);
+        assert_eq!(most_misses_in_window(&l, deadline, 1), 1);
+        assert_eq!(most_misses_in_window(&[], deadline, 64), 0);
+        assert_eq!(most_misses_in_window(&[ok, lost], deadline, 0), 1);
     }
 }

@@ -555,7 +555,7 @@ mod tests {
     #[test]
     fn csv_columns_line_up() {
         use crate::contender::Contender;
-        use crate::report::{csv_fields, WebMetrics, CSV_COLUMNS};
+        use crate::report::{csv_fields, TunMetrics, WebMetrics, CSV_COLUMNS};
         use crate::workload::{base_row, SessionEnd, Workload};
         let scenario = Scenario::parse(
             "name = \"s\"\nduration = \"1s\"\n[[path]]\nname = \"p\"\nrate = \"1Mbit/s\"\nrtt = \"10ms\"\n",
@@ -603,8 +603,18 @@ mod tests {
         let mut video = row(Workload::Video);
         let o = VideoOptions::default();
         video.video = Some(metrics(&[Some(Duration::from_millis(50)), None], o.deadline, o.fps, 100));
+        let mut tun = row(Workload::Tun);
+        tun.tun = Some(TunMetrics {
+            part: "udp-stream".into(),
+            udp_on_time_within_deadline: Some(0.99),
+            udp_longest_miss_run: Some(3),
+            udp_longest_miss_ms: Some(7.1),
+            udp_misses_worst_1s: Some(4),
+            teardown: Some("left: a, b".into()),
+            ..TunMetrics::default()
+        });
         let columns = CSV_COLUMNS.split(',').count();
-        for r in [row(Workload::Bulk), web, video] {
+        for r in [row(Workload::Bulk), web, video, tun] {
             let fields = csv_fields(&r);
             assert_eq!(fields.split(',').count(), columns, "{}: {fields}", r.workload);
             assert!(fields.starts_with(&r.workload));

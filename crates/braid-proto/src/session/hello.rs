@@ -124,6 +124,20 @@ pub enum UnknownChoice {
     Scheduler(String),
 }
 
+impl std::fmt::Display for UnknownChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnknownChoice::Mode { error, using } => {
+                write!(f, "client's mode unknown ({error}); {using} is used")
+            }
+            UnknownChoice::Cc(e) => {
+                write!(f, "client's congestion controller unknown ({e}); the mode's is used")
+            }
+            UnknownChoice::Scheduler(e) => write!(f, "client's scheduler unknown ({e}); the mode's is used"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

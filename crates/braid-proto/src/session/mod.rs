@@ -28,6 +28,9 @@
 //! - [`Closing`]: connections this end closed, reduced to their sealed CLOSE ([`SentClose`])
 //!   for the closing period, sent again after one and two probe timeouts and in answer to what
 //!   still arrives (RFC 9000 §10.2.1).
+//! - [`Sessions`]: an endpoint's connections with all of the above: where each datagram goes,
+//!   which connections a round drives and in what order, and a closed connection's retirement;
+//!   the caller's I/O and bookkeeping are the hooks of its [`Host`].
 
 mod address;
 mod announce;
@@ -41,6 +44,7 @@ mod listener;
 mod rate;
 mod replay;
 mod secure;
+mod sessions;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
 pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
@@ -52,3 +56,4 @@ pub use listener::{Dropped, Incoming, Listener, ListenerConfig, ListenerEvent, N
 pub use rate::HandshakeRate;
 pub use replay::ReplayWindow;
 pub use secure::{HandshakeFailure, Random, Received, SecureTransmit, Session, SessionEvent, SessionStats};
+pub use sessions::{CoreCell, CoreNews, Host, Sessions, SEND_BATCH};

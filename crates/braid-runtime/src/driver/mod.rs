@@ -1,23 +1,20 @@
-//! The driver task: owns the sockets, feeds datagrams and timeouts to each core connection,
-//! sends what the cores produce, and wakes the application's tasks. One task per endpoint.
+//! The driver task: owns an endpoint's sockets ([`PathSocket`]: GSO batches, `--emulate`
+//! links), sleeps until a datagram, the application or the next timer wakes it, and wakes the
+//! application's tasks. One task per endpoint.
 //!
 //! Time: the core's `Instant` is microseconds since the driver started (`epoch`), read from
-//! tokio's clock; the core itself never reads a clock.
+//! tokio's clock; nothing below the driver reads a clock.
 //!
-//! Here: the sockets, the loop and its deadline, the `--emulate` links; a server hands every
-//! datagram to its [`Listener`](braid_proto::session::Listener), which decides admission (the
-//! connection cap, the handshake rate, authentication, replays) and routes the rest by
-//! connection id. `handshake.rs`: what the listener decided, turned into connections, counters
-//! and logs, and the client's failure; `session.rs`: a connection's datagrams in and out
-//! through its security layer; `drive.rs`: one round over the connections and their events;
-//! `entry.rs`: a connection's driver-side state. The security layer itself (handshake repeats,
-//! sealing, replay, address validation, announcements) is
-//! [`braid_proto::session::Session`], with Noise as its crypto (the linger of a connection the
-//! application let go of and a handshake's end on ICMP port unreachable are its rules too); a
-//! closed connection's closing period (its CLOSE repeated and answered) is
-//! [`braid_proto::session::Closing`].
+//! Every protocol decision is braid-proto's [`Sessions`] table's, which the endpoint assembles
+//! (`endpoint.rs`): where a datagram goes (a server's through its
+//! [`Listener`](braid_proto::session::Listener): the connection cap, the handshake rate,
+//! authentication, replays), which connections a round drives, each connection's security
+//! layer ([`braid_proto::session::Session`], with Noise as its crypto: handshake repeats,
+//! sealing, replay, address validation, announcements, the linger), and a closed connection's
+//! closing period. Here: the loop and its deadline; `host.rs`: the table's hooks (datagrams
+//! out, new connections' handles, the application's wake-ups, counters and logs); `conn.rs`:
+//! how a connection's core is kept (beside the application's state, behind its lock).
 
-use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -25,72 +22,28 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use braid_proto::session::{Closing, Listener, ListenerConfig, Session};
-use braid_proto::wire::{ConnectionId, DatagramType};
-use braid_proto::{ConnectionConfig, Instant};
-use tokio::net::UdpSocket;
+use braid_proto::session::Sessions;
+use braid_proto::Instant;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::connection::Connection;
-use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth, MAX_CLOCK_SKEW};
-use crate::emulate::{EmulatedLink, Emulation};
-use crate::gso::{Batcher, Received, RECV_BUFFER};
+use crate::crypto::ServerAuth;
+use crate::gso::{Received, RECV_BUFFER};
 use crate::limits::{LimitLog, Limits, ServerCounters};
-use crate::qlog::QlogWriter;
-use crate::shared::{Handle, Registry};
+use crate::shared::Registry;
+use crate::socket::PathSocket;
 use crate::Error;
 
-mod drive;
-mod entry;
-mod handshake;
-#[cfg(test)]
-pub(crate) mod seam;
-mod session;
+mod conn;
+mod host;
 
-use entry::Entry;
+pub(crate) use conn::Conn;
 
-/// Datagrams sent per connection per round before the driver reads its sockets again.
-const SEND_BATCH: usize = 256;
 /// Datagrams read per round before the driver sends again.
 const RECV_BATCH: usize = 256;
 
-pub(crate) struct ClientSetup {
-    pub auth: ClientAuth,
-    pub transport: ConnectionConfig,
-    pub sockets: Vec<UdpSocket>,
-    pub emulate: Vec<Option<Emulation>>,
-    pub server: SocketAddr,
-    pub handshake_timeout: Duration,
-    pub ready: oneshot::Sender<Result<(), Error>>,
-    /// Write a qlog file into this directory.
-    pub qlog: Option<std::path::PathBuf>,
-}
-
-pub(crate) struct ServerSetup {
-    pub auth: ServerAuth,
-    pub transport: ConnectionConfig,
-    pub socket: UdpSocket,
-    pub emulate: Option<Emulation>,
-    pub limits: Limits,
-    pub counters: Arc<ServerCounters>,
-    pub registry: Registry,
-    pub incoming: mpsc::UnboundedSender<Connection>,
-    /// Write a qlog file per connection into this directory.
-    pub qlog: Option<std::path::PathBuf>,
-}
-
-struct PathSocket {
-    udp: UdpSocket,
-    batch: Batcher,
-    /// Emulated impairment: datagrams leaving / arriving on this path (the server's: on its socket).
-    egress: Option<EmulatedLink>,
-    ingress: Option<EmulatedLink>,
-}
-
-// One per driver, built once and never moved on a hot path: boxing the server's fields would
-// only add an indirection.
-#[allow(clippy::large_enum_variant)]
-enum Role {
+/// Which end the driver runs, and that end's ties to the application.
+pub(crate) enum Role {
     Client {
         server: SocketAddr,
         ready: Option<oneshot::Sender<Result<(), Error>>>,
@@ -99,8 +52,6 @@ enum Role {
         pair: bool,
     },
     Server {
-        /// Admission and routing: the Noise credentials, the cap, the rate, the replays.
-        listener: Listener<ServerAuth>,
         limits: Limits,
         registry: Registry,
         incoming: mpsc::UnboundedSender<Connection>,
@@ -108,191 +59,61 @@ enum Role {
     },
 }
 
-pub(crate) struct Driver {
+/// The driver's I/O and bookkeeping: its sockets, its side of the application, its counters
+/// (the [`Sessions`] table's [`Host`](braid_proto::session::Host), in `host.rs`).
+struct Io {
     epoch: tokio::time::Instant,
     sockets: Vec<PathSocket>,
-    conns: HashMap<ConnectionId, Entry>,
     role: Role,
     wake: Arc<Notify>,
-    out: Vec<u8>,
-    /// A connection had more to send than one batch: do not sleep.
-    busy: bool,
     /// The kernel reported ICMP port unreachable (on a send or a receive).
     refused: bool,
     /// Server: what the operator reads (`braid server --metrics`) and the limits' log lines.
     counters: Arc<ServerCounters>,
     limit_log: LimitLog,
-    /// Connections this end closed, reduced to their sealed CLOSE for the closing period
-    /// ([`Closing`]: its repeats and answers); not among `conns`, so not counted against
-    /// `max_connections`.
-    closing: Closing,
 }
 
-/// A connection id for logs.
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    // Only the connection id comes from this; a failure falls back to the clock.
-    if getrandom::fill(&mut b).is_err() {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        return t.as_nanos() as u64;
-    }
-    u64::from_le_bytes(b)
+pub(crate) struct Driver {
+    /// The connections and every protocol decision about them.
+    sessions: Sessions<ServerAuth, Conn>,
+    io: Io,
 }
 
 impl Driver {
-    fn new(sockets: Vec<PathSocket>, role: Role, wake: Arc<Notify>, counters: Arc<ServerCounters>) -> Driver {
-        let closing = match &role {
-            Role::Server { limits, .. } => limits.max_connections,
-            Role::Client { .. } => 1,
-        };
-        Driver {
-            epoch: tokio::time::Instant::now(),
-            sockets,
-            conns: HashMap::new(),
-            role,
-            wake,
-            out: Vec::with_capacity(2048),
-            busy: false,
-            refused: false,
-            counters,
-            limit_log: LimitLog::default(),
-            closing: Closing::new(closing),
-        }
-    }
-
-    fn now(&self) -> Instant {
-        Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
-    }
-
-    fn to_tokio(&self, t: Instant) -> tokio::time::Instant {
-        self.epoch + Duration::from_micros(t.as_micros())
-    }
-
-    pub(crate) fn start_client(setup: ClientSetup) -> Result<Handle, Error> {
-        let paths = setup.sockets.len();
-        let sockets: Vec<PathSocket> = setup
-            .sockets
-            .into_iter()
-            .enumerate()
-            .map(|(i, udp)| -> Result<PathSocket, Error> {
-                let em = setup.emulate.get(i).copied().flatten();
-                Ok(PathSocket {
-                    batch: Batcher::new(&udp)?,
-                    udp,
-                    egress: em.map(|e| EmulatedLink::new(e, random_u64() ^ (i as u64) << 1)),
-                    ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ ((i as u64) << 1 | 1))),
-                })
-            })
-            .collect::<Result<_, Error>>()?;
-        let wake = Arc::new(Notify::new());
-        let mut driver = Driver::new(
-            sockets,
-            Role::Client {
-                server: setup.server,
-                ready: Some(setup.ready),
-                timeout: setup.handshake_timeout,
-                pair: matches!(setup.auth, ClientAuth::Pair { .. }),
-            },
-            wake.clone(),
-            Arc::default(),
-        );
-        let now = driver.now();
-        let hello = Hello::asking(&setup.transport, paths as u8);
-        let mut core = braid_proto::Connection::client(setup.transport, now, random_u64());
-        if setup.qlog.is_some() {
-            core.enable_trace();
-        }
-        // The Noise handshake is bound to the core's connection id; the core's Initial leaves
-        // in the first drive after the Noise keys exist.
-        let cid = core.cid();
-        let noise = ClientHandshake::with_auth(&setup.auth, cid, &hello);
-        let session = Session::client(
-            Box::new(noise),
-            paths,
-            setup.server,
-            setup.handshake_timeout,
-            session::random(),
-            now,
-        );
-        let handle = Handle::for_core(core, paths, setup.server, driver.epoch, wake);
-        let mut entry = Entry::new(handle.clone(), session);
-        for (i, p) in handle.lock().paths.iter_mut().enumerate() {
-            p.local = driver.sockets[i].udp.local_addr().ok();
-            p.remote = Some(setup.server);
-        }
-        if let Some(dir) = &setup.qlog {
-            entry.qlog = QlogWriter::open(dir, cid, false, now, &handle.lock().paths);
-        }
-        driver.conns.insert(cid, entry);
-        tokio::spawn(driver.run());
-        Ok(handle)
-    }
-
-    pub(crate) fn start_server(setup: ServerSetup) -> Result<(), Error> {
-        let batch = Batcher::new(&setup.socket)?;
-        // `--emulate` on the server: one link each way for everything the socket carries.
-        let em = setup.emulate;
-        let socket = PathSocket {
-            udp: setup.socket,
-            batch,
-            egress: em.map(|e| EmulatedLink::new(e, random_u64())),
-            ingress: em.map(|e| EmulatedLink::new(e, random_u64() ^ 1)),
-        };
-        let config = ListenerConfig {
-            max_connections: setup.limits.max_connections,
-            handshake_rate: setup.limits.handshake_rate,
-            // A first message passes the clock check for 120 s either way.
-            replay_horizon: MAX_CLOCK_SKEW * 2,
-            // The half-open expiry (10 s) and the memory of first messages (100,000).
-            ..ListenerConfig::default()
-        };
-        // The driver's clock starts at zero, with the handshake rate's bucket full.
-        let listener =
-            Listener::new(setup.auth, config, setup.transport, Box::new(session::random), Instant::ZERO);
-        let wake = Arc::new(Notify::new());
-        let driver = Driver::new(
-            vec![socket],
-            Role::Server {
-                listener,
-                limits: setup.limits,
-                registry: setup.registry,
-                incoming: setup.incoming,
-                qlog: setup.qlog,
-            },
-            wake,
-            setup.counters,
-        );
-        tokio::spawn(driver.run());
-        Ok(())
+    /// Runs `sessions` on `sockets` in a task of its own until it has nothing left to do;
+    /// `epoch`: the time the table's `Instant`s count from.
+    pub(crate) fn spawn(
+        epoch: tokio::time::Instant,
+        sessions: Sessions<ServerAuth, Conn>,
+        sockets: Vec<PathSocket>,
+        role: Role,
+        wake: Arc<Notify>,
+        counters: Arc<ServerCounters>,
+    ) {
+        let io = Io { epoch, sockets, role, wake, refused: false, counters, limit_log: LimitLog::default() };
+        tokio::spawn(Driver { sessions, io }.run());
     }
 
     async fn run(mut self) {
         let mut buf = vec![0u8; RECV_BUFFER];
         let mut wakes = [0u64; 3];
         loop {
-            let now = self.now();
+            let now = self.io.now();
             self.release_ingress(now);
-            self.drive_all(now);
-            self.release_egress(now);
+            self.round(now);
+            self.io.release_egress(now);
             if self.finished() {
-                tracing::debug!(
-                    "driver stops; woken by datagrams {}, the application {}, timers {}",
-                    wakes[0],
-                    wakes[1],
-                    wakes[2]
-                );
+                let [datagrams, application, timers] = wakes;
+                tracing::debug!("driver stops; woken by datagrams {datagrams}, the application {application}, timers {timers}");
                 return;
             }
-            let deadline = if self.busy { Some(now) } else { self.deadline() };
-            tracing::trace!(target: "braid_runtime::loop", "now {} busy {} sleep {:?}", now.as_micros(), self.busy, deadline.map(|d| d.as_micros() as i64 - now.as_micros() as i64));
-            let sleep_to = deadline.map_or(self.epoch + Duration::from_secs(3600 * 24), |d| self.to_tokio(d));
-            let wake = self.wake.clone();
+            let deadline = if self.sessions.is_busy() { Some(now) } else { self.deadline() };
+            tracing::trace!(target: "braid_runtime::loop", "now {} sleep until {:?}", now.as_micros(), deadline.map(Instant::as_micros));
+            let sleep_to =
+                deadline.map_or(self.io.epoch + Duration::from_secs(3600 * 24), |d| self.io.to_tokio(d));
+            let wake = self.io.wake.clone();
             let woke = {
-                let sockets = &self.sockets;
+                let sockets = &self.io.sockets;
                 let buf = &mut buf;
                 tokio::select! {
                     r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => { wakes[0] += 1; Some(r) }
@@ -301,70 +122,58 @@ impl Driver {
                 }
             };
             if let Some((i, r)) = woke {
-                let now = self.now();
-                tracing::trace!(target: "braid_runtime::loop", "recv");
+                let now = self.io.now();
                 self.on_recv(i, r, &buf, now);
-                // Read what else is waiting before sending again.
-                for _ in 0..RECV_BATCH {
-                    let mut got = false;
-                    for i in 0..self.sockets.len() {
-                        let s = &self.sockets[i];
-                        match s.batch.try_recv(&s.udp, &mut buf) {
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                            r => {
-                                got = true;
-                                self.on_recv(i, r, &buf, now);
-                            }
-                        }
-                    }
-                    if !got {
-                        break;
+                self.recv_waiting(&mut buf, now);
+            }
+        }
+    }
+
+    /// Reads what else is waiting (up to a batch) before sending again.
+    fn recv_waiting(&mut self, buf: &mut [u8], now: Instant) {
+        for _ in 0..RECV_BATCH {
+            let mut got = false;
+            for i in 0..self.io.sockets.len() {
+                match self.io.sockets[i].try_recv(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    r => {
+                        got = true;
+                        self.on_recv(i, r, buf, now);
                     }
                 }
             }
+            if !got {
+                break;
+            }
         }
+    }
+
+    /// One round: an ICMP refusal to the client's handshake, then the table's round (its
+    /// connections driven, the closed ones retired), then every queued batch sent.
+    fn round(&mut self, now: Instant) {
+        let is_client = matches!(self.io.role, Role::Client { .. });
+        if is_client && std::mem::take(&mut self.io.refused) {
+            self.sessions.handle_unreachable(now, &mut self.io);
+        }
+        self.sessions.handle_timeout(now, &mut self.io);
+        ServerCounters::set(&self.io.counters.connections_closing, self.sessions.closing() as u64);
+        self.io.flush_sends();
     }
 
     fn finished(&self) -> bool {
-        match &self.role {
+        match &self.io.role {
             // The emulated links still carry what was sent (a CLOSE among it).
             Role::Client { .. } => {
-                self.conns.is_empty()
-                    && self.closing.is_empty()
-                    && self
-                        .sockets
-                        .iter()
-                        .all(|s| s.egress.as_ref().is_none_or(|l| l.next_release().is_none()))
+                self.sessions.is_empty() && self.io.sockets.iter().all(PathSocket::egress_idle)
             }
-            Role::Server { incoming, .. } => {
-                incoming.is_closed() && self.conns.is_empty() && self.closing.is_empty()
-            }
+            Role::Server { incoming, .. } => incoming.is_closed() && self.sessions.is_empty(),
         }
     }
 
+    /// The next emulated release or protocol timer.
     fn deadline(&self) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
-        let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
-        for s in &self.sockets {
-            for link in [&s.egress, &s.ingress].into_iter().flatten() {
-                if let Some(t) = link.next_release() {
-                    at(t);
-                }
-            }
-        }
-        if let Some(t) = self.closing.poll_timeout() {
-            at(t);
-        }
-        for e in self.conns.values() {
-            if let Some(t) = e.next_timeout {
-                at(t);
-            }
-        }
-        // A half-open connection's expiry.
-        if let Some(t) = self.listener().and_then(Listener::poll_timeout) {
-            at(t);
-        }
-        next
+        let links = self.io.sockets.iter().filter_map(PathSocket::next_release);
+        links.chain(self.sessions.poll_timeout()).min()
     }
 
     fn on_recv(&mut self, i: usize, r: io::Result<Received>, buf: &[u8], now: Instant) {
@@ -372,30 +181,47 @@ impl Driver {
             Ok(got) => {
                 // GRO: several datagrams of `stride` bytes (the last may be shorter).
                 for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
-                    if let Some(link) = &mut self.sockets[i].ingress {
-                        link.push(now, got.from, data);
-                    } else {
+                    if !self.io.sockets[i].hold(now, got.from, data) {
                         self.on_datagram(i, data, got.from, now);
                     }
                 }
             }
-            Err(e) => self.on_socket_error(e),
+            Err(e) => self.io.on_socket_error(e),
         }
     }
 
     fn release_ingress(&mut self, now: Instant) {
-        for i in 0..self.sockets.len() {
-            while let Some((from, d)) = self.sockets[i].ingress.as_mut().and_then(|l| l.pop(now)) {
+        for i in 0..self.io.sockets.len() {
+            while let Some((from, d)) = self.io.sockets[i].pop_ingress(now) {
                 self.on_datagram(i, &d, from, now);
             }
         }
     }
 
+    fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
+        ServerCounters::add(&self.io.counters.datagrams_received, 1);
+        ServerCounters::add(&self.io.counters.bytes_received, data.len() as u64);
+        if let Role::Server { incoming, .. } = &self.io.role {
+            if incoming.is_closed() {
+                self.sessions.stop_accepting();
+            }
+        }
+        self.sessions.handle_datagram(now, i, from, data, &mut self.io);
+    }
+}
+
+impl Io {
+    fn now(&self) -> Instant {
+        Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
+    }
+
+    fn to_tokio(&self, t: Instant) -> tokio::time::Instant {
+        self.epoch + Duration::from_micros(t.as_micros())
+    }
+
     fn release_egress(&mut self, now: Instant) {
         for s in &mut self.sockets {
-            while let Some((to, d)) = s.egress.as_mut().and_then(|l| l.pop(now)) {
-                let _ = s.batch.push(&s.udp, to, &d);
-            }
+            s.release_egress(now);
         }
         self.flush_sends();
     }
@@ -403,7 +229,7 @@ impl Driver {
     /// Sends every queued batch (before the driver sleeps).
     fn flush_sends(&mut self) {
         for s in &mut self.sockets {
-            if let Err(e) = s.batch.flush(&s.udp) {
+            if let Err(e) = s.flush() {
                 if e.kind() == io::ErrorKind::ConnectionRefused {
                     self.refused = true;
                 }
@@ -419,51 +245,17 @@ impl Driver {
         tracing::debug!("socket: {e}");
     }
 
-    /// The socket a datagram of path `path` leaves on: the client's for that path, the
-    /// server's one.
-    fn socket_of(&self, path: u8) -> usize {
-        match self.role {
-            Role::Client { .. } => usize::from(path),
-            Role::Server { .. } => 0,
-        }
-    }
-
     /// Sends on socket `i` (to `to` on the server; the client's sockets are connected).
     fn send_raw(&mut self, i: usize, to: SocketAddr, data: &[u8], now: Instant) {
         ServerCounters::add(&self.counters.datagrams_sent, 1);
         ServerCounters::add(&self.counters.bytes_sent, data.len() as u64);
-        let s = &mut self.sockets[i];
-        if let Some(link) = &mut s.egress {
-            link.push(now, to, data);
-            return;
-        }
-        if let Err(e) = s.batch.push(&s.udp, to, data) {
+        if let Err(e) = self.sockets[i].send(now, to, data) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 self.refused = true;
             }
             // EMSGSIZE: larger than the interface MTU (a PMTU probe, PROTOCOL.md §14): the
             // datagram is lost, which is the probe's answer.
             tracing::trace!("send on socket {i}: {e}");
-        }
-    }
-
-    fn on_datagram(&mut self, i: usize, data: &[u8], from: SocketAddr, now: Instant) {
-        ServerCounters::add(&self.counters.datagrams_received, 1);
-        ServerCounters::add(&self.counters.bytes_received, data.len() as u64);
-        if matches!(self.role, Role::Server { .. }) {
-            return self.on_server_datagram(data, from, now);
-        }
-        match DatagramType::of(data) {
-            Some(_) => self.on_connection_datagram(i, data, from, now),
-            None => tracing::trace!("dropped a datagram of unknown type from {from}"),
-        }
-    }
-
-    /// Server: the listener (admission and routing).
-    fn listener(&self) -> Option<&Listener<ServerAuth>> {
-        match &self.role {
-            Role::Server { listener, .. } => Some(listener),
-            Role::Client { .. } => None,
         }
     }
 }
@@ -475,7 +267,7 @@ fn poll_recv_any(
     buf: &mut [u8],
 ) -> Poll<(usize, io::Result<Received>)> {
     for (i, s) in sockets.iter().enumerate() {
-        if let Poll::Ready(r) = s.batch.poll_recv(&s.udp, cx, buf) {
+        if let Poll::Ready(r) = s.poll_recv(cx, buf) {
             return Poll::Ready((i, r));
         }
     }

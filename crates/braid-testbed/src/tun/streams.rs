@@ -59,6 +59,14 @@ fn fill_stream(row: &mut Row, s: &Setup, out: &udp::StreamOutcome, wire_fwd: &[u
     t.udp_on_time = Some(sum.on_time);
     t.udp_on_time_within_deadline = Some(sum.on_time_share);
     t.udp_delivered_share = Some(sum.received as f64 / sum.packets.max(1) as f64);
+    let interval_ms = spec.interval().as_secs_f64() * 1e3;
+    let run = sum.longest_miss_run;
+    t.udp_missed = Some(sum.packets - sum.on_time);
+    t.udp_longest_miss_run = Some(run.packets);
+    t.udp_longest_miss_ms = Some(run.packets as f64 * interval_ms);
+    t.udp_longest_miss_at_s = (run.packets > 0).then(|| run.first as f64 * interval_ms / 1e3);
+    let per_second = (1e3 / interval_ms).round() as usize;
+    t.udp_misses_worst_1s = Some(udp::most_misses_in_window(&out.latency, spec.deadline, per_second));
     t.udp_p50_ms = sum.p50_ms;
     t.udp_p99_ms = sum.p99_ms;
     t.udp_send_errors = Some(out.send_errors);

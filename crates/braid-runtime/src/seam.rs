@@ -35,7 +35,7 @@ pub(crate) fn clear() {
 }
 
 /// Called by the driver at `point` for the connection `handle`.
-pub(super) fn hit(point: Point, handle: &Handle) {
+pub(crate) fn hit(point: Point, handle: &Handle) {
     // Taken out while it runs: a hook that makes the driver hit a point again does not recurse.
     let Some(mut hook) = HOOK.with(|h| h.borrow_mut().take()) else { return };
     hook(point, handle);
