@@ -4,6 +4,7 @@
 //! reads, without keeping a copy: a run that completes has delivered the whole transfer intact.
 
 use braid_proto::conn::Mode;
+use braid_proto::session::CoreNews;
 use braid_proto::streams::{StreamEvent, Streams};
 use braid_proto::{BlockRecord, Connection, ConnectionConfig, Event, Instant};
 
@@ -149,19 +150,21 @@ impl BulkFlow {
     }
 
     /// The application's side: write what flow control and the send-ahead bound allow; read
-    /// and check everything readable.
-    fn drive(&mut self, now: Instant) {
+    /// and check everything readable. Returns what the core's events it took said of the
+    /// connection (for the security layer's table; see [`SecureFlow`]).
+    fn drive(&mut self, now: Instant) -> CoreNews {
+        let mut news = CoreNews::default();
         self.blocks.extend(self.conn.drain_block_log());
         match &mut self.role {
             Role::Sender { total, written, stream } => {
                 if !self.conn.is_established() || written == total {
-                    return;
+                    return news;
                 }
-                let Some((streams, id)) = send_stream(&mut self.conn, stream) else { return };
+                let Some((streams, id)) = send_stream(&mut self.conn, stream) else { return news };
                 while *written < *total && streams.send_buffered(id) < SEND_AHEAD {
                     let n = (*total - *written).min(PERIOD as u64);
                     if streams.write(id, pattern_slice(*written, n as usize)).is_err() {
-                        return;
+                        return news;
                     }
                     *written += n;
                     if written == total {
@@ -171,8 +174,9 @@ impl BulkFlow {
             }
             Role::Receiver { received, corrupt_at, done_at, read_buf } => {
                 while let Some(event) = self.conn.poll_event() {
+                    news.note(&event);
                     let Event::Stream(StreamEvent::Readable(id)) = event else { continue };
-                    let Some(streams) = self.conn.streams() else { return };
+                    let Some(streams) = self.conn.streams() else { return news };
                     while let Ok((n, fin)) = streams.read(id, read_buf) {
                         check_pattern(&read_buf[..n], received, corrupt_at);
                         if fin && done_at.is_none() {
@@ -186,8 +190,11 @@ impl BulkFlow {
             }
         }
         if matches!(self.role, Role::Sender { .. }) {
-            while self.conn.poll_event().is_some() {}
+            while let Some(event) = self.conn.poll_event() {
+                news.note(&event);
+            }
         }
+        news
     }
 }
 

@@ -107,8 +107,9 @@ pub trait Host<K, C> {
     /// Server: a half-open connection's handshake did not finish in time; it is retired at
     /// the end of this round.
     fn expired(&mut self, _cid: ConnectionId) {}
-    /// The connection left the table (closed, expired or failed).
-    fn gone(&mut self, _cid: ConnectionId) {}
+    /// The connection left the table (closed, expired or failed): its cell and session are
+    /// the caller's again.
+    fn gone(&mut self, _cid: ConnectionId, _cell: C, _session: Session<K>) {}
 }
 
 /// One connection in the table.
@@ -205,7 +206,11 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
         }
     }
 
-    pub fn cell(&mut self, cid: &ConnectionId) -> Option<&mut C> {
+    pub fn cell(&self, cid: &ConnectionId) -> Option<&C> {
+        self.slots.get(cid).map(|s| &s.cell)
+    }
+
+    pub fn cell_mut(&mut self, cid: &ConnectionId) -> Option<&mut C> {
         self.slots.get_mut(cid).map(|s| &mut s.cell)
     }
 
@@ -214,9 +219,11 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     }
 
     /// When the next round has something to do: a connection's timer, a closing record's
-    /// repeat or end, a half-open connection's expiry.
+    /// repeat or end, a half-open connection's expiry; at once ([`Instant::ZERO`]) for a
+    /// connection not yet driven or with input or sends left over.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let slots = self.slots.values().filter_map(|s| s.next_timeout);
+        let slots =
+            self.slots.values().filter_map(|s| if s.dirty { Some(Instant::ZERO) } else { s.next_timeout });
         let listener = self.listener.as_ref().and_then(Listener::poll_timeout);
         slots.chain(self.closing.poll_timeout()).chain(listener).min()
     }
@@ -312,9 +319,11 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             failed |= matches!(event, SessionEvent::Failed(_));
             host.session_event(cid, &mut slot.cell, now, event);
         }
-        if failed {
-            self.slots.remove(&cid);
-            host.gone(cid);
+        if !failed {
+            return;
+        }
+        if let Some(slot) = self.slots.remove(&cid) {
+            host.gone(cid, slot.cell, slot.session);
         }
     }
 
@@ -333,22 +342,14 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
         for cid in cids {
             self.drive(cid, now, host);
         }
-        let mut gone = Vec::new();
-        let closing = &mut self.closing;
-        self.slots.retain(|cid, s| {
-            if s.closed {
-                gone.push(*cid);
-                if let Some(close) = s.session.take_close() {
-                    closing.insert(*cid, close);
-                }
+        for (cid, mut slot) in self.slots.extract_if(|_, s| s.closed) {
+            if let Some(close) = slot.session.take_close() {
+                self.closing.insert(cid, close);
             }
-            !s.closed
-        });
-        for cid in gone {
             if let Some(l) = &mut self.listener {
                 l.forget(cid);
             }
-            host.gone(cid);
+            host.gone(cid, slot.cell, slot.session);
         }
         self.closing.handle_timeout(now);
         self.send_closing(now, host);
@@ -498,7 +499,7 @@ mod tests {
         fn expired(&mut self, cid: ConnectionId) {
             self.expired.push(cid);
         }
-        fn gone(&mut self, cid: ConnectionId) {
+        fn gone(&mut self, cid: ConnectionId, _: Cell, _: Session<InsecureKeys>) {
             self.gone.push(cid);
         }
     }
@@ -591,7 +592,7 @@ mod tests {
 
         fn server_core(&mut self) -> Option<&mut Connection> {
             let cid = self.cid;
-            self.server.cell(&cid).map(|c| &mut c.core)
+            self.server.cell_mut(&cid).map(|c| &mut c.core)
         }
 
         fn up(&mut self) -> bool {
@@ -628,8 +629,8 @@ mod tests {
         let mut net = Net::new(Duration::from_secs(10));
         net.run(Duration::from_secs(1), Net::up);
         let cid = net.cid;
-        net.client.cell(&cid).unwrap().core.close(0, "bye");
-        net.client.cell(&cid).unwrap().poked = true;
+        net.client.cell_mut(&cid).unwrap().core.close(0, "bye");
+        net.client.cell_mut(&cid).unwrap().poked = true;
         net.round();
         // The client's CLOSE is lost: the server's connection stays up.
         net.client_io.wire.clear();
@@ -640,7 +641,7 @@ mod tests {
         let streams = net.server_core().unwrap().streams().unwrap();
         let id = streams.open().unwrap();
         streams.write(id, b"late").unwrap();
-        net.server.cell(&cid).unwrap().poked = true;
+        net.server.cell_mut(&cid).unwrap().poked = true;
         net.run(Duration::from_secs(5), |n| n.server_core().is_none());
         assert!(net.server_core().is_none(), "the server heard a CLOSE and retired its connection");
         assert_eq!(net.server.listener().unwrap().connections(), 0);
@@ -674,7 +675,7 @@ mod tests {
         let mut net = Net::new(Duration::from_secs(10));
         net.run(Duration::from_secs(1), Net::up);
         let cid = net.cid;
-        net.server.cell(&cid).unwrap().released = true;
+        net.server.cell_mut(&cid).unwrap().released = true;
         let at = net.now;
         net.run(Duration::from_secs(5), |n| n.client.connections() == 0 && n.server.connections() == 0);
         assert!(net.now < at + LINGER, "closed at once, not after the linger: {:?}", net.now);
@@ -695,10 +696,10 @@ mod tests {
         let early = next - Duration::from_micros(1);
         net.server.handle_timeout(early, &mut net.server_io);
         assert_eq!(net.server_io.driven.len(), before, "nothing arrived, nothing due");
-        net.server.cell(&cid).unwrap().poked = true;
+        net.server.cell_mut(&cid).unwrap().poked = true;
         net.server.handle_timeout(early, &mut net.server_io);
         assert_eq!(net.server_io.driven.len(), before + 1, "the application wrote");
-        assert!(!net.server.cell(&cid).unwrap().poked, "the poke was taken");
+        assert!(!net.server.cell_mut(&cid).unwrap().poked, "the poke was taken");
         net.server.handle_timeout(next, &mut net.server_io);
         assert_eq!(net.server_io.driven.len(), before + 2, "timer due");
     }

@@ -183,7 +183,7 @@ impl Host<PacketKeys, Conn> for Io {
         ServerCounters::add(&self.counters.handshakes_abandoned, 1);
     }
 
-    fn gone(&mut self, cid: ConnectionId) {
+    fn gone(&mut self, cid: ConnectionId, _: Conn, _: Session<PacketKeys>) {
         if let Role::Server { registry, .. } = &self.role {
             registry.lock().unwrap_or_else(|e| e.into_inner()).remove(&cid);
         }

@@ -1,17 +1,23 @@
-//! A bulk transfer through the security layer (PROTOCOL.md §13): each end's [`BulkFlow`] with
-//! its core connection inside a [`Session`], so the handshake, its repeats, sealing, replay
-//! windows, path announcements and address validation run in the simulator too, and the
-//! server admits the client through a [`Listener`], as the runtime's does. The
-//! cryptography is braid-proto's insecure test double (deterministic; the real Noise layer
-//! lives in the runtime). The simulator has paths, not addresses: each client path gets an
-//! address of its own, and the server's datagrams take the path of their destination.
+//! A bulk transfer through the security layer (PROTOCOL.md §13): each end's [`BulkFlow`] is the
+//! one connection of a braid-proto [`Sessions`] table, the same table the runtime's driver runs,
+//! so the handshake, its repeats, sealing, replay windows, path announcements, address
+//! validation, the server's admission through its [`Listener`], and a closed connection's
+//! closing period run in the simulator too. The cryptography is braid-proto's insecure test
+//! double (deterministic; the real Noise layer lives in the runtime). The simulator has paths,
+//! not addresses: each client path gets an address of its own, and the server's datagrams take
+//! the path of their destination.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
-use braid_proto::session::{Hello, Incoming, Listener, ListenerConfig, Session};
-use braid_proto::{ConnectionConfig, Instant};
+use braid_proto::session::{
+    CoreCell, CoreNews, Hello, Host, Listener, ListenerConfig, NewConnection, SecureTransmit, Session,
+    Sessions,
+};
+use braid_proto::wire::ConnectionId;
+use braid_proto::{Connection, ConnectionConfig, Instant};
 
 use super::BulkFlow;
 use crate::net::Endpoint;
@@ -38,13 +44,99 @@ fn numbers(seed: u64) -> braid_proto::session::Random {
     })
 }
 
+/// The flow in the table, with what its application's steps said of the connection since the
+/// table last asked.
+struct FlowCell {
+    flow: BulkFlow,
+    news: CoreNews,
+}
+
+impl CoreCell for FlowCell {
+    type Guard<'a> = &'a mut Connection;
+
+    fn core(&mut self) -> &mut Connection {
+        &mut self.flow.conn
+    }
+
+    /// The application may have written at any step: every round drives the connection (its
+    /// session acts only on what is due).
+    fn is_poked(&self) -> bool {
+        true
+    }
+}
+
+impl FlowCell {
+    /// The application's step: write, read and check; the core's events it took are noted.
+    fn drive(&mut self, now: Instant) {
+        let news = self.flow.drive(now);
+        self.news.connected |= news.connected;
+        self.news.closed |= news.closed;
+        // A sender done writing leaves the core's events in place: take them here.
+        while let Some(event) = self.flow.conn.poll_event() {
+            self.news.note(&event);
+        }
+    }
+}
+
+/// One end's side of its table: the datagrams it sent, by path, and the flow outside the table
+/// (the server's before its client arrives; either's once its connection left).
+struct FlowHost {
+    is_server: bool,
+    /// The connection's id (the server's: once its client's first message authenticated).
+    cid: Option<ConnectionId>,
+    paths: usize,
+    out: VecDeque<(usize, Vec<u8>)>,
+    outside: Option<FlowCell>,
+    /// The session of a connection that left the table (a client's failed handshake).
+    left: Option<Session<InsecureKeys>>,
+}
+
+impl Host<InsecureKeys, FlowCell> for FlowHost {
+    fn send(&mut self, _now: Instant, t: SecureTransmit, data: &[u8]) {
+        // The server's datagram goes where its destination is: the path of that address.
+        let path = match self.is_server {
+            true => (0..self.paths).find(|&p| client_addr(p) == t.to).unwrap_or(usize::from(t.path)),
+            false => usize::from(t.path),
+        };
+        self.out.push_back((path, data[..t.size].to_vec()));
+    }
+
+    fn core_events(&mut self, _cid: ConnectionId, cell: &mut FlowCell, now: Instant) -> CoreNews {
+        cell.drive(now);
+        std::mem::take(&mut cell.news)
+    }
+
+    /// The core stays the flow's own (made at the start, with the scenario's settings, as
+    /// without the security layer); the listener's is dropped.
+    fn accept(
+        &mut self,
+        _now: Instant,
+        new: NewConnection<InsecureKeys>,
+    ) -> (FlowCell, Session<InsecureKeys>) {
+        self.paths = new.session.paths();
+        self.cid = Some(new.cid);
+        let cell = self.outside.take().unwrap_or_else(|| FlowCell {
+            // A second client (none in these runs) gets a receiver of its own.
+            flow: BulkFlow::receiver(ConnectionConfig::default()),
+            news: CoreNews::default(),
+        });
+        (cell, new.session)
+    }
+
+    fn gone(&mut self, _cid: ConnectionId, cell: FlowCell, session: Session<InsecureKeys>) {
+        self.outside = Some(cell);
+        self.left = Some(session);
+    }
+}
+
 /// One end of a bulk transfer with the security layer around its connection.
 pub struct SecureFlow {
-    flow: BulkFlow,
-    /// The client's from the start; the server's once a first message authenticates.
-    session: Option<Session<InsecureKeys>>,
-    /// The server's admission and routing, with the shared secret.
-    listener: Option<Listener<InsecureResponder>>,
+    table: Sessions<InsecureResponder, FlowCell>,
+    host: FlowHost,
+    start: Instant,
+    /// Datagrams arrived since the last round: the next poll runs one (every datagram of an
+    /// instant is in by then, as the runtime reads a batch before its round).
+    arrived: bool,
 }
 
 impl SecureFlow {
@@ -58,8 +150,9 @@ impl SecureFlow {
     ) -> SecureFlow {
         let paths = usize::from(config.paths);
         let flow = BulkFlow::sender(config, seed, bytes, start);
+        let cid = flow.conn.cid();
         let hello = Hello { paths: paths as u8, ..Hello::default() };
-        let initiator = InsecureInitiator::new(secret, flow.conn.cid(), &hello, seed, 0);
+        let initiator = InsecureInitiator::new(secret, cid, &hello, seed, 0);
         let session = Session::client(
             Box::new(initiator),
             paths,
@@ -68,90 +161,79 @@ impl SecureFlow {
             numbers(seed),
             start,
         );
-        SecureFlow { flow, session: Some(session), listener: None }
+        let cell = FlowCell { flow, news: CoreNews::default() };
+        let host = FlowHost {
+            is_server: false,
+            cid: Some(cid),
+            paths,
+            out: VecDeque::new(),
+            outside: None,
+            left: None,
+        };
+        SecureFlow { table: Sessions::client(cid, cell, session), host, start, arrived: false }
     }
 
-    /// The receiving end (the server), accepting a client that holds `secret`.
+    /// The receiving end (the server), accepting a client that holds `secret`. Its half-open
+    /// expiry is the listener's default (10 s): the one client here has no rival for the cap.
     pub fn receiver(config: ConnectionConfig, secret: u64, seed: u64) -> SecureFlow {
         let flow = BulkFlow::receiver(config.clone());
         let responder = InsecureResponder { secret };
         let random = Box::new(move || numbers(seed));
         let listener = Listener::new(responder, ListenerConfig::default(), config, random, Instant::ZERO);
-        SecureFlow { flow, session: None, listener: Some(listener) }
+        let outside = Some(FlowCell { flow, news: CoreNews::default() });
+        let host =
+            FlowHost { is_server: true, cid: None, paths: 0, out: VecDeque::new(), outside, left: None };
+        SecureFlow { table: Sessions::server(listener), host, start: Instant::ZERO, arrived: false }
+    }
+
+    fn cell(&self) -> Option<&FlowCell> {
+        self.host.cid.and_then(|cid| self.table.cell(&cid)).or(self.host.outside.as_ref())
     }
 
     pub fn flow(&self) -> &BulkFlow {
-        &self.flow
+        &self.cell().expect("a flow is in the table or outside it").flow
     }
 
     /// The security layer (the server's: once a client's first message authenticated).
     pub fn session(&self) -> Option<&Session<InsecureKeys>> {
-        self.session.as_ref()
+        self.host.cid.and_then(|cid| self.table.session(&cid)).or(self.host.left.as_ref())
     }
 
-    /// Server: a datagram from the client on `path`, through the listener: to the session, or
-    /// the session the listener created. The core stays the flow's own (made at the start,
-    /// with the scenario's settings, as without the security layer); the listener's is dropped.
-    /// Its half-open expiry is not driven: the one client here has no rival for the cap.
-    fn server_receives(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        let Some(listener) = &mut self.listener else { return };
-        let from = client_addr(path);
-        match listener.handle_datagram(now, from, datagram) {
-            Incoming::Connection(_) => {
-                if let Some(s) = &mut self.session {
-                    s.handle_datagram(&mut self.flow.conn, now, path, from, datagram);
-                }
-            }
-            Incoming::Accepted(new) => self.session = Some(new.session),
-            // No answer to a wrong key here: the simulator's client holds the secret.
-            Incoming::Refused { .. } | Incoming::Dropped(_) => {}
+    /// The application's step, then the table's round (the connection's timers, its sends).
+    fn round(&mut self, now: Instant) {
+        self.arrived = false;
+        if let Some(cell) = self.host.cid.and_then(|cid| self.table.cell_mut(&cid)) {
+            cell.drive(now);
         }
+        self.table.handle_timeout(now, &mut self.host);
     }
 }
 
 impl Endpoint for SecureFlow {
     fn handle_datagram(&mut self, now: Instant, path: usize, datagram: &[u8]) {
-        if self.listener.is_some() {
-            self.server_receives(now, path, datagram);
-        } else if let Some(s) = &mut self.session {
-            s.handle_datagram(&mut self.flow.conn, now, path, server_addr(), datagram);
-        }
-        self.flow.drive(now);
+        let from = if self.host.is_server { client_addr(path) } else { server_addr() };
+        let socket = if self.host.is_server { 0 } else { path };
+        self.table.handle_datagram(now, socket, from, datagram, &mut self.host);
+        self.arrived = true;
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        if now < self.flow.start {
-            return;
+        if now >= self.start {
+            self.round(now);
         }
-        if let Some(s) = &mut self.session {
-            s.handle_timeout(&mut self.flow.conn, now);
-        }
-        self.flow.drive(now);
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<(usize, Vec<u8>)> {
-        let mut buf = Vec::new();
-        let path = self.poll_transmit_into(now, &mut buf)?;
-        Some((path, buf))
-    }
-
-    fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
-        if now < self.flow.start {
-            return None;
+        if (self.arrived || self.host.out.is_empty() && self.table.is_busy()) && now >= self.start {
+            self.round(now);
         }
-        self.flow.drive(now);
-        let t = self.session.as_mut()?.poll_transmit(&mut self.flow.conn, now, buf)?;
-        buf.truncate(t.size);
-        if self.listener.is_none() {
-            return Some(usize::from(t.path));
-        }
-        // The server's datagram goes where its destination is: the path of that address.
-        let paths = self.session.as_ref().map_or(0, Session::paths);
-        Some((0..paths).find(|&p| client_addr(p) == t.to).unwrap_or(usize::from(t.path)))
+        self.host.out.pop_front()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let s = self.session.as_ref()?;
-        s.poll_timeout(&self.flow.conn).map(|t| t.max(self.flow.start))
+        // Datagrams to take in, or a connection that had more to send than one batch: another
+        // round at once.
+        let busy = (self.arrived || self.table.is_busy()).then_some(self.start);
+        busy.or(self.table.poll_timeout()).map(|t| t.max(self.start))
     }
 }
