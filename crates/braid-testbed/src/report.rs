@@ -100,8 +100,14 @@ pub struct TunMetrics {
     pub udp_longest_miss_ms: Option<f64>,
     pub udp_longest_miss_at_s: Option<f64>,
     /// The most misses among the packets of any one second of the stream: a burst's cost even
-    /// when a few of its packets got through (which ends a run).
+    /// when a few of its packets got through (which ends a run); and when that second began
+    /// (the earliest such, from the stream's start).
     pub udp_misses_worst_1s: Option<usize>,
+    pub udp_misses_worst_1s_at_s: Option<f64>,
+    /// When the stream's first packet left, on the scenario's clock (from the part's forwarders'
+    /// start, which outages count from): add it to the `_at_s` fields to place them against an
+    /// outage. The tunnel's start-up comes before it.
+    pub udp_stream_start_s: Option<f64>,
     /// One-way latency over every packet (a lost one is infinitely late: none when the
     /// percentile falls on one).
     pub udp_p50_ms: Option<f64>,
@@ -323,21 +329,24 @@ pub fn summary(r: &Row) -> String {
 fn tun_summary(t: &TunMetrics) -> String {
     let ms = |v: Option<f64>| v.map(|s| format!("{s:.1} ms")).unwrap_or_else(|| "-".into());
     let pct = |v: Option<f64>| v.map(|s| format!("{:.2}%", s * 100.0)).unwrap_or_else(|| "-".into());
+    let secs = |v: Option<f64>| v.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "-".into());
     let mut s = match t.part.as_str() {
         "tcp-download" => {
             format!("  tun tcp: intact {}", t.tcp_intact.map_or("-", |i| if i { "yes" } else { "NO" }))
         }
         "udp-stream" => format!(
-            "  tun udp: {} within {} of {} packets ({} missed, longest run {} = {} at {}, worst second {}), \
-             p50 {} p99 {}, wire +{} (repair {})",
+            "  tun udp: {} within {} of {} packets ({} missed, longest run {} = {} at {}, worst second {} \
+             at {}; stream from {}), p50 {} p99 {}, wire +{} (repair {})",
             pct(t.udp_on_time_within_deadline),
             ms(t.udp_deadline_ms),
             t.udp_packets.unwrap_or(0),
             t.udp_missed.unwrap_or(0),
             t.udp_longest_miss_run.unwrap_or(0),
             ms(t.udp_longest_miss_ms),
-            t.udp_longest_miss_at_s.map_or_else(|| "-".into(), |s| format!("{s:.2} s")),
+            secs(t.udp_longest_miss_at_s),
             t.udp_misses_worst_1s.unwrap_or(0),
+            secs(t.udp_misses_worst_1s_at_s),
+            secs(t.udp_stream_start_s),
             ms(t.udp_p50_ms),
             ms(t.udp_p99_ms),
             pct(t.udp_wire_overhead),

@@ -88,6 +88,8 @@ pub(crate) fn ss_verdict(contender: &Contender, ss: &str) -> String {
 
 /// The forwarders of every path, both directions; time zero of the scenario is when they start.
 pub(crate) struct Forwarders {
+    /// The scenario's time zero (outages and scheduled changes count from it).
+    pub(crate) epoch: Instant,
     stop: Arc<AtomicBool>,
     handles: Vec<std::thread::JoinHandle<forwarder::ForwardStats>>,
 }
@@ -116,7 +118,7 @@ impl Forwarders {
                 ));
             }
         }
-        Forwarders { stop, handles }
+        Forwarders { epoch, stop, handles }
     }
 
     pub(crate) fn finish(self) -> Vec<forwarder::ForwardStats> {

@@ -115,16 +115,23 @@ pub fn longest_miss_run(latency: &[Option<Duration>], deadline: Duration) -> Mis
     best
 }
 
-/// The most packets that missed the deadline among any `window` consecutive packets: the
-/// misses of a burst even when a few packets inside it got through, which breaks the run.
-pub fn most_misses_in_window(latency: &[Option<Duration>], deadline: Duration, window: usize) -> usize {
+/// The most packets that missed the deadline among any `window` consecutive packets, and the
+/// first of the earliest such window: the misses of a burst even when a few packets inside it
+/// got through, which breaks the run.
+pub fn most_misses_in_window(
+    latency: &[Option<Duration>],
+    deadline: Duration,
+    window: usize,
+) -> (usize, usize) {
     let missed: Vec<bool> = latency.iter().map(|l| !l.is_some_and(|d| d <= deadline)).collect();
     let window = window.clamp(1, missed.len().max(1));
     let mut inside = missed.iter().take(window).filter(|&&m| m).count();
-    let mut most = inside;
+    let mut most = (inside, 0);
     for i in window..missed.len() {
         inside = inside + usize::from(missed[i]) - usize::from(missed[i - window]);
-        most = most.max(inside);
+        if inside > most.0 {
+            most = (inside, i + 1 - window);
+        }
     }
     most
 }
@@ -398,10 +405,11 @@ mod tests {
             l[i] = if i % 2 == 0 { lost } else { late };
         }
         assert_eq!(run(&l), MissRun { first: 400, packets: 30 });
-        assert_eq!(most_misses_in_window(&l, deadline, 64), 33);
-        assert_eq!(most_misses_in_window(&l, deadline, 5000), 34);
-        assert_eq!(most_misses_in_window(&l, deadline, 1), 1);
-        assert_eq!(most_misses_in_window(&[], deadline, 64), 0);
-        assert_eq!(most_misses_in_window(&[ok, lost], deadline, 0), 1);
+        // 380..=443 holds 380, 400..430, 432 and 440; windows from 377 to 380 hold as many.
+        assert_eq!(most_misses_in_window(&l, deadline, 64), (33, 377));
+        assert_eq!(most_misses_in_window(&l, deadline, 5000), (34, 0));
+        assert_eq!(most_misses_in_window(&l, deadline, 1), (1, 380));
+        assert_eq!(most_misses_in_window(&[], deadline, 64), (0, 0));
+        assert_eq!(most_misses_in_window(&[ok, lost], deadline, 0), (1, 1));
     }
 }

@@ -155,6 +155,11 @@ impl Session {
         Ok(Session { fwd, before, helpers: Helpers(Vec::new()), load })
     }
 
+    /// The scenario's time zero for this session: when its forwarders started.
+    pub fn epoch(&self) -> std::time::Instant {
+        self.fwd.epoch
+    }
+
     pub fn end(self, tb: &Testbed) -> io::Result<SessionEnd> {
         let paths = self.before.0.len();
         drop(self.helpers);

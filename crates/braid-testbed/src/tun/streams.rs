@@ -4,7 +4,7 @@
 use std::io;
 use std::net::SocketAddrV4;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::teardown::{net_state, teardown_verdict};
 use super::{interrupt, parse_tunnel_stats, Part, Setup, WORLD};
@@ -27,7 +27,16 @@ fn forward_loss(s: &Setup) -> Vec<f64> {
     s.scenario.paths.iter().map(|p| p.forward.loss.mean_loss()).collect()
 }
 
-fn fill_stream(row: &mut Row, s: &Setup, out: &udp::StreamOutcome, wire_fwd: &[u64], wire_rev: &[u64]) {
+/// The stream's row; `epoch` is the scenario's time zero (its forwarders' start), against which
+/// the stream's start is placed.
+fn fill_stream(
+    row: &mut Row,
+    s: &Setup,
+    out: &udp::StreamOutcome,
+    epoch: Instant,
+    wire_fwd: &[u64],
+    wire_rev: &[u64],
+) {
     let spec = s.t.stream;
     let sum = udp::summarize(&out.latency, spec.deadline);
     let payload = (sum.packets as u64) * spec.size as u64;
@@ -66,7 +75,10 @@ fn fill_stream(row: &mut Row, s: &Setup, out: &udp::StreamOutcome, wire_fwd: &[u
     t.udp_longest_miss_ms = Some(run.packets as f64 * interval_ms);
     t.udp_longest_miss_at_s = (run.packets > 0).then(|| run.first as f64 * interval_ms / 1e3);
     let per_second = (1e3 / interval_ms).round() as usize;
-    t.udp_misses_worst_1s = Some(udp::most_misses_in_window(&out.latency, spec.deadline, per_second));
+    let (worst, worst_first) = udp::most_misses_in_window(&out.latency, spec.deadline, per_second);
+    t.udp_misses_worst_1s = Some(worst);
+    t.udp_misses_worst_1s_at_s = (worst > 0).then(|| worst_first as f64 * interval_ms / 1e3);
+    t.udp_stream_start_s = out.first_sent.map(|f| f.saturating_duration_since(epoch).as_secs_f64());
     t.udp_p50_ms = sum.p50_ms;
     t.udp_p99_ms = sum.p99_ms;
     t.udp_send_errors = Some(out.send_errors);
@@ -99,12 +111,13 @@ pub(super) fn udp_braid(s: &Setup) -> io::Result<Row> {
     let c1 = counters(s.tb, paths)?;
     let clean_exit = interrupt(&mut child);
     let load = session.load.clone();
+    let epoch = session.epoch();
     let net = session.end(s.tb)?;
     let mut row = s.row("braid-tun", Part::Udp, &net, load);
     let (fwd, _, _) = counter_delta(&c0, &c1);
     let rev = reverse_bytes(&c0, &c1);
     match out {
-        Ok(out) => fill_stream(&mut row, s, &out, &fwd, &rev),
+        Ok(out) => fill_stream(&mut row, s, &out, epoch, &fwd, &rev),
         Err(e) => row.error = Some(e.to_string()),
     }
     let t = row.tun.as_mut().expect("set by row()");
@@ -151,12 +164,13 @@ pub(super) fn udp_plain(s: &Setup) -> io::Result<Row> {
     );
     let c1 = counters(s.tb, paths)?;
     let load = session.load.clone();
+    let epoch = session.epoch();
     let net = session.end(s.tb)?;
     let mut row = s.row(&name, Part::Udp, &net, load);
     let (fwd, _, _) = counter_delta(&c0, &c1);
     let rev = reverse_bytes(&c0, &c1);
     match out {
-        Ok(out) => fill_stream(&mut row, s, &out, &fwd, &rev),
+        Ok(out) => fill_stream(&mut row, s, &out, epoch, &fwd, &rev),
         Err(e) => row.error = Some(e.to_string()),
     }
     Ok(row)
