@@ -15,18 +15,26 @@
 //! received); a flood of 5,000 first messages with the right key that never finish
 //! (half-open: what the server holds) and 5,000 with a wrong key; a client that asks for a
 //! download and stops reading (the server's memory for it).
+//!
+//! Each link kind reaches the server from its own loopback address (plain 127.0.0.1, lossy
+//! 127.0.0.2, the rebinding relay 127.0.0.3), so the server's log line for a connection it
+//! ended by its idle timeout names the kind; those are counted per kind until the end of the
+//! run (not after: the workers still running then are stopped, and their connections time
+//! out on the server).
 
+use std::io::BufRead;
+use std::net::{IpAddr, Ipv4Addr};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_cli::request;
 use braid_proto::wire::ConnectionId;
 use braid_runtime::crypto::{ClientHandshake, Hello};
-use braid_runtime::{ClientConfig, Endpoint, Key};
+use braid_runtime::{ClientConfig, Endpoint, Key, PathSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Default)]
@@ -44,6 +52,22 @@ struct Tally {
     durations: std::sync::Mutex<[[Vec<u32>; 4]; 3]>,
     /// Timed-out transfers per class.
     timeouts: std::sync::Mutex<[[u64; 4]; 3]>,
+    /// Connections the server ended by its idle timeout, per link kind (from its log), until
+    /// the end of the run.
+    idle_ended: [AtomicU64; 3],
+    /// The run is over: stop counting `idle_ended`.
+    over: AtomicBool,
+}
+
+const KINDS: [&str; 3] = ["plain", "lossy", "rebinding"];
+
+/// The local address each link kind reaches the server from (the server's log names it).
+fn kind_ip(kind: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + kind as u8))
+}
+
+fn kind_of(ip: IpAddr) -> Option<usize> {
+    (0..KINDS.len()).find(|&k| kind_ip(k) == ip)
 }
 
 const SIZES: [usize; 4] = [1 << 10, 16 << 10, 128 << 10, 1 << 20];
@@ -203,20 +227,52 @@ impl Drop for Server {
     }
 }
 
-fn start_server(bin: &PathBuf, key_file: &std::path::Path, connections: usize) -> Server {
+/// Starts the server with its connection ends logged (`braid_runtime::driver` at debug,
+/// added to `BRAID_LOG`); a thread reads its log, counts the idle-timeout ends per link kind
+/// into `tally` and passes on the rest (all of it when `BRAID_LOG` was set).
+fn start_server(bin: &PathBuf, key_file: &std::path::Path, connections: usize, tally: Arc<Tally>) -> Server {
     let port = free_port();
     let metrics = SocketAddr::from(([127, 0, 0, 1], free_tcp_port()));
-    let child = Command::new(bin)
+    let asked = std::env::var("BRAID_LOG").ok();
+    let filter = format!("{},braid_runtime::driver=debug", asked.as_deref().unwrap_or("warn"));
+    let mut child = Command::new(bin)
         .args(["server", "--listen", &format!("127.0.0.1:{port}"), "--key"])
         .arg(key_file)
         .args(["--max-connections", &(connections + 100).to_string(), "--handshake-rate", "1000"])
         .args(["--metrics", &metrics.to_string()])
+        .env("BRAID_LOG", filter)
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| die(&format!("{}: {e}", bin.display())));
+    let log = child.stderr.take().expect("piped");
+    let pass_all = asked.is_some();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(log).lines() {
+            let Ok(line) = line else { return };
+            let driver = line.contains(" braid_runtime::driver");
+            if driver && line.contains("connection ended") && line.contains("reason=TimedOut") {
+                let kind = idle_ended_peer(&line).and_then(kind_of);
+                if let (Some(k), false) = (kind, tally.over.load(Ordering::Relaxed)) {
+                    tally.idle_ended[k].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            // The driver's debug and info lines are the soak's addition to what was asked.
+            let added = driver && (line.contains(" DEBUG ") || line.contains(" INFO "));
+            if pass_all || !added {
+                eprintln!("{line}");
+            }
+        }
+    });
     std::thread::sleep(Duration::from_millis(500));
     Server { child, addr: SocketAddr::from(([127, 0, 0, 1], port)), metrics }
+}
+
+/// The peer's address in the server's "connection ended" log line (`peer=IP:PORT`).
+fn idle_ended_peer(line: &str) -> Option<IpAddr> {
+    let at = line.find(" peer=")? + " peer=".len();
+    let addr = line[at..].split_whitespace().next()?;
+    addr.parse::<SocketAddr>().ok().map(|a| a.ip())
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
@@ -350,7 +406,7 @@ async fn worker(
     };
     while Instant::now() < until {
         let relay = if rebinding {
-            match Relay::start(addr, next()).await {
+            match Relay::start(addr, kind_ip(2), next()).await {
                 Ok(r) => Some(r),
                 Err(e) => die(&format!("relay: {e}")),
             }
@@ -360,6 +416,9 @@ async fn worker(
         let target = relay.as_ref().map_or(addr, |r| r.addr);
         let mut config = ClientConfig::new(key.clone());
         config.handshake_timeout = Duration::from_secs(20);
+        if relay.is_none() {
+            config.paths = vec![PathSpec::Addr(SocketAddr::new(kind_ip(kind), 0))];
+        }
         if lossy {
             config.emulate = vec![Some("50mbit,5ms,1%".parse().expect("spec"))];
             config.qlog = qlog.clone();
@@ -416,7 +475,11 @@ async fn worker(
         tokio::time::sleep(Duration::from_millis(next() % 5000)).await;
         if log_closes {
             let local = conn.paths().first().and_then(|p| p.local);
-            eprintln!("soak: close worker {i} kind {kind} local {local:?}");
+            let relay_out = relay.as_ref().map(|r| (r.outside(), !r.task.is_finished()));
+            let path = conn.paths().first().map(|p| {
+                format!("{:?} sent {} received {}", p.stats.state, p.datagrams_sent, p.datagrams_received)
+            });
+            eprintln!("soak: close worker {i} kind {kind} local {local:?} relay (outside, alive) {relay_out:?} path {path:?}");
         }
         conn.close(0, "soak churn");
         tally.live.fetch_sub(1, Ordering::Relaxed);
@@ -425,8 +488,16 @@ async fn worker(
         }
         // The relay lingers a moment so the close gets through, then goes.
         if let Some(r) = relay {
+            let carried = r.up.load(Ordering::Relaxed);
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(2)).await;
+                if log_closes {
+                    let after = r.up.load(Ordering::Relaxed) - carried;
+                    eprintln!(
+                        "soak: relay of worker {i} ({:?}) carried {after} datagrams up after the close",
+                        r.outside()
+                    );
+                }
                 r.task.abort();
             });
         }
@@ -440,26 +511,49 @@ struct Relay {
     rebind: tokio::sync::mpsc::UnboundedSender<()>,
     task: tokio::task::JoinHandle<()>,
     seed: u64,
+    /// The address the server sees now (the relay's outside port).
+    outside: Arc<std::sync::Mutex<Option<SocketAddr>>>,
+    /// Datagrams carried from the client to the server.
+    up: Arc<AtomicU64>,
 }
 
 impl Relay {
-    async fn start(server: SocketAddr, seed: u64) -> std::io::Result<Relay> {
+    /// A relay to `server` whose outside ports are on `ip`.
+    async fn start(server: SocketAddr, ip: IpAddr, seed: u64) -> std::io::Result<Relay> {
         let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await?;
         let addr = front.local_addr()?;
         let (rebind, mut moves) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let mut back = tokio::net::UdpSocket::bind("127.0.0.1:0").await?;
+        let mut back = tokio::net::UdpSocket::bind(SocketAddr::new(ip, 0)).await?;
+        let outside = Arc::new(std::sync::Mutex::new(back.local_addr().ok()));
+        let seen = outside.clone();
+        let up_count = Arc::new(AtomicU64::new(0));
+        let carried = up_count.clone();
+
         let task = tokio::spawn(async move {
             let mut client: Option<SocketAddr> = None;
             let (mut up, mut down) = (vec![0u8; 65536], vec![0u8; 65536]);
             loop {
                 tokio::select! {
                     r = front.recv_from(&mut up) => {
-                        let Ok((n, from)) = r else { return };
+                        let (n, from) = match r {
+                            Ok(got) => got,
+                            Err(e) => {
+                                eprintln!("soak: relay: client side: {e}");
+                                return;
+                            }
+                        };
                         client = Some(from);
+                        carried.fetch_add(1, Ordering::Relaxed);
                         let _ = back.send_to(&up[..n], server).await;
                     }
                     r = back.recv_from(&mut down) => {
-                        let Ok((n, _)) = r else { return };
+                        let n = match r {
+                            Ok((n, _)) => n,
+                            Err(e) => {
+                                eprintln!("soak: relay: server side: {e}");
+                                return;
+                            }
+                        };
                         if let Some(c) = client {
                             let _ = front.send_to(&down[..n], c).await;
                         }
@@ -468,15 +562,23 @@ impl Relay {
                         if m.is_none() {
                             return;
                         }
-                        match tokio::net::UdpSocket::bind("127.0.0.1:0").await {
+                        match tokio::net::UdpSocket::bind(SocketAddr::new(ip, 0)).await {
                             Ok(b) => back = b,
-                            Err(_) => return,
+                            Err(e) => {
+                                eprintln!("soak: relay: a new port: {e}");
+                                return;
+                            }
                         }
+                        *seen.lock().expect("relay") = back.local_addr().ok();
                     }
                 }
             }
         });
-        Ok(Relay { addr, rebind, task, seed })
+        Ok(Relay { addr, rebind, task, seed, outside, up: up_count })
+    }
+
+    fn outside(&self) -> Option<SocketAddr> {
+        *self.outside.lock().expect("relay")
     }
 
     /// Moves the relay to a new port every 1–6 s until aborted.
@@ -532,7 +634,8 @@ fn main() {
     let key_file = dir.join("soak.key");
     let key = Key::generate().expect("key");
     key.write_file(&key_file).expect("key file");
-    let server = start_server(&a.server_bin, &key_file, a.connections);
+    let tally = Arc::new(Tally::default());
+    let server = start_server(&a.server_bin, &key_file, a.connections, tally.clone());
     let pid = server.child.id();
     let (idle_rss, idle_fds, _) = probe(pid);
     println!(
@@ -544,13 +647,17 @@ fn main() {
     );
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let tally = Arc::new(Tally::default());
     let until = Instant::now() + Duration::from_secs(a.seconds);
     let ticks_per_s = 100.0; // USER_HZ
     runtime.block_on(async {
         let workers: Vec<_> = (0..a.connections)
             .map(|i| tokio::spawn(worker(i, key.clone(), server.addr, until, tally.clone(), a.qlog.clone(), a.log_closes)))
             .collect();
+        let stop_counting = tally.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(until.into()).await;
+            stop_counting.over.store(true, Ordering::Relaxed);
+        });
         let started = Instant::now();
         let (mut last_ticks, mut last_at) = (probe(pid).2, Instant::now());
         let me = std::process::id();
@@ -558,7 +665,10 @@ fn main() {
         let drops_before = udp_drops(server.addr.port());
         let mut peak_server_conns = 0u64;
         let (mut peak_rss, mut peak_fds, mut peak_live, mut max_per_conn) = (0u64, 0usize, 0u64, 0f64);
-        println!("   t s   live   RSS MiB  KiB/conn   fds   CPU %   transfers  failed  corrupted  connects  connect-fail  srv-conns  srv-idle-ended  srv-sock-drops  host-drops  soak CPU %");
+        println!("   t s   live   RSS MiB  KiB/conn   fds   CPU %   transfers  failed  corrupted  connects  connect-fail  srv-conns  srv-idle-ended  idle-ended p/l/r  srv-sock-drops  host-drops  soak CPU %");
+        let idle_ended = |t: &Tally| -> String {
+            t.idle_ended.iter().map(|n| n.load(Ordering::Relaxed).to_string()).collect::<Vec<_>>().join("/")
+        };
         while Instant::now() < until + Duration::from_secs(70) && !workers.iter().all(|w| w.is_finished()) {
             tokio::time::sleep(Duration::from_secs(10)).await;
             let (rss, fds, ticks) = probe(pid);
@@ -568,7 +678,7 @@ fn main() {
             let cpu = (ticks - last_ticks) as f64 / ticks_per_s / elapsed * 100.0;
             let own_cpu = own.saturating_sub(last_own) as f64 / ticks_per_s / elapsed * 100.0;
             (last_ticks, last_own, last_at) = (ticks, own, Instant::now());
-            let (established, handshaking, idle_ended) = server_view(server.metrics);
+            let (established, handshaking, idle_ended_total) = server_view(server.metrics);
             peak_server_conns = peak_server_conns.max(established + handshaking);
             let (server_drops, host_drops) = udp_drops(server.addr.port());
             let per_conn = if live > 0 { rss.saturating_sub(idle_rss) as f64 / live as f64 } else { 0.0 };
@@ -577,7 +687,7 @@ fn main() {
             }
             (peak_rss, peak_fds, peak_live) = (peak_rss.max(rss), peak_fds.max(fds), peak_live.max(live));
             println!(
-                "{:>6} {:>6} {:>9.1} {:>9.1} {:>5} {:>7.1} {:>11} {:>7} {:>10} {:>9} {:>13} {:>10} {:>15} {:>15} {:>11} {:>11.1}",
+                "{:>6} {:>6} {:>9.1} {:>9.1} {:>5} {:>7.1} {:>11} {:>7} {:>10} {:>9} {:>13} {:>10} {:>15} {:>17} {:>15} {:>11} {:>11.1}",
                 started.elapsed().as_secs(),
                 live,
                 rss as f64 / 1024.0,
@@ -590,16 +700,28 @@ fn main() {
                 tally.connects.load(Ordering::Relaxed),
                 tally.connect_failures.load(Ordering::Relaxed),
                 established + handshaking,
-                idle_ended,
+                idle_ended_total,
+                idle_ended(&tally),
                 server_drops.saturating_sub(drops_before.0),
                 host_drops.saturating_sub(drops_before.1),
                 own_cpu,
             );
         }
         let (server_drops, host_drops) = udp_drops(server.addr.port());
+        tally.over.store(true, Ordering::Relaxed);
         for w in workers {
             w.abort();
         }
+        println!(
+            "soak: connections the server ended by its idle timeout during the run (to {} s), by link kind: {}",
+            a.seconds,
+            KINDS
+                .iter()
+                .zip(&tally.idle_ended)
+                .map(|(k, n)| format!("{k} {}", n.load(Ordering::Relaxed)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         println!(
             "soak: done: peak {peak_live} live connections, peak RSS {:.1} MiB, at most {max_per_conn:.1} KiB per connection (≥ 90 % live), peak {peak_fds} fds; {} transfers ({:.1} MB echoed), {} failed, {} corrupted; {} connects, {} failed; {} rebinds",
             peak_rss as f64 / 1024.0,
