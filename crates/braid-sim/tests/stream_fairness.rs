@@ -209,7 +209,7 @@ fn requests_do_not_queue_behind_a_bulk_stream() {
 
 /// The same from the first moment: requests start with the bulk stream, so Startup is in the
 /// sample (the testbed's latency workload counts it too). Measured: p99 68 ms one way at 0 %
-/// and 78 at 2 % (max 68 / 80), the steady state's figures. Before Startup's window grew as
+/// and 80 at 2 %, the steady state's figures. Before Startup's window grew as
 /// BBR's does and its first flight was paced over 60 % of the round trip (cc/model.rs): p99
 /// 143 ms — the request written in the first round waited for the first ACKs behind the bulk
 /// stream's initial window (114 ms), the second round's window was held at the initial window
