@@ -162,6 +162,38 @@ class Reproduce(unittest.TestCase):
             self.assertEqual(v["sato-dumbbell"], rp.PARTLY)
             self.assertIn("best g in 2–3 (measured: 1): **did not hold**", text)
 
+    def test_bottleneck_use_from_the_link_counters(self):
+        """links.csv from braid-sim --json's link counters; the bottleneck's forward bytes over
+        rate × duration, per mode, a tagged run's as mode@tag."""
+        import json
+        with tempfile.TemporaryDirectory() as tmp:
+            exp = os.path.join(tmp, "sato-dumbbell")
+            os.makedirs(os.path.join(exp, "default"))
+            with open(os.path.join(exp, "scenario.toml"), "w") as f:
+                f.write('duration = "60s"\n[[bottleneck]]\nname = "router"\nrate = "50Mbit/s"\n')
+            full = 50e6 * 60 / 8
+            for d, runs in ((exp, [("0", "tcp", 0.97), ("1", "sato", 0.99)]), (os.path.join(exp, "default"),
+                                                                                 [("0", "tcp", 0.5)])):
+                with open(os.path.join(d, "summary.csv"), "w") as f:
+                    f.write("run,mode\n" + "".join(f"{r},{m}\n" for r, m, _ in runs))
+                links = [{"run": int(r), "metrics": {"links": [
+                    {"name": "router.fwd", "sent": 1, "sent_bytes": 2, "delivered": 1, "delivered_bytes": u * full},
+                    {"name": "router.rev", "sent": 1, "sent_bytes": 2, "delivered": 1, "delivered_bytes": full},
+                    {"name": "access.fwd", "sent": 1, "sent_bytes": 2, "delivered": 1, "delivered_bytes": full}]}}
+                    for r, _, u in runs]
+                with open(os.path.join(d, "runs.json"), "w") as f:
+                    json.dump({"interval_ms": 100, "runs": links}, f)
+                rp.write_links(os.path.join(d, "runs.json"), os.path.join(d, "links.csv"))
+            rep = rp.Report(tmp, os.path.join(tmp, "raw"), os.path.join(tmp, "docs"))
+            use = rep.bottleneck_use("sato-dumbbell")
+            self.assertEqual(set(use), {"tcp", "sato", "tcp@default"})
+            self.assertAlmostEqual(use["tcp"], 0.97)
+            self.assertAlmostEqual(use["sato"], 0.99)
+            self.assertAlmostEqual(use["tcp@default"], 0.5)
+        self.assertEqual(rp.parse_rate("50Mbit/s"), 50e6)
+        self.assertEqual(rp.parse_seconds("500ms"), 0.5)
+        self.assertIsNone(rp.parse_rate("fast"))
+
     def test_phase_goodput_from_the_time_series(self):
         """One row per interval and flow; the run's goodput counted once per interval, intervals
         ending in (start, end]."""
