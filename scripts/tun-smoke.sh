@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of `braid tun` / `braid server --tun` in network namespaces (root, /dev/net/tun):
 #   client ns --veth-- server ns --veth-- world ns (HTTP and UDP echo servers)
-# The client routes the world's prefix into its TUN device; checks a TCP download (bytes
-# checked), a UDP echo, a ping, and that Ctrl-C leaves no device or route behind.
+# The client routes the world's prefixes (IPv4 and IPv6) into its TUN device; checks over each
+# family a TCP download (bytes checked), a UDP echo (small and full-MTU packets, which take two
+# datagrams), a ping, and that Ctrl-C leaves no device, address or route behind.
 # Usage: scripts/tun-smoke.sh [path/to/braid]   (prints SKIP and exits 0 without root or TUN)
 set -euo pipefail
 BRAID=${1:-target/debug/braid}
@@ -20,6 +21,8 @@ cleanup() {
   [[ -n ${SRV_PID:-} ]] && kill $SRV_PID 2>/dev/null
   [[ -n ${WEB_PID:-} ]] && kill $WEB_PID 2>/dev/null
   [[ -n ${UDP_PID:-} ]] && kill $UDP_PID 2>/dev/null
+  [[ -n ${WEB6_PID:-} ]] && kill $WEB6_PID 2>/dev/null
+  [[ -n ${UDP6_PID:-} ]] && kill $UDP6_PID 2>/dev/null
   sleep 0.3
   for n in $C $S $W; do ip netns del $n 2>/dev/null; done
   rm -rf "$TMP"
@@ -28,51 +31,80 @@ trap cleanup EXIT
 for n in $C $S $W; do ip netns add $n; ip -n $n link set lo up; done
 ip link add ${P}a netns $C type veth peer name ${P}b netns $S
 ip link add ${P}d netns $S type veth peer name ${P}e netns $W
-ip -n $C addr add 10.200.1.1/24 dev ${P}a; ip -n $C link set ${P}a up
-ip -n $S addr add 10.200.1.2/24 dev ${P}b; ip -n $S link set ${P}b up
+# The path's MTU (1350) holds braid's base PLPMTU (1280-byte UDP payloads, 1324 bytes on the
+# wire) but not its first probe (1400): datagrams stay 1216 bytes, so full-size packets in
+# the tunnel take two datagrams.
+ip -n $C addr add 10.200.1.1/24 dev ${P}a; ip -n $C link set ${P}a mtu 1350 up
+ip -n $S addr add 10.200.1.2/24 dev ${P}b; ip -n $S link set ${P}b mtu 1350 up
 ip -n $S addr add 10.200.2.1/24 dev ${P}d; ip -n $S link set ${P}d up
 ip -n $W addr add 10.200.2.2/24 dev ${P}e; ip -n $W link set ${P}e up
+ip -n $S addr add fd00:200:2::1/64 dev ${P}d nodad
+ip -n $W addr add fd00:200:2::2/64 dev ${P}e nodad
 ip netns exec $S sysctl -qw net.ipv4.ping_group_range="0 2147483647"
 head -c 3000000 /dev/urandom > "$TMP/file"
 WANT=$(sha256sum < "$TMP/file" | cut -d' ' -f1)
 ip netns exec $W python3 -m http.server 8080 --bind 10.200.2.2 --directory "$TMP" >/dev/null 2>&1 & WEB_PID=$!
-ip netns exec $W python3 -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.200.2.2", 9999))
+ip netns exec $W python3 -m http.server 8080 --bind fd00:200:2::2 --directory "$TMP" >/dev/null 2>&1 & WEB6_PID=$!
+ECHO_SERVER='
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM); s.bind((sys.argv[1], 9999))
 while True:
-    d, a = s.recvfrom(65536); s.sendto(d, a)' & UDP_PID=$!
+    d, a = s.recvfrom(65536); s.sendto(d, a)'
+ip netns exec $W python3 -c "$ECHO_SERVER" 10.200.2.2 & UDP_PID=$!
+ip netns exec $W python3 -c "$ECHO_SERVER" fd00:200:2::2 & UDP6_PID=$!
 # Wait for the world's servers and then braid's (python starts slowly on a loaded machine).
 for _ in $(seq 100); do ip netns exec $W curl -s -o /dev/null http://10.200.2.2:8080/ && break; sleep 0.1; done
+for _ in $(seq 100); do ip netns exec $W curl -s -o /dev/null -g 'http://[fd00:200:2::2]:8080/' && break; sleep 0.1; done
 "$BRAID" keygen -o "$TMP/key" >/dev/null
-ip netns exec $S "$BRAID" server --listen 10.200.1.2:4433 --key "$TMP/key" --tun --tun-pool 10.77.0.0/24 2>"$TMP/server.log" & SRV_PID=$!
+ip netns exec $S "$BRAID" server --listen 10.200.1.2:4433 --key "$TMP/key" --tun --tun-pool 10.77.0.0/24 --tun-pool6 fd77::/64 2>"$TMP/server.log" & SRV_PID=$!
 for _ in $(seq 100); do grep -q listening "$TMP/server.log" && break; sleep 0.1; done
-ip netns exec $C "$BRAID" tun --server 10.200.1.2:4433 --key "$TMP/key" --name braid0 --route 10.200.2.0/24 2>"$TMP/tun.log" & TUN_PID=$!
+ip netns exec $C "$BRAID" tun --server 10.200.1.2:4433 --key "$TMP/key" --name braid0 --route 10.200.2.0/24 --route fd00:200:2::/64 2>"$TMP/tun.log" & TUN_PID=$!
 for _ in $(seq 150); do ip -n $C link show braid0 >/dev/null 2>&1 && break; sleep 0.1; done
 ip -n $C link show braid0 >/dev/null 2>&1 || { cat "$TMP/tun.log"; echo "FAIL: no braid0"; exit 1; }
+# The IPv6 address is there once the device is (nodad: usable at once).
+for _ in $(seq 50); do ip -n $C -6 addr show dev braid0 | grep -q fd77:: && break; sleep 0.1; done
 sleep 0.3
-FAIL=0
-GOT=$(ip netns exec $C curl -s --max-time 30 http://10.200.2.2:8080/file | sha256sum | cut -d' ' -f1)
-if [[ $GOT == "$WANT" ]]; then echo "ok   TCP download through the tunnel, 3,000,000 bytes intact"; else echo "FAIL TCP download"; FAIL=1; fi
-ECHO=$(ip netns exec $C python3 -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+FAIL=0 PASSED=0
+pass() { echo "ok   $1"; PASSED=$((PASSED + 1)); }
+# The echo client: 20 packets of $2 bytes (each with its number), how many came back intact.
+ECHO_CLIENT='
+import socket, sys
+host, size = sys.argv[1], int(sys.argv[2])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(2)
 ok = 0
 for i in range(20):
-    s.sendto(b"ping %d" % i, ("10.200.2.2", 9999))
+    msg = (b"ping %d " % i).ljust(size, b"x")
+    s.sendto(msg, (host, 9999))
     try:
-        d, _ = s.recvfrom(100); ok += d == b"ping %d" % i
+        d, _ = s.recvfrom(65536); ok += d == msg
     except socket.timeout:
         pass
-print(ok)')
-if [[ $ECHO -ge 19 ]]; then echo "ok   UDP echo through the tunnel ($ECHO/20)"; else echo "FAIL UDP echo ($ECHO/20)"; FAIL=1; fi
-PASSED=3
-if ! command -v ping >/dev/null; then echo "skip ping: no ping installed"; PASSED=2
-elif ip netns exec $C ping -c 3 -W 2 10.200.2.2 >/dev/null; then echo "ok   ping through the tunnel"; else echo "FAIL ping"; FAIL=1; fi
+print(ok)'
+# Each family: the largest UDP payload a 1280-byte packet holds (1252 over IPv4, 1232 over IPv6)
+# takes two datagrams on paths of 1280-byte packets.
+for dst in 10.200.2.2 fd00:200:2::2; do
+  if [[ $dst == *:* ]]; then fam=IPv6 url="http://[$dst]:8080/file" big=1232; else fam=IPv4 url="http://$dst:8080/file" big=1252; fi
+  GOT=$(ip netns exec $C curl -g -s --max-time 30 "$url" | sha256sum | cut -d' ' -f1)
+  if [[ $GOT == "$WANT" ]]; then pass "$fam TCP download through the tunnel, 3,000,000 bytes intact"; else echo "FAIL $fam TCP download"; FAIL=1; fi
+  for size in 20 $big; do
+    ECHO=$(ip netns exec $C python3 -c "$ECHO_CLIENT" $dst $size)
+    if [[ $ECHO -ge 19 ]]; then pass "$fam UDP echo through the tunnel, $size-byte payloads ($ECHO/20)"; else echo "FAIL $fam UDP echo, $size bytes ($ECHO/20)"; FAIL=1; fi
+  done
+  if ! command -v ping >/dev/null; then echo "skip $fam ping: no ping installed"
+  elif ip netns exec $C ping -c 3 -W 2 $dst >/dev/null && ip netns exec $C ping -c 2 -W 2 -s $big -M do $dst >/dev/null; then
+    pass "$fam ping through the tunnel (and full-size pings)"
+  else echo "FAIL $fam ping"; FAIL=1; fi
+done
 kill -INT $TUN_PID; wait $TUN_PID 2>/dev/null || true; TUN_PID=
-if ip -n $C link show braid0 >/dev/null 2>&1 || ip -n $C route | grep -q braid0; then
-  echo "FAIL teardown: braid0 or its routes left"; FAIL=1
+if grep -q "mtu 1280" "$TMP/tun.log" && ! grep -q " 0 messages split" "$TMP/tun.log"; then pass "IPv6 device at 1280 bytes; full-size packets went in pieces"
+else echo "FAIL device size or splitting: $(grep -e 'tunnel up' -e 'tunnel down' "$TMP/tun.log")"; FAIL=1; fi
+LEFT=$( (ip -n $C link show braid0 2>/dev/null; ip -n $C -4 route | grep braid0; ip -n $C -6 route | grep -e braid0 -e fd00:200:2; ip -n $C -6 addr | grep fd77) || true)
+if [[ -n $LEFT ]]; then
+  echo "FAIL teardown: left behind: $LEFT"; FAIL=1
 else
-  echo "ok   teardown: no device, no route left"
+  pass "teardown: no device, address or route left (IPv4 and IPv6)"
 fi
 if [[ $FAIL != 0 ]]; then echo "--- tun.log"; cat "$TMP/tun.log"; echo "--- server.log"; cat "$TMP/server.log"; exit 1; fi
-echo "tun smoke: $((PASSED + 1)) passed, 0 failed"
+echo "tun smoke: $PASSED passed, 0 failed"

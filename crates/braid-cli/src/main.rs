@@ -135,6 +135,10 @@ struct ServerArgs {
     /// The tunnels' addresses (an IPv4 network; its first host is the server's side).
     #[arg(long, value_name = "CIDR", default_value = "10.77.0.0/24")]
     tun_pool: String,
+    /// The tunnels' IPv6 addresses (a prefix such as fd77::/64; a client's is the prefix plus
+    /// its IPv4 address's host part). Without it the tunnels carry IPv4 only.
+    #[arg(long, value_name = "PREFIX")]
+    tun_pool6: Option<String>,
     /// Let tunnels reach this host's own addresses and loopback (refused by default).
     #[arg(long)]
     tun_allow_local: bool,
@@ -274,10 +278,20 @@ fn main() -> ExitCode {
                 let metrics =
                     a.metrics.as_deref().map(|m| common::parse_listen(m, "--metrics")).transpose()?;
                 let tun = match a.tun {
-                    true => Some(std::sync::Arc::new(tunnel::server::TunServer {
-                        pool: tunnel::pool::Pool::parse(&a.tun_pool).map_err(common::fail)?,
-                        allow_local: a.tun_allow_local,
-                        dropped: Default::default(),
+                    true => Some(std::sync::Arc::new({
+                        let pool = tunnel::pool::Pool::parse(&a.tun_pool).map_err(common::fail)?;
+                        let pool6 = a
+                            .tun_pool6
+                            .as_deref()
+                            .map(|p| tunnel::pool::Pool6::parse(p, &pool))
+                            .transpose()
+                            .map_err(common::fail)?;
+                        tunnel::server::TunServer {
+                            pool,
+                            pool6,
+                            allow_local: a.tun_allow_local,
+                            dropped: Default::default(),
+                        }
                     })),
                     false => None,
                 };

@@ -1,7 +1,7 @@
 //! `braid tun` and `braid server --tun` with real TUN devices in network namespaces
-//! (scripts/tun-smoke.sh): a TCP download with its bytes checked, a UDP echo, a ping, and a
-//! teardown that leaves nothing behind. Skipped, with the reason printed, without root or
-//! /dev/net/tun.
+//! (scripts/tun-smoke.sh): over IPv4 and IPv6, a TCP download with its bytes checked, a UDP
+//! echo of small and full-MTU packets, a ping; and a teardown that leaves nothing behind.
+//! Skipped, with the reason printed, without root or /dev/net/tun.
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! the device's TCP and turns its UDP and pings into datagrams.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,8 +12,12 @@ use ipstack::{IpNumber, IpStack, IpStackConfig, IpStackStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::fragment::{Reassembly, Sender};
 use crate::common::{fail, ClientOpts, Fail};
 use crate::request;
+
+/// IPv6's minimum link MTU (RFC 8200 §5): Linux gives a device below it no IPv6 address.
+const IPV6_MIN_MTU: u16 = 1280;
 
 /// `braid tun`'s own options.
 #[derive(clap::Args, Clone)]
@@ -21,11 +25,13 @@ pub struct TunOpts {
     /// The TUN device's name.
     #[arg(long, default_value = "braid0")]
     pub name: String,
-    /// The device's MTU (default and most: the largest datagram the paths carry).
+    /// The device's MTU (default and most: the largest datagram the paths carry; 1280 when
+    /// the server hands out IPv6 addresses, whose messages may then take two datagrams).
     #[arg(long)]
     pub mtu: Option<u16>,
-    /// A prefix to send through the tunnel (A.B.C.D/N), repeatable; `all` for every address
-    /// except the server's (default route mode).
+    /// A prefix to send through the tunnel (A.B.C.D/N, or an IPv6 one such as 2000::/3 when the
+    /// server has --tun-pool6), repeatable; `all` for every address except the server's
+    /// (default route mode; IPv6 too when the tunnel has it).
     #[arg(long = "route", value_name = "PREFIX|all")]
     pub routes: Vec<String>,
 }
@@ -33,14 +39,23 @@ pub struct TunOpts {
 type Flows = Arc<Mutex<HashMap<u32, mpsc::Sender<Vec<u8>>>>>;
 type Pings = Arc<Mutex<HashMap<u32, ipstack::IpStackUnknownTransport>>>;
 
-/// Routes added outside the device (the server's host route in `all` mode): removed on drop.
-/// Routes through the device go with it when it closes.
-struct Routes(Vec<String>);
+/// A `--route`.
+#[derive(Clone, Debug, PartialEq)]
+enum Route {
+    All,
+    V4(String),
+    V6(String),
+}
+
+/// Routes added outside the device (the server's host route in `all` mode), each with its
+/// `ip` family flag: removed on drop. Routes and addresses on the device go with it when it
+/// closes.
+struct Routes(Vec<(&'static str, String)>);
 
 impl Drop for Routes {
     fn drop(&mut self) {
-        for r in &self.0 {
-            let _ = Command::new("ip").args(["route", "del"]).args(r.split(' ')).status();
+        for (family, r) in &self.0 {
+            let _ = Command::new("ip").args([*family, "route", "del"]).args(r.split(' ')).status();
         }
     }
 }
@@ -61,8 +76,8 @@ fn ip(args: &[&str]) -> Result<String, Fail> {
 }
 
 /// The first-hop of the current route to `dst`: `via GW dev DEV` (or `dev DEV`).
-fn route_to(dst: Ipv4Addr) -> Result<String, Fail> {
-    let out = ip(&["route", "get", &dst.to_string()])?;
+fn route_to(dst: IpAddr) -> Result<String, Fail> {
+    let out = ip(&[family(dst), "route", "get", &dst.to_string()])?;
     let words: Vec<&str> = out.split_whitespace().collect();
     let after = |key: &str| words.iter().position(|w| *w == key).and_then(|i| words.get(i + 1)).copied();
     let dev = after("dev").ok_or_else(|| fail(format!("no route to the server {dst}")))?;
@@ -70,6 +85,28 @@ fn route_to(dst: Ipv4Addr) -> Result<String, Fail> {
         Some(gw) => format!("via {gw} dev {dev}"),
         None => format!("dev {dev}"),
     })
+}
+
+fn family(ip: IpAddr) -> &'static str {
+    if ip.is_ipv4() {
+        "-4"
+    } else {
+        "-6"
+    }
+}
+
+/// Why device `name` cannot have IPv6, if it cannot: no IPv6 in the kernel, or IPv6 disabled.
+fn ipv6_unavailable(name: &str) -> Option<String> {
+    if !std::path::Path::new("/proc/sys/net/ipv6").exists() {
+        return Some("this kernel has no IPv6 (or it is off: ipv6.disable=1)".into());
+    }
+    let disabled = std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"));
+    if disabled.is_ok_and(|d| d.trim() == "1") {
+        return Some(format!(
+            "IPv6 is disabled on {name} (sysctl net.ipv6.conf.default.disable_ipv6=1; set it to 0 for IPv6 in the tunnel)"
+        ));
+    }
+    None
 }
 
 /// The one-line reasons a TUN device cannot be made.
@@ -102,17 +139,55 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
     {
         return Err(fail(format!("the server refused the tunnel: {message}")));
     }
-    let mut grant = [0u8; 5];
-    control.read_exact(&mut grant).await.map_err(|e| fail(format!("tunnel request: {e}")))?;
+    // OK | IPv4 (4) | prefix | has IPv6 | [IPv6 (16) | prefix]
+    let grant_error = |e: std::io::Error| fail(format!("tunnel request: {e}"));
+    let mut grant = [0u8; 6];
+    control.read_exact(&mut grant).await.map_err(grant_error)?;
     let addr = Ipv4Addr::new(grant[0], grant[1], grant[2], grant[3]);
     let prefix = grant[4].clamp(8, 30);
+    let mut addr6 = match grant[5] {
+        0 => None,
+        1 => {
+            let mut g6 = [0u8; 17];
+            control.read_exact(&mut g6).await.map_err(grant_error)?;
+            let a: [u8; 16] = g6[..16].try_into().unwrap_or_default();
+            Some((Ipv6Addr::from(a), g6[16].clamp(48, 127)))
+        }
+        _ => {
+            return Err(fail("tunnel request: the server's answer is malformed (a different braid version?)"))
+        }
+    };
+    let wants6 = routes.iter().find(|r| matches!(r, Route::V6(_)));
+    if let (Some(Route::V6(r)), None) = (wants6, addr6) {
+        return Err(fail(format!(
+            "--route {r}: the server hands out no IPv6 addresses (start it with --tun-pool6 PREFIX)"
+        )));
+    }
     if let Ok(ifs) = if_addrs::get_if_addrs() {
-        if let Some(i) = ifs.iter().find(|i| i.ip() == IpAddr::V4(addr)) {
-            return Err(fail(format!("braid tun: address {addr} is already in use on {} (the server's --tun-pool overlaps a local network)", i.name)));
+        let taken = [Some(IpAddr::V4(addr)), addr6.map(|a| IpAddr::V6(a.0))];
+        if let Some(i) = ifs.iter().find(|i| taken.contains(&Some(i.ip()))) {
+            return Err(fail(format!("braid tun: address {} is already in use on {} (the server's --tun-pool or --tun-pool6 overlaps a local network)", i.ip(), i.name)));
         }
     }
     let largest = conn.max_datagram_size().min(usize::from(u16::MAX)) as u16;
-    let mtu = opts.mtu.unwrap_or(largest).min(largest).max(576);
+    let mut mtu = opts.mtu.unwrap_or(largest).min(largest).max(576);
+    if addr6.is_some() {
+        match opts.mtu {
+            Some(m) if m < IPV6_MIN_MTU => {
+                if let Some(Route::V6(r)) = wants6 {
+                    return Err(fail(format!(
+                        "--route {r}: IPv6 needs --mtu {IPV6_MIN_MTU} or more (got {m})"
+                    )));
+                }
+                eprintln!(
+                    "braid tun: --mtu {m} is below IPv6's {IPV6_MIN_MTU}: the tunnel carries IPv4 only"
+                );
+                addr6 = None;
+            }
+            // A message larger than one datagram travels in two (`fragment`).
+            _ => mtu = mtu.max(IPV6_MIN_MTU),
+        }
+    }
     let mut config = tun::Configuration::default();
     config
         .tun_name(&opts.name)
@@ -121,30 +196,55 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
         .mtu(mtu)
         .up();
     let device = tun::create_as_async(&config).map_err(|e| device_error(&opts.name, e))?;
-    let mut added = Routes(Vec::new());
-    for r in &routes {
-        if r == "all" {
-            // Default-route mode: the server stays reachable the way it was, the rest goes in.
-            if let SocketAddr::V4(s) = server {
-                let hop = route_to(*s.ip())?;
-                let host = format!("{}/32 {hop}", s.ip());
-                ip(&["route", "replace"].iter().copied().chain(host.split(' ')).collect::<Vec<_>>())?;
-                added.0.push(host);
+    if let Some((a6, p6)) = addr6 {
+        if let Some(why) = ipv6_unavailable(&opts.name) {
+            if let Some(Route::V6(r)) = wants6 {
+                return Err(fail(format!("--route {r}: {why}")));
             }
-            ip(&["route", "add", "0.0.0.0/1", "dev", &opts.name])?;
-            ip(&["route", "add", "128.0.0.0/1", "dev", &opts.name])?;
+            eprintln!("braid tun: {why}: the tunnel carries IPv4 only");
+            addr6 = None;
         } else {
-            ip(&["route", "add", r, "dev", &opts.name])?;
+            // No duplicate address detection: nothing else is on a TUN device's link.
+            ip(&["-6", "addr", "add", &format!("{a6}/{p6}"), "dev", &opts.name, "nodad"])?;
         }
     }
-    eprintln!("braid: tunnel up: {} {addr}/{prefix} mtu {mtu} via {server}", opts.name);
+    let mut added = Routes(Vec::new());
+    for r in &routes {
+        match r {
+            Route::All => {
+                // Default-route mode: the server stays reachable the way it was, the rest goes in.
+                let pin = server.is_ipv4() || addr6.is_some();
+                if pin {
+                    let hop = route_to(server.ip())?;
+                    let bits = if server.is_ipv4() { 32 } else { 128 };
+                    let host = format!("{}/{bits} {hop}", server.ip());
+                    let family = family(server.ip());
+                    ip(&[family, "route", "replace"].into_iter().chain(host.split(' ')).collect::<Vec<_>>())?;
+                    added.0.push((family, host));
+                }
+                ip(&["-4", "route", "add", "0.0.0.0/1", "dev", &opts.name])?;
+                ip(&["-4", "route", "add", "128.0.0.0/1", "dev", &opts.name])?;
+                if addr6.is_some() {
+                    ip(&["-6", "route", "add", "::/1", "dev", &opts.name])?;
+                    ip(&["-6", "route", "add", "8000::/1", "dev", &opts.name])?;
+                }
+            }
+            Route::V4(p) => drop(ip(&["-4", "route", "add", p, "dev", &opts.name])?),
+            Route::V6(p) => drop(ip(&["-6", "route", "add", p, "dev", &opts.name])?),
+        }
+    }
+    let with6 = addr6.map(|(a, p)| format!(" {a}/{p}")).unwrap_or_default();
+    eprintln!("braid: tunnel up: {} {addr}/{prefix}{with6} mtu {mtu} via {server}", opts.name);
+    let addr6 = addr6.map(|a| a.0);
     let mut stack_config = IpStackConfig::default();
     stack_config.mtu_unchecked(mtu).udp_timeout(super::server::FLOW_IDLE);
     let mut stack = IpStack::new(stack_config, device);
     let flows: Flows = Arc::default();
     let pings: Pings = Arc::default();
     let spoofed = Arc::new(AtomicU64::new(0));
+    let sender = Arc::new(Sender::default());
     tokio::spawn(dispatch(conn.clone(), flows.clone(), pings.clone()));
+    let ours = Ours { v4: addr, v6: addr6 };
     let next_id = Arc::new(AtomicU32::new(1));
     let mut control_byte = [0u8; 1];
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -153,7 +253,7 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
         tokio::select! {
             s = stack.accept() => {
                 let Ok(s) = s else { break Err(fail("the TUN device closed")) };
-                on_stream(s, &conn, addr, &flows, &pings, &next_id, &spoofed);
+                on_stream(s, &conn, &sender, ours, &flows, &pings, &next_id, &spoofed);
             }
             _ = tokio::signal::ctrl_c() => break Ok(()),
             _ = sigterm.recv() => break Ok(()),
@@ -164,7 +264,7 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
     let d = conn.datagram_stats();
     eprintln!(
         "braid: tunnel down: {} datagrams sent ({} bytes), {} repairs ({} bytes, {:.1} %), {} received, \
-         {} rebuilt, {} late, {} dropped; {} packets dropped as spoofed",
+         {} rebuilt, {} late, {} dropped; {} messages split over several datagrams; {} packets dropped as spoofed",
         d.sent,
         d.sent_bytes,
         d.repairs_sent,
@@ -174,6 +274,7 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
         d.recovered,
         d.late,
         d.dropped,
+        sender.split_messages(),
         spoofed.load(Ordering::Relaxed)
     );
     drop(stack);
@@ -185,36 +286,58 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
     result
 }
 
-fn parse_routes(routes: &[String]) -> Result<Vec<String>, Fail> {
+fn parse_routes(routes: &[String]) -> Result<Vec<Route>, Fail> {
     routes
         .iter()
         .map(|r| {
             if r == "all" {
-                return Ok(r.clone());
+                return Ok(Route::All);
             }
-            let ok = r.split_once('/').is_some_and(|(a, n)| {
-                a.parse::<Ipv4Addr>().is_ok() && n.parse::<u8>().is_ok_and(|n| n <= 32)
+            let parsed = r.split_once('/').and_then(|(a, n)| match (a.parse::<IpAddr>(), n.parse::<u8>()) {
+                (Ok(IpAddr::V4(_)), Ok(n)) if n <= 32 => Some(Route::V4(r.clone())),
+                (Ok(IpAddr::V6(_)), Ok(n)) if n <= 128 => Some(Route::V6(r.clone())),
+                _ => None,
             });
-            ok.then(|| r.clone()).ok_or_else(|| {
-                fail(format!("--route {r:?}: expected an IPv4 prefix such as 10.0.0.0/8, or `all`"))
+            parsed.ok_or_else(|| {
+                fail(format!(
+                    "--route {r:?}: expected an IPv4 or IPv6 prefix such as 10.0.0.0/8 or 2000::/3, or `all`"
+                ))
             })
         })
         .collect()
 }
 
+/// The tunnel's own addresses: the only sources the device may send from.
+#[derive(Clone, Copy)]
+struct Ours {
+    v4: Ipv4Addr,
+    v6: Option<Ipv6Addr>,
+}
+
+impl Ours {
+    fn has(&self, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(a) => a == self.v4,
+            IpAddr::V6(a) => Some(a) == self.v6,
+        }
+    }
+}
+
 /// One stream of the userspace stack: a TCP connection goes out as a braid stream, a UDP flow
-/// and a ping as datagrams. Anything whose source is not our tunnel address is dropped and
-/// counted.
+/// and a ping as datagrams. Anything whose source is not one of our tunnel addresses is
+/// dropped and counted.
+#[allow(clippy::too_many_arguments)]
 fn on_stream(
     s: IpStackStream,
     conn: &Connection,
-    addr: Ipv4Addr,
+    sender: &Arc<Sender>,
+    ours: Ours,
     flows: &Flows,
     pings: &Pings,
     next_id: &Arc<AtomicU32>,
     spoofed: &Arc<AtomicU64>,
 ) {
-    let ours = |ip: IpAddr| ip == IpAddr::V4(addr);
+    let ours = |ip: IpAddr| ours.has(ip);
     match s {
         IpStackStream::Tcp(mut tcp) => {
             if !ours(tcp.local_addr().ip()) {
@@ -240,23 +363,24 @@ fn on_stream(
             });
         }
         IpStackStream::Udp(mut udp) => {
-            let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (udp.local_addr(), udp.peer_addr()) else {
+            let (src, dst) = (udp.local_addr(), udp.peer_addr());
+            if src.is_ipv4() != dst.is_ipv4() {
                 return;
-            };
-            if !ours(IpAddr::V4(*src.ip())) {
+            }
+            if !ours(src.ip()) {
                 spoofed.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
             flows.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
-            let (conn, flows) = (conn.clone(), flows.clone());
+            let (conn, flows, sender) = (conn.clone(), flows.clone(), sender.clone());
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 65_536];
                 loop {
                     tokio::select! {
                         n = udp.read(&mut buf) => match n {
-                            Ok(n) if n > 0 => { let _ = conn.send_datagram(&super::udp_out(id, dst, &buf[..n])); }
+                            Ok(n) if n > 0 => { let _ = sender.send(&conn, &super::udp_out(id, dst, &buf[..n])); }
                             _ => break,
                         },
                         d = rx.recv() => match d {
@@ -269,11 +393,22 @@ fn on_stream(
             });
         }
         IpStackStream::UnknownTransport(u) => {
-            let (IpAddr::V4(src), IpAddr::V4(dst)) = (u.src_addr(), u.dst_addr()) else { return };
-            if u.ip_protocol() != IpNumber::ICMP || u.payload().first() != Some(&8) {
+            let (src, dst) = (u.src_addr(), u.dst_addr());
+            // Echo requests only: ICMP type 8, ICMPv6 type 128 (the device's other ICMPv6,
+            // router solicitations and listener reports, stays here).
+            let echo = match (src, dst) {
+                (IpAddr::V4(_), IpAddr::V4(_)) => {
+                    u.ip_protocol() == IpNumber::ICMP && u.payload().first() == Some(&8)
+                }
+                (IpAddr::V6(_), IpAddr::V6(_)) => {
+                    u.ip_protocol() == IpNumber::IPV6_ICMP && u.payload().first() == Some(&128)
+                }
+                _ => false,
+            };
+            if !echo || u.payload().len() < 8 {
                 return;
             }
-            if !ours(IpAddr::V4(src)) {
+            if !ours(src) {
                 spoofed.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -286,15 +421,23 @@ fn on_stream(
             }
             p.insert(id, u);
             drop(p);
-            let _ = conn.send_datagram(&d);
+            let _ = sender.send(conn, &d);
         }
         IpStackStream::UnknownNetwork(_) => {}
     }
 }
 
-/// Datagrams from the server: to their UDP flow, or the answer to a ping.
+/// Datagrams from the server: to their UDP flow, or the answer to a ping; fragments are put
+/// back together first.
 async fn dispatch(conn: Connection, flows: Flows, pings: Pings) {
-    while let Ok(d) = conn.recv_datagram().await {
+    let mut pieces = Reassembly::default();
+    while let Ok(mut d) = conn.recv_datagram().await {
+        if d.first() == Some(&super::FRAGMENT) {
+            match pieces.push(&d, std::time::Instant::now()) {
+                Some(whole) => d = whole,
+                None => continue,
+            }
+        }
         let Some((kind, id, payload)) = super::parse_reply(&d) else { continue };
         match kind {
             super::UDP => {
@@ -303,7 +446,7 @@ async fn dispatch(conn: Connection, flows: Flows, pings: Pings) {
                     let _ = tx.try_send(payload.to_vec());
                 }
             }
-            super::ICMP_ECHO => {
+            super::ICMP_ECHO | super::ICMP6_ECHO => {
                 let u = pings.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                 if let Some(u) = u {
                     let _ = u.send(payload.to_vec());
@@ -311,5 +454,40 @@ async fn dispatch(conn: Connection, flows: Flows, pings: Pings) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_parse_by_family_and_bad_ones_say_what_is_expected() {
+        let r = |s: &[&str]| parse_routes(&s.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            r(&["all", "10.0.0.0/8", "2000::/3", "::/0"]).ok().unwrap(),
+            vec![
+                Route::All,
+                Route::V4("10.0.0.0/8".into()),
+                Route::V6("2000::/3".into()),
+                Route::V6("::/0".into())
+            ]
+        );
+        for bad in ["10.0.0.0", "10.0.0.0/33", "fd00::/129", "fd00::", "x/8", "everything"] {
+            assert!(r(&[bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_the_granted_addresses_are_ours() {
+        let v6: Ipv6Addr = "fd77::2".parse().unwrap();
+        let ours = Ours { v4: Ipv4Addr::new(10, 77, 0, 2), v6: Some(v6) };
+        assert!(ours.has("10.77.0.2".parse().unwrap()));
+        assert!(ours.has(IpAddr::V6(v6)));
+        assert!(!ours.has("fd77::3".parse().unwrap()));
+        assert!(!ours.has("fe80::1".parse().unwrap()));
+        assert!(!ours.has("10.77.0.3".parse().unwrap()));
+        let v4_only = Ours { v6: None, ..ours };
+        assert!(!v4_only.has(IpAddr::V6(v6)));
     }
 }

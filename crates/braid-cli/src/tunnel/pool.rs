@@ -1,7 +1,7 @@
 //! The server's pool of tunnel addresses (`--tun-pool CIDR`).
 
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Mutex;
 
 /// IPv4 addresses handed to clients: the pool's hosts from its second one on (the first is
@@ -48,6 +48,55 @@ impl Pool {
     pub fn give_back(&self, addr: Ipv4Addr) {
         self.used.lock().unwrap_or_else(|e| e.into_inner()).remove(&u32::from(addr));
     }
+
+    /// The host part of `addr` in the pool (2 for the first address handed out).
+    pub fn index(&self, addr: Ipv4Addr) -> u32 {
+        u32::from(addr).wrapping_sub(self.network)
+    }
+
+    /// Host bits of the pool's addresses.
+    pub fn host_bits(&self) -> u8 {
+        32 - self.prefix
+    }
+}
+
+/// The tunnels' IPv6 addresses (`--tun-pool6 PREFIX`): a client's is the prefix plus the host
+/// index of its IPv4 address, so the IPv4 pool's bookkeeping covers both.
+pub struct Pool6 {
+    network: u128,
+    prefix: u8,
+}
+
+impl Pool6 {
+    /// Parses `PREFIX/N` (N from 48 to 124), which must hold as many hosts as the IPv4 pool.
+    pub fn parse(cidr: &str, v4: &Pool) -> Result<Pool6, String> {
+        let bad =
+            || format!("--tun-pool6 {cidr:?}: expected an IPv6 prefix such as fd77::/64 (length 48 to 124)");
+        let (ip, len) = cidr.split_once('/').ok_or_else(bad)?;
+        let ip: Ipv6Addr = ip.parse().map_err(|_| bad())?;
+        let prefix: u8 = len.parse().map_err(|_| bad())?;
+        if !(48..=124).contains(&prefix) {
+            return Err(bad());
+        }
+        if 128 - prefix < v4.host_bits() {
+            return Err(format!(
+                "--tun-pool6 {cidr:?}: too small for --tun-pool's {} host bits (use a prefix of at most /{})",
+                v4.host_bits(),
+                128 - v4.host_bits()
+            ));
+        }
+        let mask = u128::MAX << (128 - prefix);
+        Ok(Pool6 { network: u128::from(ip) & mask, prefix })
+    }
+
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
+    /// The IPv6 address that goes with the IPv4 pool's `index`.
+    pub fn address(&self, index: u32) -> Ipv6Addr {
+        Ipv6Addr::from(self.network | u128::from(index))
+    }
 }
 
 #[cfg(test)]
@@ -64,6 +113,20 @@ mod tests {
         assert_eq!(pool.take(), Some(Ipv4Addr::new(10, 77, 0, 10)));
         for bad in ["10.0.0.0", "10.0.0.0/31", "x/24", "10.0.0.0/7"] {
             assert!(Pool::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ipv6_addresses_follow_the_ipv4_grant() {
+        let v4 = Pool::parse("10.77.0.0/24").unwrap();
+        let v6 = Pool6::parse("fd77::1/64", &v4).unwrap();
+        assert_eq!(v6.prefix(), 64);
+        let a = v4.take().unwrap();
+        assert_eq!(v6.address(v4.index(a)), "fd77::2".parse::<Ipv6Addr>().unwrap());
+        assert!(Pool6::parse("fd77::/124", &v4).is_err(), "4 host bits < 8");
+        assert!(Pool6::parse("fd77::/120", &v4).is_ok());
+        for bad in ["fd77::", "fd77::/47", "fd77::/125", "10.0.0.0/24", "x/64"] {
+            assert!(Pool6::parse(bad, &v4).is_err(), "{bad}");
         }
     }
 }
