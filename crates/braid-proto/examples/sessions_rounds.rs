@@ -17,27 +17,21 @@ use std::time::Duration;
 
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
 use braid_proto::session::{
-    CoreCell, CoreNews, Hello, Host, Listener, ListenerConfig, NewConnection, SecureTransmit, Session, Sessions,
+    CoreCell, CoreNews, Hello, Host, Listener, ListenerConfig, NewConnection, SecureTransmit, Session,
+    Sessions,
 };
 use braid_proto::wire::ConnectionId;
 use braid_proto::{Connection, ConnectionConfig, Instant};
 
-/// A core in a plain field; the client's application pokes it after a write.
+/// A core in a plain field.
 struct Cell {
     core: Connection,
-    poked: bool,
 }
 
 impl CoreCell for Cell {
     type Guard<'a> = &'a mut Connection;
     fn core(&mut self) -> &mut Connection {
         &mut self.core
-    }
-    fn is_poked(&self) -> bool {
-        self.poked
-    }
-    fn clear_poke(&mut self) {
-        self.poked = false;
     }
 }
 
@@ -62,7 +56,7 @@ impl Host<InsecureKeys, Cell> for Io {
         news
     }
     fn accept(&mut self, _now: Instant, new: NewConnection<InsecureKeys>) -> (Cell, Session<InsecureKeys>) {
-        (Cell { core: new.core, poked: false }, new.session)
+        (Cell { core: new.core }, new.session)
     }
 }
 
@@ -89,14 +83,16 @@ struct Net {
     server_io: Io,
     clients: Vec<Client>,
     by_addr: HashMap<SocketAddr, usize>,
-    /// Wall time spent in the server's calls, and its rounds.
-    server_time: Duration,
+    /// Wall time spent in the server's calls (datagrams in, rounds, `poll_timeout`), and its
+    /// rounds.
+    server_time: [Duration; 3],
     server_rounds: u64,
 }
 
 impl Net {
     fn new(n: usize) -> Net {
-        let config = ListenerConfig { max_connections: n + 1, handshake_rate: 1_000_000, ..ListenerConfig::default() };
+        let config =
+            ListenerConfig { max_connections: n + 1, handshake_rate: 1_000_000, ..ListenerConfig::default() };
         let listener = Listener::new(
             InsecureResponder { secret: 5 },
             config,
@@ -118,7 +114,7 @@ impl Net {
                     Box::new(|| 1),
                     Instant::ZERO,
                 );
-                let cell = Cell { core, poked: false };
+                let cell = Cell { core };
                 Client { table: Sessions::client(cid, cell, session), io: Io::default(), cid, stream: None }
             })
             .collect();
@@ -128,7 +124,7 @@ impl Net {
             server_io: Io::default(),
             clients,
             by_addr: (0..n).map(|i| (client_addr(i), i)).collect(),
-            server_time: Duration::ZERO,
+            server_time: [Duration::ZERO; 3],
             server_rounds: 0,
         }
     }
@@ -142,9 +138,14 @@ impl Net {
                 self.server.handle_datagram(now, 0, client_addr(i), &d, &mut self.server_io);
             }
         }
+        let received = std::time::Instant::now();
         self.server.handle_timeout(now, &mut self.server_io);
+        let rounded = std::time::Instant::now();
         let _ = std::hint::black_box(self.server.poll_timeout());
-        self.server_time += started.elapsed();
+        let polled = std::time::Instant::now();
+        self.server_time[0] += received - started;
+        self.server_time[1] += rounded - received;
+        self.server_time[2] += polled - rounded;
         self.server_rounds += 1;
         for (to, d) in self.server_io.out.drain(..) {
             if let Some(&i) = self.by_addr.get(&to) {
@@ -176,7 +177,7 @@ impl Net {
             }
         };
         let _ = streams.write(id, bytes);
-        cell.poked = true;
+        c.table.poke(&c.cid);
     }
 }
 
@@ -196,7 +197,7 @@ fn main() {
         assert_eq!(net.established(), n, "every client up");
         // Each round one client writes 200 bytes (every client in turn): a server that is
         // busy with a few connections at a time while the rest sit idle.
-        net.server_time = Duration::ZERO;
+        net.server_time = [Duration::ZERO; 3];
         net.server_rounds = 0;
         net.server_io.driven = 0;
         let chunk = [7u8; 200];
@@ -204,10 +205,24 @@ fn main() {
             net.write(r as usize % n, &chunk);
             net.step();
         }
-        let per_round = net.server_time.as_nanos() as f64 / net.server_rounds as f64 / 1000.0;
+        let us = |d: Duration| d.as_nanos() as f64 / net.server_rounds as f64 / 1000.0;
+        let [datagrams, round, poll] = net.server_time.map(us);
+        let per_round = datagrams + round + poll;
+        // Rounds with nothing to do (at the instant of the last round: what was due is done):
+        // what the table costs just for being asked.
+        let now = net.now - Duration::from_micros(500);
+        let idle_rounds = 20_000u32;
+        let started = std::time::Instant::now();
+        for _ in 0..idle_rounds {
+            net.server.handle_timeout(now, &mut net.server_io);
+            let _ = std::hint::black_box(net.server.poll_timeout());
+        }
+        let idle = started.elapsed().as_nanos() as f64 / f64::from(idle_rounds) / 1000.0;
         let ratio = *base.get_or_insert(per_round);
         println!(
-            "connections {n:5}  server rounds {}  driven {:.2}/round  {per_round:8.2} us/round  x{:.2} of the first size",
+            "connections {n:5}  server rounds {}  driven {:.2}/round  {per_round:8.2} us/round \
+             (datagrams {datagrams:.2} + handle_timeout {round:.2} + poll_timeout {poll:.2})  x{:.2} of the first size; \
+             an idle round {idle:.3} us",
             net.server_rounds,
             net.server_io.driven as f64 / net.server_rounds as f64,
             per_round / ratio

@@ -8,7 +8,7 @@ use std::time::Duration;
 use braid_proto::session::{Listener, ListenerConfig, Session, Sessions};
 use braid_proto::{ConnectionConfig, Instant};
 use tokio::net::UdpSocket;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::Connection;
 use crate::crypto::{ClientAuth, ClientHandshake, Hello, ServerAuth, MAX_CLOCK_SKEW, TAG_LEN};
@@ -16,7 +16,7 @@ use crate::driver::{Conn, Driver, Role};
 use crate::emulate::Emulation;
 use crate::limits::{Limits, ServerCounters};
 use crate::qlog::QlogWriter;
-use crate::shared::{Handle, Registry};
+use crate::shared::{DriverWake, Handle, Registry};
 use crate::socket::{self, PathSocket, PathSpec};
 use crate::Error;
 
@@ -179,7 +179,7 @@ impl Endpoint {
             incoming: tx,
             qlog: config.qlog,
         };
-        let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(Notify::new()));
+        let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(DriverWake::default()));
         Driver::spawn(epoch, Sessions::server(listener), vec![socket], role, wake, counters.clone());
         Ok(Server { incoming: rx, local, counters, registry })
     }
@@ -214,8 +214,8 @@ fn start_client(
     let timeout = config.handshake_timeout;
     let session =
         Session::client(Box::new(noise), paths, server, timeout, Box::new(random_u64), Instant::ZERO);
-    let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(Notify::new()));
-    let handle = Handle::for_core(core, paths, server, epoch, wake.clone());
+    let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(DriverWake::default()));
+    let handle = Handle::for_core(cid, core, paths, server, epoch, wake.clone());
     for (p, socket) in handle.lock().paths.iter_mut().zip(&sockets) {
         p.local = socket.udp.local_addr().ok();
         p.remote = Some(server);
@@ -284,8 +284,8 @@ impl Connections {
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         registry
             .values()
-            .filter_map(|(shared, wake)| {
-                Some(Connection { handle: Handle::new(shared.upgrade()?, wake.clone()) })
+            .filter_map(|(shared, poke)| {
+                Some(Connection { handle: Handle::new(shared.upgrade()?, poke.clone()) })
             })
             .collect()
     }

@@ -89,30 +89,87 @@ pub(crate) struct Shared {
     pub paths: Vec<PathReport>,
 }
 
+/// What wakes a driver task: the application's pokes, and which connections they were for
+/// (the driver drives those, not every connection it holds).
+#[derive(Default)]
+pub(crate) struct DriverWake {
+    pub notify: Notify,
+    /// Connections poked since the driver last took them; each once ([`Poke`]'s flag).
+    poked: Mutex<Vec<ConnectionId>>,
+}
+
+impl DriverWake {
+    /// The connections poked since the last call, into `into` (emptied first).
+    pub fn take_poked(&self, into: &mut Vec<ConnectionId>) {
+        into.clear();
+        std::mem::swap(&mut *self.poked.lock().unwrap_or_else(|e| e.into_inner()), into);
+    }
+}
+
+/// Pokes one connection's driver: the application changed the connection (wrote, read,
+/// closed), so the driver drives it at its next wake-up even without a datagram or an expired
+/// timer. Dropping one pokes too: the driver then sees whether the application let go of the
+/// connection.
+#[derive(Clone)]
+pub(crate) struct Poke {
+    cid: ConnectionId,
+    /// Set by a poke, cleared by the round that drives the connection: while set, the
+    /// connection is already among the driver's poked ones.
+    flag: Arc<AtomicBool>,
+    wake: Arc<DriverWake>,
+}
+
+impl Poke {
+    pub fn new(cid: ConnectionId, wake: Arc<DriverWake>) -> Poke {
+        Poke { cid, flag: Arc::new(AtomicBool::new(false)), wake }
+    }
+
+    pub fn poke(&self) {
+        if !self.flag.swap(true, Ordering::AcqRel) {
+            self.wake.poked.lock().unwrap_or_else(|e| e.into_inner()).push(self.cid);
+        }
+        self.wake.notify.notify_one();
+    }
+
+    /// The driver took the poke (at the start of the connection's round). A read-modify-write:
+    /// what a poke it follows saw (a dropped handle's count) the driver sees too.
+    pub fn clear(&self) {
+        self.flag.swap(false, Ordering::AcqRel);
+    }
+}
+
+impl Drop for Poke {
+    fn drop(&mut self) {
+        self.poke();
+    }
+}
+
 /// The application's reference to a connection (streams hold one too); the driver closes the
 /// connection once every handle is gone and everything written was delivered.
 #[derive(Clone)]
 pub(crate) struct Handle {
     pub shared: Arc<Mutex<Shared>>,
-    pub wake: Arc<Notify>,
-    /// The application changed this connection (wrote, read, closed): the driver drives it at
-    /// its next wake-up even without a datagram or an expired timer.
-    pub poked: Arc<AtomicBool>,
+    /// Declared after `shared`, so dropped after it: the poke a dropped handle makes comes
+    /// when the driver can already count one handle fewer.
+    pub poke: Poke,
 }
 
 impl Handle {
-    pub fn new(shared: Arc<Mutex<Shared>>, wake: Arc<Notify>) -> Handle {
-        Handle { shared, wake, poked: Arc::new(AtomicBool::new(false)) }
+    pub fn new(shared: Arc<Mutex<Shared>>, poke: Poke) -> Handle {
+        Handle { shared, poke }
     }
 
-    /// The handle of a new connection; `peer`: the address every path starts at.
+    /// The handle of new connection `cid` (its id in the driver's table: a server's core
+    /// learns it only from the client's Initial); `peer`: the address every path starts at.
     pub fn for_core(
+        cid: ConnectionId,
         core: braid_proto::Connection,
         paths: usize,
         peer: SocketAddr,
         epoch: tokio::time::Instant,
-        wake: Arc<Notify>,
+        wake: Arc<DriverWake>,
     ) -> Handle {
+        let poke = Poke::new(cid, wake);
         let shared = Shared {
             core,
             ended: None,
@@ -131,13 +188,12 @@ impl Handle {
                 })
                 .collect(),
         };
-        Handle::new(Arc::new(Mutex::new(shared)), wake)
+        Handle::new(Arc::new(Mutex::new(shared)), poke)
     }
 
     /// Marks the connection for the driver and wakes it.
     pub fn poke(&self) {
-        self.poked.store(true, Ordering::Release);
-        self.wake.notify_one();
+        self.poke.poke();
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -216,4 +272,4 @@ pub(crate) const STREAM_SEND_BUFFER: usize = 1 << 20;
 
 /// The server's connections, for [`crate::Server::connections`]: weak, so a connection whose
 /// every handle is gone still ends.
-pub(crate) type Registry = Arc<Mutex<HashMap<ConnectionId, (Weak<Mutex<Shared>>, Arc<Notify>)>>>;
+pub(crate) type Registry = Arc<Mutex<HashMap<ConnectionId, (Weak<Mutex<Shared>>, Poke)>>>;

@@ -13,7 +13,7 @@
 //! whose core handshake has not finished [`ListenerConfig::handshake_timeout`] after its first
 //! message is reported expired and forgotten, so half-open connections cannot hold the cap.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -128,6 +128,9 @@ pub struct Listener<R: Responder> {
     random: RandomSource,
     /// Every connection, with the time its first message was accepted while it is half-open.
     connections: HashMap<ConnectionId, Option<Instant>>,
+    /// The half-open ones by that time, oldest first: expiry and its deadline look at the
+    /// oldest, not at every connection.
+    half_open: BTreeSet<(Instant, [u8; 8])>,
     rate: HandshakeRate,
     seen: SeenFirstMessages,
     accepting: bool,
@@ -150,6 +153,7 @@ impl<R: Responder> Listener<R> {
             transport,
             random,
             connections: HashMap::new(),
+            half_open: BTreeSet::new(),
             rate: HandshakeRate::new(config.handshake_rate, now),
             seen: SeenFirstMessages::new(config.replay_memory, config.replay_horizon),
             accepting: true,
@@ -235,20 +239,25 @@ impl<R: Responder> Listener<R> {
         let core = Connection::server(config, now);
         let session = Session::server(keys, paths, data, response, from, (self.random)(), now);
         self.connections.insert(cid, Some(now));
+        self.half_open.insert((now, cid.0));
         NewConnection { cid, from, core, session, hello, client_key, unknown }
     }
 
     /// The connection's core handshake finished: it no longer expires.
     pub fn established(&mut self, cid: ConnectionId) {
-        if let Some(created) = self.connections.get_mut(&cid) {
-            *created = None;
+        if let Some(created) = self.connections.get_mut(&cid).and_then(Option::take) {
+            self.half_open.remove(&(created, cid.0));
         }
     }
 
     /// The connection is gone (closed, or dropped by the caller): its id routes nothing more
     /// and its place under the cap is free. Its first message stays remembered.
     pub fn forget(&mut self, cid: ConnectionId) -> bool {
-        self.connections.remove(&cid).is_some()
+        let Some(created) = self.connections.remove(&cid) else { return false };
+        if let Some(created) = created {
+            self.half_open.remove(&(created, cid.0));
+        }
+        true
     }
 
     /// New first messages are dropped from now on (the server is shutting down).
@@ -267,7 +276,7 @@ impl<R: Responder> Listener<R> {
 
     /// Connections whose core handshake has not finished.
     pub fn half_open(&self) -> usize {
-        self.connections.values().filter(|c| c.is_some()).count()
+        self.half_open.len()
     }
 
     pub fn config(&self) -> &ListenerConfig {
@@ -276,21 +285,18 @@ impl<R: Responder> Listener<R> {
 
     /// When the next half-open connection expires.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.connections.values().flatten().min().map(|c| *c + self.config.handshake_timeout)
+        self.half_open.first().map(|(created, _)| *created + self.config.handshake_timeout)
     }
 
     /// Forgets the half-open connections whose time is up at `now` (each reported as
     /// [`ListenerEvent::HandshakeExpired`]).
     pub fn handle_timeout(&mut self, now: Instant) {
         let timeout = self.config.handshake_timeout;
-        let events = &mut self.events;
-        self.connections.retain(|cid, created| {
-            let expired = created.is_some_and(|c| now >= c + timeout);
-            if expired {
-                events.push_back(ListenerEvent::HandshakeExpired(*cid));
-            }
-            !expired
-        });
+        while let Some(&(created, cid)) = self.half_open.first().filter(|(c, _)| now >= *c + timeout) {
+            self.half_open.remove(&(created, cid));
+            self.connections.remove(&ConnectionId(cid));
+            self.events.push_back(ListenerEvent::HandshakeExpired(ConnectionId(cid)));
+        }
     }
 
     pub fn poll_event(&mut self) -> Option<ListenerEvent> {

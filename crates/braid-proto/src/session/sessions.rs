@@ -4,8 +4,12 @@
 //! - where a datagram goes: a server's through its [`Listener`] (admitted, refused with a
 //!   hint, dropped, or routed by connection id), a client's by its connection id; one for a
 //!   connection this end closed goes to [`Closing`], which may answer it with the CLOSE;
-//! - which connections a round drives: those with input, a poke from the application, an
-//!   expired timer, a client's handshake, or one the application let go of (its [`Linger`]);
+//! - which connections a round drives: those with input, a poke from the application
+//!   ([`Sessions::poke`]), an expired timer, a client's handshake, or one the application let
+//!   go of (its [`Linger`]). A round costs what its ready connections cost, not what the
+//!   table holds: each connection's next timer sits in a heap (a changed timer leaves its old
+//!   entry behind, skipped when it comes up), input and pokes queue the connection, and only
+//!   the few that must be asked every round (a client's handshake, a let-go connection) are;
 //! - the order of a connection's round: its timers, its security layer's events, at most
 //!   [`SEND_BATCH`] datagrams, then the core's events (the caller's, through [`Host`]);
 //! - a connection's end: its sealed CLOSE kept in [`Closing`] for the closing period, its
@@ -19,7 +23,8 @@
 //!
 //! [`Linger`]: super::Linger
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::ops::DerefMut;
 
@@ -43,11 +48,8 @@ pub trait CoreCell {
     where
         Self: 'a;
     fn core(&mut self) -> Self::Guard<'_>;
-    /// The application changed the connection (wrote, read, closed) since the last round.
-    fn is_poked(&self) -> bool {
-        false
-    }
-    /// The round that drives the connection took the poke.
+    /// The round that drives the connection took the application's poke ([`Sessions::poke`]):
+    /// a change the application makes from now on needs another.
     fn clear_poke(&mut self) {}
     /// The application let go of the connection (holds no handle to it): once it is up, it
     /// finishes delivering and closes ([`Session::let_go`]).
@@ -118,32 +120,55 @@ struct Slot<K, C> {
     session: Session<K>,
     established: bool,
     closed: bool,
-    /// The session's `poll_timeout` after the last round (asking it is not free).
+    /// The session's `poll_timeout` after the last round (asking it is not free): the entry
+    /// of the table's timer heap that stands for it.
     next_timeout: Option<Instant>,
-    /// Input arrived, or more was left to send than one batch: drive it at the next round.
-    dirty: bool,
+    /// In the table's ready queue: input arrived, the application poked it, or more was left
+    /// to send than one batch; driven at the next round.
+    queued: bool,
+    /// In the table's list of connections asked every round ([`Slot::wants_every_round`]).
+    watched: bool,
 }
 
 impl<K, C: CoreCell> Slot<K, C> {
     fn new(cell: C, session: Session<K>) -> Slot<K, C> {
-        Slot { cell, session, established: false, closed: false, next_timeout: None, dirty: true }
+        Slot {
+            cell,
+            session,
+            established: false,
+            closed: false,
+            next_timeout: None,
+            queued: false,
+            watched: false,
+        }
     }
 
-    /// Whether this round must drive it. A server's half-open connection waits for input (its
-    /// expiry is the listener's); a client's handshake is driven every round.
-    fn wants_drive(&self, now: Instant, is_client: bool) -> bool {
-        self.dirty
-            || self.cell.is_poked()
-            || self.next_timeout.is_some_and(|t| t <= now)
-            || (!self.established && is_client)
-            || (self.established && self.cell.is_released())
+    /// Driven every round whatever else happens: a client's handshake (a server's half-open
+    /// connection waits for input, its expiry is the listener's), and an established
+    /// connection the application let go of.
+    fn wants_every_round(&self, is_client: bool) -> bool {
+        (!self.established && is_client) || (self.established && self.cell.is_released())
     }
 }
+
+/// A connection's next timer in the heap: earliest first.
+type TimerEntry = Reverse<(Instant, [u8; 8])>;
 
 /// An endpoint's connections (see the module's documentation): a client's one, or a server's
 /// behind its listener.
 pub struct Sessions<R: Responder, C> {
     slots: HashMap<ConnectionId, Slot<R::Keys, C>>,
+    /// Connections to drive at the next round, each once ([`Slot::queued`]).
+    ready: Vec<ConnectionId>,
+    /// Every connection's [`Slot::next_timeout`], and stale entries of timers that changed
+    /// since (skipped when they come up; the heap is rebuilt when they outnumber the rest).
+    timers: BinaryHeap<TimerEntry>,
+    /// Connections asked every round ([`Slot::wants_every_round`]); few at a time.
+    watched: Vec<ConnectionId>,
+    /// Connections that closed or expired this round, retired at its end.
+    closed: Vec<ConnectionId>,
+    /// The round's connections (kept to spare an allocation a round).
+    due: Vec<ConnectionId>,
     listener: Option<Listener<R>>,
     closing: Closing,
     busy: bool,
@@ -153,22 +178,64 @@ pub struct Sessions<R: Responder, C> {
 impl<R: Responder, C: CoreCell> Sessions<R, C> {
     /// A client's table: its one connection, its first message sent at the first round.
     pub fn client(cid: ConnectionId, cell: C, session: Session<R::Keys>) -> Self {
-        let mut slots = HashMap::new();
-        slots.insert(cid, Slot::new(cell, session));
-        Sessions {
-            slots,
-            listener: None,
-            closing: Closing::new(1),
-            busy: false,
-            out: Vec::with_capacity(2048),
-        }
+        let mut table = Sessions::new(None, Closing::new(1));
+        table.insert(cid, cell, session);
+        table
     }
 
     /// A server's table, admitting through `listener`: as many closing records as connections.
     pub fn server(listener: Listener<R>) -> Self {
         let closing = Closing::new(listener.config().max_connections);
-        let out = Vec::with_capacity(2048);
-        Sessions { slots: HashMap::new(), listener: Some(listener), closing, busy: false, out }
+        Sessions::new(Some(listener), closing)
+    }
+
+    fn new(listener: Option<Listener<R>>, closing: Closing) -> Self {
+        Sessions {
+            slots: HashMap::new(),
+            ready: Vec::new(),
+            timers: BinaryHeap::new(),
+            watched: Vec::new(),
+            closed: Vec::new(),
+            due: Vec::new(),
+            listener,
+            closing,
+            busy: false,
+            out: Vec::with_capacity(2048),
+        }
+    }
+
+    /// A new connection, driven at the next round (and every round after, if it must be).
+    fn insert(&mut self, cid: ConnectionId, cell: C, session: Session<R::Keys>) {
+        let slot = Slot::new(cell, session);
+        let watch = slot.wants_every_round(self.listener.is_none());
+        self.slots.insert(cid, slot);
+        self.enqueue(cid);
+        if watch {
+            self.watch(cid);
+        }
+    }
+
+    /// Drives connection `cid` at the next round.
+    fn enqueue(&mut self, cid: ConnectionId) {
+        if let Some(slot) = self.slots.get_mut(&cid) {
+            if !std::mem::replace(&mut slot.queued, true) {
+                self.ready.push(cid);
+            }
+        }
+    }
+
+    fn watch(&mut self, cid: ConnectionId) {
+        if let Some(slot) = self.slots.get_mut(&cid) {
+            if !std::mem::replace(&mut slot.watched, true) {
+                self.watched.push(cid);
+            }
+        }
+    }
+
+    /// The application changed connection `cid` (wrote, read, closed, let go of it): the next
+    /// round drives it. Unknown ids are ignored (a connection that already left).
+    pub fn poke(&mut self, cid: &ConnectionId) {
+        self.enqueue(*cid);
     }
 
     fn is_client(&self) -> bool {
@@ -220,12 +287,34 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
 
     /// When the next round has something to do: a connection's timer, a closing record's
     /// repeat or end, a half-open connection's expiry; at once ([`Instant::ZERO`]) for a
-    /// connection not yet driven or with input or sends left over.
+    /// connection not yet driven, poked, or with input or sends left over.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let slots =
-            self.slots.values().filter_map(|s| if s.dirty { Some(Instant::ZERO) } else { s.next_timeout });
+        let ready = (!self.ready.is_empty()).then_some(Instant::ZERO);
+        // Every call that changes the table leaves a live entry on top ([`Self::settle_timers`]).
+        let timer = self.timers.peek().map(|Reverse((t, _))| *t);
         let listener = self.listener.as_ref().and_then(Listener::poll_timeout);
-        slots.chain(self.closing.poll_timeout()).chain(listener).min()
+        ready.into_iter().chain(timer).chain(self.closing.poll_timeout()).chain(listener).min()
+    }
+
+    /// Whether a heap entry still stands for its connection's timer.
+    fn is_live(&self, &Reverse((t, cid)): &TimerEntry) -> bool {
+        self.slots.get(&ConnectionId(cid)).is_some_and(|s| s.next_timeout == Some(t))
+    }
+
+    /// Drops the stale entries on top of the heap (so [`Self::poll_timeout`] reads a live
+    /// one), and rebuilds the heap when stale entries make up most of it (each timer change
+    /// adds an entry: under steady traffic they would pile up until their time came).
+    fn settle_timers(&mut self) {
+        if self.timers.len() > 2 * self.slots.len() + 64 {
+            let live = self.slots.iter().filter_map(|(c, s)| s.next_timeout.map(|t| Reverse((t, c.0))));
+            self.timers = live.collect();
+        }
+        while let Some(top) = self.timers.peek() {
+            if self.is_live(top) {
+                break;
+            }
+            self.timers.pop();
+        }
     }
 
     /// A datagram came from `from` on socket `socket` (a server: 0).
@@ -250,7 +339,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             Incoming::Accepted(new) => {
                 let cid = new.cid;
                 let (cell, session) = host.accept(now, *new);
-                self.slots.insert(cid, Slot::new(cell, session));
+                self.insert(cid, cell, session);
             }
             Incoming::Refused { hint } => {
                 host.refused(now, from);
@@ -280,7 +369,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
         if matches!(r, Received::Ignored | Received::Replayed) {
             return;
         }
-        slot.dirty = true;
+        self.enqueue(cid);
         self.session_events(cid, now, host);
     }
 
@@ -299,7 +388,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     }
 
     /// An ICMP port unreachable came back (on a send or a receive): a client's handshake under
-    /// way ends with it.
+    /// way ends with it. (Every connection is told: a client's table holds one.)
     pub fn handle_unreachable(&mut self, now: Instant, host: &mut impl Host<R::Keys, C>) {
         let cids: Vec<ConnectionId> = self.slots.keys().copied().collect();
         for cid in cids {
@@ -308,6 +397,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             }
             self.session_events(cid, now, host);
         }
+        self.settle_timers();
     }
 
     /// The security layer's events of connection `cid`, to the host; a failed handshake
@@ -323,7 +413,12 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             return;
         }
         if let Some(slot) = self.slots.remove(&cid) {
+            // Its heap entry goes stale; a queued id would make `poll_timeout` say "at once".
+            if slot.queued {
+                self.ready.retain(|c| *c != cid);
+            }
             host.gone(cid, slot.cell, slot.session);
+            self.settle_timers();
         }
     }
 
@@ -332,17 +427,17 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     pub fn handle_timeout(&mut self, now: Instant, host: &mut impl Host<R::Keys, C>) {
         self.busy = false;
         self.expire_half_open(now, host);
-        let is_client = self.is_client();
-        let cids: Vec<ConnectionId> = self
-            .slots
-            .iter()
-            .filter(|(_, s)| !s.closed && s.wants_drive(now, is_client))
-            .map(|(c, _)| *c)
-            .collect();
-        for cid in cids {
+        self.collect_due(now);
+        let mut due = std::mem::take(&mut self.due);
+        for cid in due.drain(..) {
             self.drive(cid, now, host);
         }
-        for (cid, mut slot) in self.slots.extract_if(|_, s| s.closed) {
+        self.due = due;
+        for cid in std::mem::take(&mut self.closed) {
+            let Some(mut slot) = self.slots.remove(&cid) else { continue };
+            if slot.queued {
+                self.ready.retain(|c| *c != cid);
+            }
             if let Some(close) = slot.session.take_close() {
                 self.closing.insert(cid, close);
             }
@@ -351,8 +446,47 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             }
             host.gone(cid, slot.cell, slot.session);
         }
+        self.settle_timers();
         self.closing.handle_timeout(now);
         self.send_closing(now, host);
+    }
+
+    /// The round's connections, into `self.due`: the queued ones, those whose timer is due,
+    /// and the watched ones that still want every round; each once, none closed.
+    fn collect_due(&mut self, now: Instant) {
+        while let Some(&Reverse((t, cid))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let cid = ConnectionId(cid);
+            // A stale entry (its connection's timer moved since, or the connection left)
+            // drives nothing.
+            if self.slots.get(&cid).is_some_and(|s| s.next_timeout == Some(t)) {
+                self.enqueue(cid);
+            }
+        }
+        let is_client = self.is_client();
+        let mut watched = std::mem::take(&mut self.watched);
+        watched.retain(|cid| {
+            let Some(slot) = self.slots.get_mut(cid) else { return false };
+            slot.watched = !slot.closed && slot.wants_every_round(is_client);
+            if slot.watched && !std::mem::replace(&mut slot.queued, true) {
+                self.ready.push(*cid);
+            }
+            slot.watched
+        });
+        self.watched = watched;
+        let mut ready = std::mem::take(&mut self.ready);
+        for cid in ready.drain(..) {
+            if let Some(slot) = self.slots.get_mut(&cid) {
+                slot.queued = false;
+                if !slot.closed {
+                    self.due.push(cid);
+                }
+            }
+        }
+        self.ready = ready;
     }
 
     fn expire_half_open(&mut self, now: Instant, host: &mut impl Host<R::Keys, C>) {
@@ -362,6 +496,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             if let Some(slot) = self.slots.get_mut(&cid) {
                 host.expired(cid);
                 slot.closed = true;
+                self.closed.push(cid);
             }
         }
     }
@@ -370,7 +505,6 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     /// events, one batch of datagrams, then the core's events.
     fn drive(&mut self, cid: ConnectionId, now: Instant, host: &mut impl Host<R::Keys, C>) {
         let Some(slot) = self.slots.get_mut(&cid) else { return };
-        slot.dirty = false;
         slot.cell.clear_poke();
         if slot.established && slot.cell.is_released() {
             slot.session.let_go(now);
@@ -380,11 +514,12 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
         self.transmit(cid, now, host);
         let Some(slot) = self.slots.get_mut(&cid) else { return };
         let news = host.core_events(cid, &mut slot.cell, now);
-        if news.closed {
+        if news.closed && !slot.closed {
             // Over only when its Closed event was taken here. A close the application made
             // since the events were taken left that event in the core and poked the
             // connection: the next round sends its CLOSE and takes the event.
             slot.closed = true;
+            self.closed.push(cid);
         }
         if news.connected {
             slot.established = true;
@@ -396,8 +531,18 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             // A close the application made between the sends and the events left its CLOSE in
             // the core, and after this round nothing drives the connection again.
             self.transmit(cid, now, host);
-        } else {
-            slot.next_timeout = slot.session.poll_timeout(&slot.cell.core());
+            return;
+        }
+        let next = slot.session.poll_timeout(&slot.cell.core());
+        // A timer that fired was popped from the heap: it goes back even when unchanged.
+        let unchanged = slot.next_timeout == next && next.is_some_and(|t| t > now);
+        slot.next_timeout = next;
+        let watch = slot.wants_every_round(self.listener.is_none());
+        if let Some(t) = next.filter(|_| !unchanged) {
+            self.timers.push(Reverse((t, cid.0)));
+        }
+        if watch {
+            self.watch(cid);
         }
     }
 
@@ -411,7 +556,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             host.send(now, t, &self.out[..t.size]);
         }
         self.busy = true;
-        slot.dirty = true;
+        self.enqueue(cid);
     }
 }
 
@@ -445,9 +590,6 @@ mod tests {
         type Guard<'a> = &'a mut Connection;
         fn core(&mut self) -> &mut Connection {
             &mut self.core
-        }
-        fn is_poked(&self) -> bool {
-            self.poked
         }
         fn clear_poke(&mut self) {
             self.poked = false;
@@ -505,6 +647,12 @@ mod tests {
     }
 
     type Table = Sessions<InsecureResponder, Cell>;
+
+    /// The application's poke: the flag its cell clears when driven, and the table told.
+    fn poke(table: &mut Table, cid: ConnectionId) {
+        table.cell_mut(&cid).unwrap().poked = true;
+        table.poke(&cid);
+    }
     type Loss = Box<dyn FnMut(bool, &[u8]) -> bool>;
 
     /// A client and a server table on a virtual clock; `lose` drops a datagram as it leaves
@@ -630,7 +778,7 @@ mod tests {
         net.run(Duration::from_secs(1), Net::up);
         let cid = net.cid;
         net.client.cell_mut(&cid).unwrap().core.close(0, "bye");
-        net.client.cell_mut(&cid).unwrap().poked = true;
+        poke(&mut net.client, cid);
         net.round();
         // The client's CLOSE is lost: the server's connection stays up.
         net.client_io.wire.clear();
@@ -641,7 +789,7 @@ mod tests {
         let streams = net.server_core().unwrap().streams().unwrap();
         let id = streams.open().unwrap();
         streams.write(id, b"late").unwrap();
-        net.server.cell_mut(&cid).unwrap().poked = true;
+        poke(&mut net.server, cid);
         net.run(Duration::from_secs(5), |n| n.server_core().is_none());
         assert!(net.server_core().is_none(), "the server heard a CLOSE and retired its connection");
         assert_eq!(net.server.listener().unwrap().connections(), 0);
@@ -676,6 +824,7 @@ mod tests {
         net.run(Duration::from_secs(1), Net::up);
         let cid = net.cid;
         net.server.cell_mut(&cid).unwrap().released = true;
+        net.server.poke(&cid);
         let at = net.now;
         net.run(Duration::from_secs(5), |n| n.client.connections() == 0 && n.server.connections() == 0);
         assert!(net.now < at + LINGER, "closed at once, not after the linger: {:?}", net.now);
@@ -696,7 +845,7 @@ mod tests {
         let early = next - Duration::from_micros(1);
         net.server.handle_timeout(early, &mut net.server_io);
         assert_eq!(net.server_io.driven.len(), before, "nothing arrived, nothing due");
-        net.server.cell_mut(&cid).unwrap().poked = true;
+        poke(&mut net.server, cid);
         net.server.handle_timeout(early, &mut net.server_io);
         assert_eq!(net.server_io.driven.len(), before + 1, "the application wrote");
         assert!(!net.server.cell_mut(&cid).unwrap().poked, "the poke was taken");
@@ -714,5 +863,149 @@ mod tests {
         assert!(net.client_io.failed);
         assert!(net.client.is_empty());
         assert_eq!(net.client_io.gone, [net.cid]);
+    }
+
+    /// What a round must drive, computed the way a full scan would: queued, timer due, or
+    /// asked every round; none closed.
+    fn scan_due(table: &Table, now: Instant) -> Vec<ConnectionId> {
+        let is_client = table.is_client();
+        let mut due: Vec<ConnectionId> = (table.slots.iter())
+            .filter(|(_, s)| {
+                !s.closed
+                    && (s.queued
+                        || s.next_timeout.is_some_and(|t| t <= now)
+                        || s.wants_every_round(is_client))
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        due.sort_by_key(|c| c.0);
+        due
+    }
+
+    /// `poll_timeout` the way a full scan would compute it.
+    fn scan_timeout(table: &Table) -> Option<Instant> {
+        let slots =
+            table.slots.values().filter_map(|s| if s.queued { Some(Instant::ZERO) } else { s.next_timeout });
+        let listener = table.listener.as_ref().and_then(Listener::poll_timeout);
+        slots.chain(table.closing.poll_timeout()).chain(listener).min()
+    }
+
+    /// Many clients on one server over lossy, reordering links, the applications writing,
+    /// reading and closing at random: every server round drives exactly the connections a
+    /// scan of the whole table would pick, `poll_timeout` says what a scan would, and the
+    /// timer heap stays within its bound.
+    #[test]
+    fn the_ready_queue_and_timer_heap_drive_what_a_full_scan_would() {
+        const CLIENTS: usize = 12;
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let listener = Listener::new(
+            InsecureResponder { secret: 5 },
+            ListenerConfig { handshake_rate: 1000, ..ListenerConfig::default() },
+            ConnectionConfig::default(),
+            Box::new(|| Box::new(|| 3)),
+            Instant::ZERO,
+        );
+        let mut server = Table::server(listener);
+        let mut server_io = Io::default();
+        let addr = |i: usize| SocketAddr::from(([192, 0, 2, 2], 1000 + i as u16));
+        let mut clients: Vec<(Table, Io, ConnectionId)> = (0..CLIENTS)
+            .map(|i| {
+                let core = Connection::client(ConnectionConfig::default(), Instant::ZERO, 10 + i as u64);
+                let cid = core.cid();
+                let hello = Hello { paths: 1, ..Hello::default() };
+                let initiator = InsecureInitiator::new(5, cid, &hello, 20 + i as u64, 0);
+                let timeout = Duration::from_secs(5);
+                let session = Session::client(
+                    Box::new(initiator),
+                    1,
+                    server_addr(),
+                    timeout,
+                    Box::new(|| 1),
+                    Instant::ZERO,
+                );
+                let cell = Cell { core, poked: false, released: false };
+                (Sessions::client(cid, cell, session), Io::default(), cid)
+            })
+            .collect();
+        let mut now = Instant::ZERO;
+        let mut driven_total = 0;
+        for step in 0..4000u32 {
+            // Datagrams due arrive (some lost), in a random order.
+            let mut arrivals = Vec::new();
+            for (i, (_, io, _)) in clients.iter_mut().enumerate() {
+                let (due, later): (Vec<_>, Vec<_>) = io.wire.drain(..).partition(|d| d.0 <= now);
+                io.wire = later;
+                arrivals.extend(due.into_iter().map(|d| (i, d.2)));
+            }
+            for i in (1..arrivals.len()).rev() {
+                arrivals.swap(i, rand() as usize % (i + 1));
+            }
+            for (i, d) in arrivals {
+                if rand() % 10 != 0 {
+                    server.handle_datagram(now, 0, addr(i), &d, &mut server_io);
+                    assert_eq!(server.poll_timeout(), scan_timeout(&server));
+                }
+            }
+            // The applications: a write now and then, a close late in the run.
+            for (i, (table, _, cid)) in clients.iter_mut().enumerate() {
+                let Some(cell) = table.cell_mut(cid) else { continue };
+                if step > 2500 && rand() % 1500 == 0 {
+                    cell.core.close(0, "done");
+                    poke(table, *cid);
+                } else if let Some(streams) = cell.core.streams().filter(|_| rand() % 7 == i as u64 % 7) {
+                    let id = match streams.open() {
+                        Ok(id) => id,
+                        Err(_) => continue,
+                    };
+                    let _ = streams.write(id, &[i as u8; 900]);
+                    let _ = streams.finish(id);
+                    poke(table, *cid);
+                }
+            }
+            // The server's applications read what came and sometimes poke without cause.
+            let cids: Vec<ConnectionId> = server.slots.keys().copied().collect();
+            for cid in cids {
+                if rand() % 5 == 0 {
+                    poke(&mut server, cid);
+                }
+            }
+            let expected = scan_due(&server, now);
+            let before = server_io.driven.len();
+            server.handle_timeout(now, &mut server_io);
+            let mut driven = server_io.driven[before..].to_vec();
+            driven.sort_by_key(|c| c.0);
+            assert_eq!(driven, expected, "step {step} at {now:?}");
+            driven_total += driven.len();
+            assert_eq!(server.poll_timeout(), scan_timeout(&server), "step {step}");
+            assert!(
+                server.timers.len() <= 2 * server.slots.len() + 64 + CLIENTS,
+                "heap {}",
+                server.timers.len()
+            );
+            // The server's datagrams, to their client (some lost); the clients' rounds.
+            for (at, to, d) in server_io.wire.drain(..) {
+                let i = usize::from(to.port() - 1000);
+                if at <= now + ONE_WAY && rand() % 10 != 0 {
+                    let (table, io, _) = &mut clients[i];
+                    table.handle_datagram(now, 0, server_addr(), &d, io);
+                }
+            }
+            for (table, io, _) in &mut clients {
+                table.handle_timeout(now, io);
+            }
+            // Time moves to the next thing due, or by a little (some steps land on nothing).
+            let next = clients.iter().filter_map(|c| c.0.poll_timeout()).chain(server.poll_timeout()).min();
+            let jump = Duration::from_micros(50 + rand() % 3000);
+            now = next.filter(|t| *t > now).map_or(now + jump, |t| t.min(now + jump));
+        }
+        let up = clients.iter().filter(|c| c.1.news.iter().any(|(_, n)| n.connected)).count();
+        assert_eq!(up, CLIENTS, "every client came up");
+        assert!(driven_total > 5000, "the server drove {driven_total} connection rounds");
     }
 }

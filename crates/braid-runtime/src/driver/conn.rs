@@ -2,7 +2,6 @@
 //! table: the handle the application shares (the core behind its mutex) and the qlog file.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use braid_proto::session::CoreCell;
@@ -39,12 +38,8 @@ impl CoreCell for Conn {
         CoreGuard(self.handle.lock())
     }
 
-    fn is_poked(&self) -> bool {
-        self.handle.poked.load(Ordering::Acquire)
-    }
-
     fn clear_poke(&mut self) {
-        self.handle.poked.store(false, Ordering::Release);
+        self.handle.poke.clear();
     }
 
     /// Only this reference is left: the application dropped every handle and stream (a

@@ -91,7 +91,7 @@ impl Host<PacketKeys, Conn> for Io {
         if qlog.is_some() {
             core.enable_trace();
         }
-        let handle = Handle::for_core(core, paths, from, self.epoch, self.wake.clone());
+        let handle = Handle::for_core(cid, core, paths, from, self.epoch, self.wake.clone());
         handle.lock().paths[0].local = self.sockets[0].udp.local_addr().ok();
         let qlog = qlog.as_ref().and_then(|dir| {
             let first = handle.lock().paths[..1].to_vec();
@@ -100,7 +100,7 @@ impl Host<PacketKeys, Conn> for Io {
         registry
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(cid, (Arc::downgrade(&handle.shared), self.wake.clone()));
+            .insert(cid, (Arc::downgrade(&handle.shared), handle.poke.clone()));
         ServerCounters::add(&self.counters.handshakes_accepted, 1);
         tracing::debug!(
             cid = %hex(&cid.0),

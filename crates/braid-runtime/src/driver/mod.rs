@@ -24,13 +24,13 @@ use std::time::Duration;
 
 use braid_proto::session::Sessions;
 use braid_proto::Instant;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::Connection;
 use crate::crypto::ServerAuth;
 use crate::gso::{Received, RECV_BUFFER};
 use crate::limits::{LimitLog, Limits, ServerCounters};
-use crate::shared::Registry;
+use crate::shared::{DriverWake, Registry};
 use crate::socket::PathSocket;
 use crate::Error;
 
@@ -65,7 +65,9 @@ struct Io {
     epoch: tokio::time::Instant,
     sockets: Vec<PathSocket>,
     role: Role,
-    wake: Arc<Notify>,
+    wake: Arc<DriverWake>,
+    /// The connections the application poked, as taken from `wake` before a round.
+    poked: Vec<braid_proto::wire::ConnectionId>,
     /// The kernel reported ICMP port unreachable (on a send or a receive).
     refused: bool,
     /// Server: what the operator reads (`braid server --metrics`) and the limits' log lines.
@@ -87,10 +89,11 @@ impl Driver {
         sessions: Sessions<ServerAuth, Conn>,
         sockets: Vec<PathSocket>,
         role: Role,
-        wake: Arc<Notify>,
+        wake: Arc<DriverWake>,
         counters: Arc<ServerCounters>,
     ) {
-        let io = Io { epoch, sockets, role, wake, refused: false, counters, limit_log: LimitLog::default() };
+        let limit_log = LimitLog::default();
+        let io = Io { epoch, sockets, role, wake, poked: Vec::new(), refused: false, counters, limit_log };
         tokio::spawn(Driver { sessions, io }.run());
     }
 
@@ -117,7 +120,7 @@ impl Driver {
                 let buf = &mut buf;
                 tokio::select! {
                     r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => { wakes[0] += 1; Some(r) }
-                    _ = wake.notified() => { wakes[1] += 1; None }
+                    _ = wake.notify.notified() => { wakes[1] += 1; None }
                     _ = tokio::time::sleep_until(sleep_to) => { wakes[2] += 1; None }
                 }
             };
@@ -148,12 +151,17 @@ impl Driver {
         }
     }
 
-    /// One round: an ICMP refusal to the client's handshake, then the table's round (its
-    /// connections driven, the closed ones retired), then every queued batch sent.
+    /// One round: an ICMP refusal to the client's handshake, the application's pokes, then the
+    /// table's round (its connections driven, the closed ones retired), then every queued batch
+    /// sent.
     fn round(&mut self, now: Instant) {
         let is_client = matches!(self.io.role, Role::Client { .. });
         if is_client && std::mem::take(&mut self.io.refused) {
             self.sessions.handle_unreachable(now, &mut self.io);
+        }
+        self.io.wake.take_poked(&mut self.io.poked);
+        for cid in &self.io.poked {
+            self.sessions.poke(cid);
         }
         self.sessions.handle_timeout(now, &mut self.io);
         ServerCounters::set(&self.io.counters.connections_closing, self.sessions.closing() as u64);

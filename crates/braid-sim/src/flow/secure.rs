@@ -57,12 +57,6 @@ impl CoreCell for FlowCell {
     fn core(&mut self) -> &mut Connection {
         &mut self.flow.conn
     }
-
-    /// The application may have written at any step: every round drives the connection (its
-    /// session acts only on what is due).
-    fn is_poked(&self) -> bool {
-        true
-    }
 }
 
 impl FlowCell {
@@ -200,10 +194,15 @@ impl SecureFlow {
     }
 
     /// The application's step, then the table's round (the connection's timers, its sends).
+    /// The application may have written at any step: every round drives the connection (its
+    /// session acts only on what is due).
     fn round(&mut self, now: Instant) {
         self.arrived = false;
-        if let Some(cell) = self.host.cid.and_then(|cid| self.table.cell_mut(&cid)) {
-            cell.drive(now);
+        if let Some(cid) = self.host.cid {
+            if let Some(cell) = self.table.cell_mut(&cid) {
+                cell.drive(now);
+                self.table.poke(&cid);
+            }
         }
         self.table.handle_timeout(now, &mut self.host);
     }
