@@ -530,32 +530,39 @@ class Report:
             return self.missing(paper, "fmtcp-table2")
         for exp, rows in data:
             self.source_line(exp, rows)
-        self.w("| case | subflow 2 | fmtcp | mptcp | fmtcp / mptcp | fmtcp p99 block ms | mptcp p99 | "
-               "fmtcp jitter ms | mptcp jitter | mptcp@default | braid@default | testbed fmtcp | testbed mptcp-cubic |")
-        self.w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        self.w("| case | subflow 2 | fmtcp | mptcp | fmtcp / mptcp | fmtcp mean block ms | mptcp mean | "
+               "fmtcp p99 block ms | mptcp p99 | fmtcp jitter ms | mptcp jitter | mptcp@default | braid@default | "
+               "testbed fmtcp | testbed mptcp-cubic |")
+        self.w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         case = 0
-        above, delay_lower, loss_curve, misses = [], [], [], []
+        above, delay_lower, loss_curve, misses, slower = [], [], [], [], []
         for exp, rows in data:
             for pt in rows.points:
                 case += 1
                 desc = describe(parse_point(pt), "subflow2")
                 f, m = rows.mean(pt, "fmtcp"), rows.mean(pt, "mptcp")
                 mc, b = rows.mean(pt, "mptcp@default"), rows.mean(pt, "braid@default")
+                fa, ma = rows.mean(pt, "fmtcp", "block_delay_mean_ms"), rows.mean(pt, "mptcp", "block_delay_mean_ms")
                 fd, md = rows.mean(pt, "fmtcp", "block_delay_p99_ms"), rows.mean(pt, "mptcp", "block_delay_p99_ms")
                 fj, mj = rows.mean(pt, "fmtcp", "block_jitter_ms"), rows.mean(pt, "mptcp", "block_jitter_ms")
                 if f is not None and m is not None:
                     above.append(f >= m)
                     if f < m:
                         misses.append(f"case {case}")
-                if fd is not None and md is not None and fj is not None and mj is not None:
-                    delay_lower.append(fd < md and fj < mj)
+                # Fig. 12: the average block delivery delay and the jitter.
+                if fa is not None and ma is not None and fj is not None and mj is not None:
+                    delay_lower.append(fa < ma and fj < mj)
+                    if not delay_lower[-1]:
+                        slower.append(f"case {case} ({fmt(fa, 0)} / {fmt(ma, 0)} ms, jitter {fmt(fj, 0)} / "
+                                      f"{fmt(mj, 0)})")
                 if exp == "fmtcp-table2-loss":
                     loss_curve.append(f)
                 # The testbed ran its own scenario files (16 MiB window): shown for the setting only.
                 # The testbed's scenario files name subflow 2 `path2`.
                 label = " ".join(t for t in pt.split() if t.startswith("path.")).replace("subflow2", "path2")
                 tb = self.testbed_cells(exp, label, ["ext:braid-fmtcp", "mptcp-cubic"])
-                self.w(f"| {case} | {desc} | {fmt(f)} | {fmt(m)} | {fmt(f / m if f and m else None)} | {fmt(fd, 0)} | "
+                self.w(f"| {case} | {desc} | {fmt(f)} | {fmt(m)} | {fmt(f / m if f and m else None)} | {fmt(fa, 0)} | "
+                       f"{fmt(ma, 0)} | {fmt(fd, 0)} | "
                        f"{fmt(md, 0)} | {fmt(fj, 0)} | {fmt(mj, 0)} | {fmt(mc)} | {fmt(b)} | " + " | ".join(tb) + " |")
         self.w()
         self.w("`mptcp` is the baseline: braid's MPTCP model with fmtcp's congestion control, NewReno (`--cc newreno`), "
@@ -568,13 +575,16 @@ class Report:
         if len(loss_curve) >= 2 and loss_curve[0] and loss_curve[-1] is not None:
             drop = 1 - loss_curve[-1] / loss_curve[0]
         claims = [("fmtcp ≥ mptcp in every case", all(above) if above else None),
-                  ("lower p99 block delay and jitter in every case", all(delay_lower) if delay_lower else None),
+                  ("lower mean block delay and jitter in every case (Fig. 12)",
+                   all(delay_lower) if delay_lower else None),
                   ("flat: ≤ 20 % drop from case 1 to case 4", None if drop is None else drop <= 0.2)]
         self.w("Claims: " + "; ".join(f"{c}: **{'held' if ok else 'did not hold' if ok is not None else 'n/a'}**"
                                       for c, ok in claims)
                + f" (fmtcp ≥ mptcp in {sum(above)} of {len(above)} cases"
                + (f", below in {', '.join(misses)}" if misses else "")
-               + f"; lower delay and jitter in {sum(delay_lower)} of {len(delay_lower)}; drop case 1 → 4: {pct(drop)}).")
+               + f"; lower mean delay and jitter in {sum(delay_lower)} of {len(delay_lower)}"
+               + (f", not in {'; '.join(slower)}" if slower else "")
+               + f"; drop case 1 → 4: {pct(drop)}).")
         self.w()
         self.w("Reading: both subflows run NewReno, which takes every loss as congestion, so subflow 1 alone (0.1 % "
                "loss, 100 ms, 128 KiB) makes about 3.5 Mbit/s and subflow 2 adds about 0.6 at 2 % loss and nothing "
@@ -582,9 +592,14 @@ class Report:
                "block's symbols in flight on each subflow with that subflow's loss rate (Algorithm 1's δ̃_b; "
                "docs/DEVIATIONS.md, \"The fmtcp mode\"): before, a symbol on the 50 % subflow made its block look "
                "complete and the block waited for that subflow's timeout while the 128 KiB buffer filled behind it "
-               "(case 4: 3.21 Mbit/s, p99 block delay 531 ms, jitter 96 ms, drop 21.6 %). The jitter still above "
-               "MPTCP's is at the mildest cases (2 % loss; 1 % at 100 ms), where MPTCP rarely blocks and fmtcp's "
-               "allocation spreads a block over both subflows.")
+               "(case 4: 3.21 Mbit/s, p99 block delay 531 ms, jitter 96 ms, drop 21.6 %). Fig. 12 plots the average "
+               "delivery delay (the claim uses the mean; p99 is shown too). Where fmtcp's mean delay or jitter "
+               "is above MPTCP's it is at the mildest cases (2 and 5 % loss; 1 % at 100 ms): there the EAT "
+               "allocation (Algorithm 1, Eq. 10) counts a subflow with a full window as sending a whole window "
+               "at its first ACK, so the other subflow is handed a block a window ahead and that block's clock "
+               "starts early. Reopening the window one packet per ACK instead met every claim here but raised "
+               "the 64 KiB, 50 %-loss p99 block delay past its test's bound, so it is not in (docs/DEVIATIONS.md, "
+               "\"The `fmtcp` mode\").")
         self.w()
         self.verdict(paper, "fmtcp-table2", claims_verdict(claims),
                      "reproduced when all three claims hold, partly when one or two do, not when none does.", "")
