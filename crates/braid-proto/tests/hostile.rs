@@ -2,7 +2,9 @@
 //! real packets. The connection drops or refuses them — never panics — and stays usable or
 //! closes with a stated reason.
 
-use braid_proto::wire::{Frame, FrameIter, PacketHeader, PacketType, Reader, SymbolPartFrame, Writer};
+use braid_proto::wire::{
+    DatagramType, Frame, FrameIter, PacketHeader, PacketType, Reader, SymbolPartFrame, Writer, VERSION,
+};
 use braid_proto::{CloseReason, Connection, ConnectionConfig, Event, Instant};
 use proptest::prelude::*;
 
@@ -83,7 +85,7 @@ fn wrong_path_and_version_are_dropped() {
     let dropped = server.stats.datagrams_dropped;
     server.handle_datagram(Instant::from_micros(300_000), 5, &real); // no such path
     let mut v2 = real.clone();
-    v2[0] = (2 << 5) | (v2[0] & 0x1f);
+    v2[0] = DatagramType::of(&real).expect("a packet of this version").first_byte_of_version(VERSION + 1);
     server.handle_datagram(Instant::from_micros(300_000), 0, &v2);
     let mut unknown_frame = real[..18].to_vec();
     unknown_frame.push(0x3f);

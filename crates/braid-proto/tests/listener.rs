@@ -15,7 +15,7 @@ use braid_proto::session::{
     Dropped, HandshakeFailure, Hello, Incoming, Listener, ListenerConfig, ListenerEvent, NewConnection,
     Session, SessionEvent, AMPLIFICATION,
 };
-use braid_proto::wire::{ConnectionId, DatagramType};
+use braid_proto::wire::{ConnectionId, DatagramType, PacketType};
 use braid_proto::{Connection, ConnectionConfig, Instant};
 use proptest::prelude::*;
 
@@ -294,7 +294,8 @@ enum Step {
     First(u8, bool),
     /// Client `n`'s first message again, from a forged address.
     Replay(u8, u16),
-    /// A datagram naming client `n`'s connection id (a packet type of its own).
+    /// A datagram naming client `n`'s connection id: a core packet, a first message or an
+    /// answer, by the second field.
     ForConnection(u8, u8),
     /// Time passes.
     Wait(u16),
@@ -342,7 +343,8 @@ proptest! {
                 Step::First(n, wrong) => (spoofed(n.into()), first(if wrong { SECRET + 1 } else { SECRET }, n.into())),
                 Step::Replay(n, a) => (spoofed(10_000 + u32::from(a)), first(SECRET, n.into())),
                 Step::ForConnection(n, t) => {
-                    let mut d = vec![DatagramType::Packet(braid_proto::wire::PacketType::Data).first_byte() + t];
+                    let ty = [DatagramType::Packet(PacketType::Data), DatagramType::NoiseInit, DatagramType::NoiseResponse];
+                    let mut d = vec![ty[usize::from(t)].first_byte()];
                     d.extend_from_slice(&cid(n.into()).0);
                     d.resize(60, 1);
                     (spoofed(n.into()), d)

@@ -179,8 +179,17 @@ async fn server_answers_unauthenticated_datagrams_small_or_not_at_all() {
     let raw = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     raw.connect(addr).await.unwrap();
     let mut buf = [0u8; 2048];
-    // Junk of every kind: no answer.
-    for junk in [vec![0u8; 1], vec![0x22; 40], vec![0x25; 34], vec![0xff; 1200], vec![0x23; 100]] {
+    use braid_proto::wire::{DatagramType, PacketType};
+    // Junk of every kind: no answer. Each is filled with its first byte: a data packet, a path
+    // announcement, an unknown type, a first message of the wrong length.
+    let junk_of = |ty: DatagramType, len| vec![ty.first_byte(); len];
+    for junk in [
+        vec![0u8; 1],
+        junk_of(DatagramType::Packet(PacketType::Data), 40),
+        junk_of(DatagramType::PathHello, 34),
+        vec![0xff; 1200],
+        junk_of(DatagramType::NoiseInit, 100),
+    ] {
         raw.send(&junk).await.unwrap();
         assert_eq!(answer(&raw, &mut buf).await, None, "answered junk {:?}", &junk[..4.min(junk.len())]);
     }

@@ -167,6 +167,7 @@ impl Closing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{DatagramType, PacketType, PREFIX_LEN};
 
     fn at(ms: u64) -> Instant {
         Instant::from_micros(ms * 1000)
@@ -184,9 +185,8 @@ mod tests {
 
     /// A datagram for connection `c` (its id after the first byte).
     fn for_cid(c: u8) -> Vec<u8> {
-        let mut d = vec![0x20];
-        d.extend_from_slice(&[c; 8]);
-        d.extend_from_slice(&[0; 20]);
+        let mut d = vec![0; PREFIX_LEN + 20];
+        DatagramType::Packet(PacketType::Initial).write_prefix(ConnectionId([c; 8]), &mut d);
         d
     }
 
@@ -243,7 +243,7 @@ mod tests {
         assert_eq!(answered, MAX_ANSWERS);
         assert_eq!(sent(&mut c).len(), MAX_ANSWERS as usize - 1);
         assert!(!c.handle_datagram(at(50), &for_cid(2)), "unknown connection");
-        assert!(!c.handle_datagram(at(50), &[0x20, 1, 1]), "too short for a connection id");
+        assert!(!c.handle_datagram(at(50), &for_cid(1)[..3]), "too short for a connection id");
     }
 
     /// The bound holds: a new record past it pushes out the one closest to its end, and a CLOSE

@@ -9,7 +9,7 @@
 //! - [`Keys`]: one connection's packet keys: seal and open a core packet (its header in clear
 //!   and authenticated) and a path announcement.
 
-use crate::wire::{ConnectionId, DatagramType, PacketHeader, Reader};
+use crate::wire::{ConnectionId, DatagramType, PacketHeader, Reader, MAX_PATHS, PREFIX_LEN};
 
 use super::Hello;
 
@@ -19,7 +19,9 @@ pub const INIT_LEN: usize = 1200;
 /// Authentication tag appended to a sealed packet or announcement.
 pub const TAG_LEN: usize = 16;
 /// A sealed path announcement: first byte, connection id, path, counter, tag (PROTOCOL.md §13.6).
-pub const HELLO_LEN: usize = 1 + 8 + 1 + 8 + TAG_LEN;
+pub const HELLO_LEN: usize = HELLO_CLEAR_LEN + TAG_LEN;
+/// A path announcement's bytes before its tag: first byte, connection id, path, counter (8).
+pub const HELLO_CLEAR_LEN: usize = PREFIX_LEN + 1 + 8;
 /// Packet numbers (and announcement counters) at or above this cannot be sealed (§13.4).
 pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
 
@@ -95,15 +97,44 @@ pub fn is_init(datagram: &[u8]) -> bool {
 /// The connection id after the first byte (every security-layer message and core packet has
 /// it there).
 pub fn init_cid(datagram: &[u8]) -> Option<ConnectionId> {
-    Some(ConnectionId(datagram.get(1..9)?.try_into().ok()?))
+    ConnectionId::of(datagram)
 }
 
 /// The refusal hint for a first message (PROTOCOL.md §13.3): its first byte and connection id,
 /// 9 bytes, unauthenticated.
-pub fn refusal(init: &[u8]) -> Option<[u8; 9]> {
-    let mut out = [DatagramType::Refused.first_byte(); 9];
-    out[1..9].copy_from_slice(init.get(1..9)?);
+pub fn refusal(init: &[u8]) -> Option<[u8; PREFIX_LEN]> {
+    let mut out = [0; PREFIX_LEN];
+    DatagramType::Refused.write_prefix(ConnectionId::of(init)?, &mut out);
     Some(out)
+}
+
+/// Whether `datagram` is a refusal hint naming `cid`.
+pub fn is_refusal_for(datagram: &[u8], cid: ConnectionId) -> bool {
+    datagram.len() == PREFIX_LEN
+        && DatagramType::of(datagram) == Some(DatagramType::Refused)
+        && ConnectionId::of(datagram) == Some(cid)
+}
+
+/// The clear part of `cid`'s announcement of `path` with `counter` (PROTOCOL.md §13.6), the
+/// bytes a [`Keys::seal_hello`] authenticates and its tag follows.
+pub fn hello_clear(cid: ConnectionId, path: u8, counter: u64) -> [u8; HELLO_CLEAR_LEN] {
+    let mut out = [0; HELLO_CLEAR_LEN];
+    DatagramType::PathHello.write_prefix(cid, &mut out);
+    out[PREFIX_LEN] = path;
+    out[PREFIX_LEN + 1..].copy_from_slice(&counter.to_be_bytes());
+    out
+}
+
+/// The path and counter of a sealed announcement for `cid`, its tag not yet checked; `None`
+/// unless it is [`HELLO_LEN`] bytes of a path announcement naming `cid`, a path below
+/// [`MAX_PATHS`] and a counter below [`MAX_PACKET_NUMBER`].
+pub fn hello_fields(datagram: &[u8], cid: ConnectionId) -> Option<(u8, u64)> {
+    if datagram.len() != HELLO_LEN || hello_cid(datagram) != Some(cid) {
+        return None;
+    }
+    let path = datagram[PREFIX_LEN];
+    let counter = u64::from_be_bytes(datagram[PREFIX_LEN + 1..HELLO_CLEAR_LEN].try_into().ok()?);
+    (u64::from(path) < MAX_PATHS && counter < MAX_PACKET_NUMBER).then_some((path, counter))
 }
 
 /// The connection id a path announcement names.

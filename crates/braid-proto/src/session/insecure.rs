@@ -5,18 +5,18 @@
 //! of the shared secret can make the server accept, one key per direction, and a tag that
 //! refuses any changed byte, a wrong key and the other direction's key.
 
-use crate::wire::{ConnectionId, DatagramType, PacketHeader, Reader, MAX_PATHS};
+use crate::wire::{ConnectionId, DatagramType, PacketHeader, Reader, PREFIX_LEN};
 
 use super::crypto::{
-    sealable_header, Accepted, Initiator, Keys, OpenError, Responder, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER,
-    TAG_LEN,
+    hello_clear, hello_fields, sealable_header, Accepted, Initiator, Keys, OpenError, Responder,
+    HELLO_CLEAR_LEN, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER, TAG_LEN,
 };
 use super::Hello;
 
 /// Bytes of the first message before its hello: first byte, connection id, fingerprint.
-const INIT_HEAD: usize = 1 + 8 + 32;
+const INIT_HEAD: usize = PREFIX_LEN + 32;
 /// The answer: first byte, connection id, 32 bytes bound to the first message, tag.
-const RESPONSE_LEN: usize = 1 + 8 + 32 + TAG_LEN;
+const RESPONSE_LEN: usize = PREFIX_LEN + 32 + TAG_LEN;
 
 /// SplitMix64's finish: spreads every input bit over the output.
 fn mix(mut z: u64) -> u64 {
@@ -94,25 +94,16 @@ impl Keys for InsecureKeys {
 
     fn seal_hello(&self, path: u8, counter: u64) -> Vec<u8> {
         let mut out = Vec::with_capacity(HELLO_LEN);
-        out.push(DatagramType::PathHello.first_byte());
-        out.extend_from_slice(&self.cid.0);
-        out.push(path);
-        out.extend_from_slice(&counter.to_be_bytes());
+        out.extend_from_slice(&hello_clear(self.cid, path, counter));
         let t = tag(self.send, &[&out]);
         out.extend_from_slice(&t);
         out
     }
 
     fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
-        if datagram.len() != HELLO_LEN || DatagramType::of(datagram) != Some(DatagramType::PathHello) {
-            return None;
-        }
-        let path = datagram[9];
-        let counter = u64::from_be_bytes(datagram[10..18].try_into().ok()?);
-        if u64::from(path) >= MAX_PATHS || counter >= MAX_PACKET_NUMBER || datagram[1..9] != self.cid.0 {
-            return None;
-        }
-        (tag(self.recv, &[&datagram[..18]]) == datagram[18..]).then_some((path, counter))
+        let (path, counter) = hello_fields(datagram, self.cid)?;
+        (tag(self.recv, &[&datagram[..HELLO_CLEAR_LEN]]) == datagram[HELLO_CLEAR_LEN..])
+            .then_some((path, counter))
     }
 }
 
@@ -136,9 +127,8 @@ impl InsecureInitiator {
         unix_micros: u64,
     ) -> InsecureInitiator {
         let mut first = vec![0u8; INIT_LEN];
-        first[0] = DatagramType::NoiseInit.first_byte();
-        first[1..9].copy_from_slice(&cid.0);
-        for (i, chunk) in first[9..INIT_HEAD].chunks_mut(8).enumerate() {
+        DatagramType::NoiseInit.write_prefix(cid, &mut first);
+        for (i, chunk) in first[PREFIX_LEN..INIT_HEAD].chunks_mut(8).enumerate() {
             chunk.copy_from_slice(&mix(seed ^ (i as u64) << 56).to_be_bytes());
         }
         hello.encode(unix_micros, &mut first[INIT_HEAD..INIT_HEAD + Hello::MAX_LEN]);
@@ -148,7 +138,7 @@ impl InsecureInitiator {
     }
 
     fn fingerprint(&self) -> [u8; 32] {
-        self.first[9..INIT_HEAD].try_into().expect("32 bytes")
+        self.first[PREFIX_LEN..INIT_HEAD].try_into().expect("32 bytes")
     }
 }
 
@@ -172,7 +162,7 @@ impl Initiator for InsecureInitiator {
     fn read_answer(&mut self, datagram: &[u8]) -> Option<InsecureKeys> {
         if datagram.len() != RESPONSE_LEN
             || DatagramType::of(datagram) != Some(DatagramType::NoiseResponse)
-            || datagram[1..9] != self.cid.0
+            || ConnectionId::of(datagram) != Some(self.cid)
             || self.spent
         {
             return None;
@@ -181,7 +171,7 @@ impl Initiator for InsecureInitiator {
         self.spent = true;
         let fingerprint = self.fingerprint();
         let body = RESPONSE_LEN - TAG_LEN;
-        if datagram[9..body] != answer_binding(self.secret, &fingerprint)
+        if datagram[PREFIX_LEN..body] != answer_binding(self.secret, &fingerprint)
             || tag(self.secret, &[&datagram[..body], &fingerprint]) != datagram[body..]
         {
             return None;
@@ -211,14 +201,14 @@ impl Responder for InsecureResponder {
             return None;
         }
         let cid = super::crypto::init_cid(first)?;
-        let fingerprint: [u8; 32] = first[9..INIT_HEAD].try_into().ok()?;
+        let fingerprint: [u8; 32] = first[PREFIX_LEN..INIT_HEAD].try_into().ok()?;
         let (hello, _) = Hello::decode(&first[INIT_HEAD..INIT_LEN - TAG_LEN])?;
         if !hello.paths_valid() {
             return None;
         }
-        let mut response = Vec::with_capacity(RESPONSE_LEN);
-        response.push(DatagramType::NoiseResponse.first_byte());
-        response.extend_from_slice(&cid.0);
+        let mut response = vec![0; PREFIX_LEN];
+        response.reserve(RESPONSE_LEN - PREFIX_LEN);
+        DatagramType::NoiseResponse.write_prefix(cid, &mut response);
         response.extend_from_slice(&answer_binding(self.secret, &fingerprint));
         let t = tag(self.secret, &[&response, &fingerprint]);
         response.extend_from_slice(&t);

@@ -272,7 +272,7 @@ impl<K: Keys> Session<K> {
             Some(DatagramType::NoiseInit) => self.on_repeated_first(from, data),
             Some(DatagramType::NoiseResponse) => self.on_answer(now, data),
             Some(DatagramType::Refused) => {
-                let ours = data.len() == 9 && data[1..9] == core.cid().0;
+                let ours = super::crypto::is_refusal_for(data, core.cid());
                 match &mut self.side {
                     Side::Client { handshake: Some(_), refused, .. } if ours => *refused = true,
                     _ => return Received::Ignored,

@@ -17,7 +17,7 @@ pub use frame::{
     write_ack, AckFrame, AckRange, AckRangeIter, AckRanges, BlockAckFrame, CloseFrame, FecStatusFrame, Frame,
     FrameIter, SymbolFrame, SymbolPartFrame, MAX_PARTED_FRAME, MAX_SYMBOL,
 };
-pub use packet::{ConnectionId, DatagramType, PacketHeader, PacketType, MAX_PATHS};
+pub use packet::{ConnectionId, DatagramType, PacketHeader, PacketType, MAX_PATHS, PREFIX_LEN, VERSION};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
 
 /// Why bytes from a peer were refused.

@@ -6,6 +6,14 @@ use super::{Reader, WireError, Writer};
 /// The packet format version this build speaks.
 pub const VERSION: u8 = 1;
 
+/// Bits of the first byte below the version: the type (PROTOCOL.md §7.2).
+const TYPE_BITS: u8 = 5;
+const TYPE_MASK: u8 = (1 << TYPE_BITS) - 1;
+
+/// Every datagram braid sends opens with its first byte and the 8-byte connection id of its
+/// destination (PROTOCOL.md §7.2, §13.2); what follows depends on the type.
+pub const PREFIX_LEN: usize = 9;
+
 /// The most paths a connection may have (ids 0..MAX_PATHS).
 pub const MAX_PATHS: u64 = 8;
 
@@ -71,16 +79,29 @@ impl DatagramType {
 
     /// The whole first byte: this build's version and the type.
     pub const fn first_byte(self) -> u8 {
-        VERSION << 5 | self.code()
+        self.first_byte_of_version(VERSION)
+    }
+
+    /// The first byte another version would give this type (for tests of what a peer of that
+    /// version sends).
+    pub const fn first_byte_of_version(self, version: u8) -> u8 {
+        version << TYPE_BITS | self.code()
+    }
+
+    /// Writes this type's first byte and `cid` into the first [`PREFIX_LEN`] bytes of `out`
+    /// (a buffer of ours, at least that long).
+    pub fn write_prefix(self, cid: ConnectionId, out: &mut [u8]) {
+        out[0] = self.first_byte();
+        out[1..PREFIX_LEN].copy_from_slice(&cid.0);
     }
 
     /// The type of a datagram; `None` for an empty one, another version or an unknown type.
     pub fn of(datagram: &[u8]) -> Option<DatagramType> {
         let &first = datagram.first()?;
-        if first >> 5 != VERSION {
+        if first >> TYPE_BITS != VERSION {
             return None;
         }
-        match first & 0x1f {
+        match first & TYPE_MASK {
             3 => Some(DatagramType::NoiseInit),
             4 => Some(DatagramType::NoiseResponse),
             5 => Some(DatagramType::PathHello),
@@ -95,6 +116,14 @@ impl DatagramType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ConnectionId(pub [u8; 8]);
 
+impl ConnectionId {
+    /// The destination connection id of any datagram braid sends (the bytes after the first),
+    /// whatever its type; `None` if the datagram is shorter than [`PREFIX_LEN`].
+    pub fn of(datagram: &[u8]) -> Option<ConnectionId> {
+        Some(ConnectionId(datagram.get(1..PREFIX_LEN)?.try_into().ok()?))
+    }
+}
+
 /// `version << 5 | type`, 8-byte destination connection id, path id, packet number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PacketHeader {
@@ -108,7 +137,7 @@ pub struct PacketHeader {
 
 impl PacketHeader {
     pub fn write(&self, w: &mut Writer<'_>) {
-        w.u8(VERSION << 5 | self.ty.code());
+        w.u8(DatagramType::Packet(self.ty).first_byte());
         w.put(&self.dcid.0);
         w.varint(self.path.into());
         w.varint(self.number);
@@ -116,10 +145,11 @@ impl PacketHeader {
 
     pub fn parse(r: &mut Reader<'_>) -> Result<PacketHeader, WireError> {
         let first = r.u8()?;
-        if first >> 5 != VERSION {
-            return Err(WireError::UnsupportedVersion(first >> 5));
+        if first >> TYPE_BITS != VERSION {
+            return Err(WireError::UnsupportedVersion(first >> TYPE_BITS));
         }
-        let ty = PacketType::from_code(first & 0x1f).ok_or(WireError::UnknownPacketType(first & 0x1f))?;
+        let code = first & TYPE_MASK;
+        let ty = PacketType::from_code(code).ok_or(WireError::UnknownPacketType(code))?;
         let dcid = ConnectionId(r.array()?);
         let path = r.varint_max(MAX_PATHS - 1, "path")? as u8;
         let number = r.varint()?;
@@ -128,7 +158,7 @@ impl PacketHeader {
 
     /// Bytes [`PacketHeader::write`] produces.
     pub fn encoded_len(&self) -> usize {
-        1 + 8 + super::varint_len(self.path.into()) + super::varint_len(self.number)
+        PREFIX_LEN + super::varint_len(self.path.into()) + super::varint_len(self.number)
     }
 }
 
@@ -185,5 +215,23 @@ mod tests {
         let known = (0..=255u8).filter(|&b| DatagramType::of(&[b]).is_some()).count();
         assert_eq!(known, all.len());
         assert_eq!(DatagramType::of(&[]), None);
+        assert_eq!(DatagramType::of(&[DatagramType::PathHello.first_byte_of_version(VERSION + 1)]), None);
+    }
+
+    /// A prefix written for any type gives back its type and connection id; a packet header
+    /// starts with the same prefix.
+    #[test]
+    fn prefix_round_trip() {
+        let cid = ConnectionId([9, 8, 7, 6, 5, 4, 3, 2]);
+        let mut out = [0u8; PREFIX_LEN + 3];
+        DatagramType::NoiseResponse.write_prefix(cid, &mut out);
+        assert_eq!(DatagramType::of(&out), Some(DatagramType::NoiseResponse));
+        assert_eq!(ConnectionId::of(&out), Some(cid));
+        assert_eq!(ConnectionId::of(&out[..PREFIX_LEN - 1]), None);
+        let mut packet = Vec::new();
+        PacketHeader { ty: PacketType::Accept, dcid: cid, path: 1, number: 5 }
+            .write(&mut Writer::new(&mut packet));
+        DatagramType::Packet(PacketType::Accept).write_prefix(cid, &mut out);
+        assert_eq!(packet[..PREFIX_LEN], out[..PREFIX_LEN]);
     }
 }

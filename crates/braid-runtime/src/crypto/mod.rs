@@ -10,15 +10,15 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_proto::session::crypto::{self as layer, Initiator, Keys, Responder};
-use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader};
+use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader, PREFIX_LEN};
 use snow::{HandshakeState, StatelessTransportState};
 
 mod keys;
 
-use braid_proto::session::crypto::sealable_header;
 pub use braid_proto::session::crypto::{
     hello_cid, init_cid, is_init, refusal, OpenError, HELLO_LEN, INIT_LEN, MAX_PACKET_NUMBER, TAG_LEN,
 };
+use braid_proto::session::crypto::{hello_clear, hello_fields, sealable_header, HELLO_CLEAR_LEN};
 pub use braid_proto::session::{Hello, ReplayWindow, CHALLENGE_BIT};
 pub use keys::{generate_pair, ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 
@@ -35,7 +35,7 @@ const PROLOGUE: &[u8] = b"braid/1";
 
 const DH_LEN: usize = 32;
 /// Payload of the first message: version, path count, unix time (µs), zero padding.
-const INIT_PAYLOAD_LEN: usize = INIT_LEN - 1 - 8 - DH_LEN - TAG_LEN;
+const INIT_PAYLOAD_LEN: usize = INIT_LEN - PREFIX_LEN - DH_LEN - TAG_LEN;
 /// The same in IK: the client's static key (encrypted: DH + tag) takes room from the padding.
 const INIT_PAYLOAD_LEN_IK: usize = INIT_PAYLOAD_LEN - DH_LEN - TAG_LEN;
 /// A first message more than this far from the server's clock is refused (bounds replays).
@@ -101,10 +101,9 @@ impl ClientHandshake {
         let payload = &mut payload[..payload_len];
         hello.encode(unix_micros(), payload);
         let mut init = vec![0u8; INIT_LEN];
-        init[0] = DatagramType::NoiseInit.first_byte();
-        init[1..9].copy_from_slice(&cid.0);
-        let n = state.write_message(payload, &mut init[9..]).expect("message fits");
-        debug_assert_eq!(9 + n, INIT_LEN);
+        DatagramType::NoiseInit.write_prefix(cid, &mut init);
+        let n = state.write_message(payload, &mut init[PREFIX_LEN..]).expect("message fits");
+        debug_assert_eq!(PREFIX_LEN + n, INIT_LEN);
         ClientHandshake { state: Some(state), cid, init }
     }
 
@@ -120,9 +119,9 @@ impl ClientHandshake {
     }
 
     pub fn on_response(&mut self, datagram: &[u8]) -> Option<PacketKeys> {
-        if datagram.len() < 9 + DH_LEN + TAG_LEN
+        if datagram.len() < PREFIX_LEN + DH_LEN + TAG_LEN
             || DatagramType::of(datagram) != Some(DatagramType::NoiseResponse)
-            || datagram[1..9] != self.cid.0
+            || ConnectionId::of(datagram) != Some(self.cid)
         {
             return None;
         }
@@ -131,7 +130,7 @@ impl ClientHandshake {
         // who knows the connection id can spoil this handshake (the caller then reports it
         // failed), never complete it.
         let mut state = self.state.take()?;
-        state.read_message(&datagram[9..], &mut payload).ok()?;
+        state.read_message(&datagram[PREFIX_LEN..], &mut payload).ok()?;
         state.into_stateless_transport_mode().ok().map(|s| PacketKeys::new(s, self.cid))
     }
 }
@@ -158,7 +157,7 @@ pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted
         ServerAuth::Pair { private, .. } => builder_ik(private, &prologue).build_responder().ok()?,
     };
     let mut payload = [0u8; INIT_LEN];
-    let n = state.read_message(&datagram[9..], &mut payload).ok()?;
+    let n = state.read_message(&datagram[PREFIX_LEN..], &mut payload).ok()?;
     let client_key = match auth {
         ServerAuth::Psk(_) => None,
         ServerAuth::Pair { authorized, .. } => {
@@ -177,15 +176,14 @@ pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted
     if skew > MAX_CLOCK_SKEW {
         return None;
     }
-    let mut response = vec![0u8; 9 + DH_LEN + TAG_LEN + 1];
-    response[0] = DatagramType::NoiseResponse.first_byte();
-    response[1..9].copy_from_slice(&cid.0);
-    let written = state.write_message(&[0], &mut response[9..]).ok()?;
-    response.truncate(9 + written);
+    let mut response = vec![0u8; PREFIX_LEN + DH_LEN + TAG_LEN + 1];
+    DatagramType::NoiseResponse.write_prefix(cid, &mut response);
+    let written = state.write_message(&[0], &mut response[PREFIX_LEN..]).ok()?;
+    response.truncate(PREFIX_LEN + written);
     let keys = PacketKeys::new(state.into_stateless_transport_mode().ok()?, cid);
     // The ephemeral key follows the first byte and the connection id (Noise message 1 starts
     // with it, in clear).
-    let fingerprint: [u8; DH_LEN] = datagram[9..9 + DH_LEN].try_into().ok()?;
+    let fingerprint: [u8; DH_LEN] = datagram[PREFIX_LEN..PREFIX_LEN + DH_LEN].try_into().ok()?;
     Some(Accepted { cid, hello, keys, response, client_key, fingerprint })
 }
 
@@ -253,31 +251,19 @@ impl PacketKeys {
 
     /// A path announcement: `PATH_HELLO | cid | path | counter (8 bytes) | tag`.
     pub fn seal_hello(&self, path: u8, counter: u64) -> Vec<u8> {
-        let cid = self.cid;
         let mut out = vec![0u8; HELLO_LEN];
-        out[0] = DatagramType::PathHello.first_byte();
-        out[1..9].copy_from_slice(&cid.0);
-        out[9] = path;
-        out[10..18].copy_from_slice(&counter.to_be_bytes());
-        self.state.write_message(hello_nonce(path, counter), &[], &mut out[18..]).expect("tag fits");
+        out[..HELLO_CLEAR_LEN].copy_from_slice(&hello_clear(self.cid, path, counter));
+        self.state
+            .write_message(hello_nonce(path, counter), &[], &mut out[HELLO_CLEAR_LEN..])
+            .expect("tag fits");
         out
     }
 
     /// Checks a path announcement; returns (path, counter).
     pub fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
-        if hello_cid(datagram).is_none() || datagram.len() != HELLO_LEN {
-            return None;
-        }
-        let path = datagram[9];
-        let counter = u64::from_be_bytes(datagram[10..18].try_into().ok()?);
-        if u64::from(path) >= braid_proto::wire::MAX_PATHS
-            || counter >= MAX_PACKET_NUMBER
-            || datagram[1..9] != self.cid.0
-        {
-            return None;
-        }
+        let (path, counter) = hello_fields(datagram, self.cid)?;
         let mut empty = [0u8; 0];
-        self.state.read_message(hello_nonce(path, counter), &datagram[18..], &mut empty).ok()?;
+        self.state.read_message(hello_nonce(path, counter), &datagram[HELLO_CLEAR_LEN..], &mut empty).ok()?;
         Some((path, counter))
     }
 }
