@@ -42,16 +42,18 @@ pub fn is_root() -> bool {
 /// Send SIGTERM (or SIGKILL when `kill`) to the process group `leader` leads (one the testbed
 /// spawned with `process_group(0)`).
 pub fn signal_group(leader: u32, kill: bool) {
-    let signal = if kill { Signal::KILL } else { Signal::TERM };
-    if let Some(pid) = i32::try_from(leader).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pid, signal);
-    }
+    send_to_group(leader, if kill { Signal::KILL } else { Signal::TERM });
 }
 
 /// Send SIGINT (what Ctrl-C sends) to the process group `leader` leads.
 pub fn interrupt_group(leader: u32) {
-    // SAFETY: signalling a process group we created; no memory is passed.
-    unsafe { libc::kill(-(leader as libc::pid_t), libc::SIGINT) };
+    send_to_group(leader, Signal::INT);
+}
+
+fn send_to_group(leader: u32, signal: Signal) {
+    if let Some(pid) = i32::try_from(leader).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
 }
 
 pub fn interrupted() -> bool {
