@@ -70,6 +70,10 @@ MATRIX = [
     # (20 Mbit/s, 100 ms RTT, 0 and 2 % loss); three runs of each point, for medians.
     {"file": "latency.toml", "transfer": None, "limit": None, "repeat": 3,
      "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False},
+    # The same on `braid demo`'s two unequal paths (40 ms and 160 ms RTT, 1 % and 5 % loss), beside
+    # kernel MPTCP; three runs.
+    {"file": "latency-two-paths.toml", "transfer": None, "limit": None, "repeat": 3,
+     "kernel": ["mptcp-bbr", "mptcp-cubic"], "modes": ["braid"], "sim": False},
     # Fairness: flow mixes on one bottleneck, 25 s each; three runs of each point, for medians.
     {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None, "repeat": 3,
      "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},

@@ -124,6 +124,16 @@ impl RecvStream {
     }
 }
 
+/// What one stream's turn at the pipe came to.
+enum Turn {
+    /// A frame was written; `more`: the stream has more to send.
+    Wrote { more: bool },
+    /// Flow control or the budget stopped it: it keeps its turn.
+    Blocked,
+    /// Nothing more to send (a reset already sent): it leaves the round robin.
+    Done,
+}
+
 /// The flow-control limits one end sets for the other (from transport parameters).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -304,40 +314,98 @@ impl Streams {
     pub fn write_pipe_frame(&mut self, budget: usize, w: &mut Writer<'_>) -> bool {
         for _ in 0..self.ready.len() {
             let Some(id) = self.ready.pop_front() else { return false };
-            let s = self.send.get_mut(&id).expect("ready streams exist");
-            if let Some(code) = s.reset {
-                if !s.reset_sent && budget >= 30 {
-                    PipeFrame::ResetStream { id, code, final_size: s.offset }.write(w);
-                    s.reset_sent = true;
+            match self.write_frame_of(id, budget, w) {
+                Turn::Wrote { more } => {
+                    if more {
+                        self.ready.push_back(id);
+                    }
                     return true;
                 }
-                continue;
-            }
-            let credit = (s.max - s.offset).min(self.peer_max_data - self.sent_data);
-            let overhead = PipeFrame::stream_overhead(id, s.offset, MAX_CHUNK);
-            let len = s.buf.len().min(MAX_CHUNK).min(credit as usize).min(budget.saturating_sub(overhead));
-            let fin = s.fin && len == s.buf.len();
-            if len == 0 && !(fin && !s.fin_sent && budget >= overhead) {
                 // Blocked by flow control or budget; keep its turn for later.
-                self.ready.push_back(id);
-                continue;
+                Turn::Blocked => self.ready.push_back(id),
+                Turn::Done => {}
             }
-            if s.buf.as_slices().0.len() < len {
-                s.buf.make_contiguous();
-            }
-            PipeFrame::Stream { id, offset: s.offset, fin, data: &s.buf.as_slices().0[..len] }.write(w);
-            s.buf.drain(..len);
-            s.offset += len as u64;
-            s.fin_sent |= fin;
-            self.sent_data += len as u64;
-            if !s.buf.is_empty() || (s.fin && !s.fin_sent) {
-                self.ready.push_back(id);
-            } else {
-                self.flushed = true;
-            }
-            return true;
         }
         false
+    }
+
+    /// A stream whose whole unsent data is at most `max` bytes (no FIN or reset pending) and that
+    /// flow control lets go now, while another stream holds more than `max`: a request or a
+    /// response written beside bulk data, which `Connection::fill_pipe` cuts ahead of what is
+    /// already cut for the wire.
+    pub fn small_stream(&self, max: usize) -> Option<u64> {
+        if !self.ready.iter().any(|id| self.send[id].buf.len() > max) {
+            return None;
+        }
+        self.ready.iter().copied().find(|id| {
+            let s = &self.send[id];
+            let len = s.buf.len() as u64;
+            s.reset.is_none()
+                && !s.fin
+                && !s.buf.is_empty()
+                && s.buf.len() <= max
+                && s.offset + len <= s.max
+                && self.sent_data + len <= self.peer_max_data
+        })
+    }
+
+    /// Writes the next pipe frame of stream `id` alone, at most `budget` bytes of it; returns
+    /// whether one was written. The stream keeps its place in the round robin while it has
+    /// more to send.
+    pub fn write_pipe_frame_of(&mut self, id: u64, budget: usize, w: &mut Writer<'_>) -> bool {
+        if !self.ready.contains(&id) {
+            return false;
+        }
+        match self.write_frame_of(id, budget, w) {
+            Turn::Wrote { more: true } => true,
+            Turn::Wrote { more: false } => {
+                self.ready.retain(|&r| r != id);
+                true
+            }
+            Turn::Blocked => false,
+            Turn::Done => {
+                self.ready.retain(|&r| r != id);
+                false
+            }
+        }
+    }
+
+    /// Writes stream `id`'s next frame, if flow control and the budget let it.
+    fn write_frame_of(&mut self, id: u64, budget: usize, w: &mut Writer<'_>) -> Turn {
+        let s = self.send.get_mut(&id).expect("ready streams exist");
+        if let Some(code) = s.reset {
+            return match (s.reset_sent, budget >= 30) {
+                (false, true) => {
+                    PipeFrame::ResetStream { id, code, final_size: s.offset }.write(w);
+                    s.reset_sent = true;
+                    Turn::Wrote { more: false }
+                }
+                // A reset that does not fit waits for a symbol with room (it used to leave the
+                // round robin and never be sent).
+                (false, false) => Turn::Blocked,
+                (true, _) => Turn::Done,
+            };
+        }
+        let credit = (s.max - s.offset).min(self.peer_max_data - self.sent_data);
+        let overhead = PipeFrame::stream_overhead(id, s.offset, MAX_CHUNK);
+        let len = s.buf.len().min(MAX_CHUNK).min(credit as usize).min(budget.saturating_sub(overhead));
+        let fin = s.fin && len == s.buf.len();
+        if len == 0 && !(fin && !s.fin_sent && budget >= overhead) {
+            return Turn::Blocked;
+        }
+        if s.buf.as_slices().0.len() < len {
+            s.buf.make_contiguous();
+        }
+        PipeFrame::Stream { id, offset: s.offset, fin, data: &s.buf.as_slices().0[..len] }.write(w);
+        s.buf.drain(..len);
+        s.offset += len as u64;
+        s.fin_sent |= fin;
+        self.sent_data += len as u64;
+        let more = !s.buf.is_empty() || (s.fin && !s.fin_sent);
+        if !more {
+            self.flushed = true;
+        }
+        Turn::Wrote { more }
     }
 
     /// Whether a frame written since the last call emptied its stream's send buffer (see
@@ -686,5 +754,45 @@ mod tests {
             }
             proptest::prop_assert_eq!(read_all(&mut s, 0), (data, true));
         }
+    }
+
+    #[test]
+    fn a_small_write_beside_bulk_data_is_cut_alone() {
+        let (mut tx, mut rx) = pair();
+        let bulk = tx.open().unwrap();
+        let request = tx.open().unwrap();
+        tx.write(request, &[7; 100]).unwrap();
+        // Alone it is not "beside" anything: nothing to jump.
+        assert_eq!(tx.small_stream(1_000), None);
+        tx.write(bulk, &[1; 3_000]).unwrap();
+        assert_eq!(tx.small_stream(1_000), Some(request));
+        assert_eq!(tx.small_stream(50), None, "100 bytes are not a small write under 50");
+        // Its frames alone, although the bulk stream's turn comes first.
+        let mut pipe = Vec::new();
+        assert!(tx.write_pipe_frame_of(request, 1_000, &mut Writer::new(&mut pipe)));
+        assert!(!tx.write_pipe_frame_of(request, 1_000, &mut Writer::new(&mut pipe)), "nothing left");
+        parse_symbol(&pipe, |f| {
+            rx.on_pipe_frame(f).unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(read_all(&mut rx, request), (vec![7; 100], false));
+        assert_eq!(read_all(&mut rx, bulk).0.len(), 0);
+        // The bulk stream keeps its turn and sends everything.
+        pump(&mut tx, &mut rx, 1_000).unwrap();
+        assert_eq!(read_all(&mut rx, bulk).0, vec![1; 3_000]);
+    }
+
+    #[test]
+    fn a_reset_waits_for_room() {
+        let (mut tx, mut rx) = pair();
+        let id = tx.open().unwrap();
+        tx.write(id, b"abc").unwrap();
+        tx.reset(id, 9).unwrap();
+        let mut pipe = Vec::new();
+        assert!(!tx.write_pipe_frame(10, &mut Writer::new(&mut pipe)), "no room for RESET_STREAM");
+        assert!(tx.has_pipe_data(), "the reset still waits");
+        pump(&mut tx, &mut rx, 100).unwrap();
+        assert_eq!(rx.read(id, &mut [0; 8]), Err(StreamError::Reset { id, code: 9 }));
     }
 }

@@ -32,6 +32,9 @@ struct Client {
     /// When the first request is written.
     first_request: Duration,
     sent_at: Vec<Instant>,
+    /// Bytes of the requests' echoes read back, and when each echo was complete.
+    echo_read: u64,
+    echoed_at: Vec<Instant>,
 }
 
 struct Server {
@@ -41,11 +44,28 @@ struct Server {
     request_read: u64,
     arrived_at: Vec<Instant>,
     buf: Vec<u8>,
+    /// Whether each request's bytes are written back (round trips, as the testbed measures them).
+    echo: bool,
 }
 
 impl Client {
     fn drive(&mut self, now: Instant) {
-        while self.conn.poll_event().is_some() {}
+        let mut buf = [0u8; 4096];
+        while let Some(event) = self.conn.poll_event() {
+            let Event::Stream(StreamEvent::Readable(id)) = event else { continue };
+            let Some(streams) = self.conn.streams() else { return };
+            while let Ok((n, _)) = streams.read(id, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                for _ in 0..n {
+                    self.echo_read += 1;
+                    if self.echo_read.is_multiple_of(REQUEST as u64) {
+                        self.echoed_at.push(now);
+                    }
+                }
+            }
+        }
         if !self.conn.is_established() {
             return;
         }
@@ -86,6 +106,9 @@ impl Server {
                     let i = self.request_read / REQUEST as u64;
                     assert_eq!(b, i as u8, "request {i} corrupted");
                     self.request_read += 1;
+                    if self.echo {
+                        streams.write(id, &[b]).expect("open");
+                    }
                     if self.request_read.is_multiple_of(REQUEST as u64) {
                         self.arrived_at.push(now);
                     }
@@ -131,9 +154,30 @@ impl App for Side {
     }
 }
 
-/// (request one-way latencies in ms, sorted; bulk bytes delivered) after `secs` seconds.
+/// What a run measured.
+struct Run {
+    /// Request one-way latencies in ms, sorted.
+    latencies: Vec<f64>,
+    /// Request round trips in ms (the server echoes each request, with several paths), sorted.
+    rtts: Vec<f64>,
+    /// Bulk bytes delivered.
+    bulk: u64,
+    /// Bytes the client sent on each path.
+    sent: Vec<u64>,
+}
+
+/// (request one-way latencies in ms, sorted; bulk bytes delivered) after `secs` seconds on one
+/// 20 Mbit/s, 100 ms RTT path with `loss` on the data direction.
 fn run(mode: Mode, loss: f64, seed: u64, secs: u64, first_request: Duration) -> (Vec<f64>, u64) {
-    let config = ConnectionConfig { mode, ..ConnectionConfig::default() };
+    let link = LinkConfig::new(20_000_000, Duration::from_millis(50));
+    let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
+    let r = run_on(mode, &[path], seed, secs, first_request);
+    (r.latencies, r.bulk)
+}
+
+/// [`run`] over any paths; with several the server echoes each request.
+fn run_on(mode: Mode, paths: &[PathConfig], seed: u64, secs: u64, first_request: Duration) -> Run {
+    let config = ConnectionConfig { mode, paths: paths.len() as u8, ..ConnectionConfig::default() };
     let client = Client {
         conn: Connection::client(config.clone(), Instant::ZERO, seed),
         bulk: None,
@@ -142,6 +186,8 @@ fn run(mode: Mode, loss: f64, seed: u64, secs: u64, first_request: Duration) -> 
         next_request: None,
         first_request,
         sent_at: Vec::new(),
+        echo_read: 0,
+        echoed_at: Vec::new(),
     };
     let server = Server {
         conn: Connection::server(config, Instant::ZERO),
@@ -149,11 +195,10 @@ fn run(mode: Mode, loss: f64, seed: u64, secs: u64, first_request: Duration) -> 
         request_read: 0,
         arrived_at: Vec::new(),
         buf: vec![0; 65_536],
+        echo: paths.len() > 1,
     };
-    let link = LinkConfig::new(20_000_000, Duration::from_millis(50));
-    let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
     let (mut net, c, s) =
-        Network::pair(seed, Driven(Side::Client(client)), Driven(Side::Server(server)), &[path])
+        Network::pair(seed, Driven(Side::Client(client)), Driven(Side::Server(server)), paths)
             .expect("network");
     let end = Instant::ZERO + Duration::from_secs(secs);
     net.run_until(end);
@@ -168,7 +213,16 @@ fn run(mode: Mode, loss: f64, seed: u64, secs: u64, first_request: Duration) -> 
         .map(|(i, &at)| server.arrived_at.get(i).map_or(f64::INFINITY, |&t| (t - at).as_secs_f64() * 1e3))
         .collect();
     latencies.sort_by(f64::total_cmp);
-    (latencies, server.bulk_read)
+    let mut rtts: Vec<f64> = client
+        .sent_at
+        .iter()
+        .enumerate()
+        .filter(|(_, &at)| at + Duration::from_secs(2) <= end)
+        .map(|(i, &at)| client.echoed_at.get(i).map_or(f64::INFINITY, |&t| (t - at).as_secs_f64() * 1e3))
+        .collect();
+    rtts.sort_by(f64::total_cmp);
+    let sent: Vec<u64> = client.conn.path_stats().iter().map(|p| p.bytes_sent).collect();
+    Run { latencies, rtts, bulk: server.bulk_read, sent }
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -223,5 +277,35 @@ fn requests_from_the_start() {
         eprintln!("loss {loss} seed {seed}: {} requests from the start, p99 {p99:.0} ms", latencies.len());
         assert!(p99 < 100.0, "loss {loss} seed {seed}: request latency p99 {p99:.0} ms from the start");
         assert!(bulk > 15_000_000, "loss {loss} seed {seed}: bulk delivered only {bulk} B");
+    }
+}
+
+/// `braid demo`'s two paths: 20 Mbit/s, 20 ms one way, 1 % loss, and 10 Mbit/s, 80 ms, 5 % (both
+/// directions, one-BDP queues). A request goes on the path that delivers it first, ahead of the
+/// bulk data cut for the slow path, so its round trip is about the fast path's: measured, p50
+/// 44 ms and p99 117 / 69 ms (seeds 1, 2), with 34.1 MB of bulk in 10 s and a third of the bytes
+/// on the slow path. Cut behind that data it was p50 255, p99 354 / 294 ms (33.9 MB), as
+/// `braid demo` and the testbed showed. Target: p99 ≤ the slower path's RTT + 30 ms = 190 ms.
+#[test]
+fn requests_on_two_unequal_paths() {
+    let path = |rate, ms, loss| {
+        let link = LinkConfig::new(rate, Duration::from_millis(ms)).with_loss(LossModel::bernoulli(loss));
+        PathConfig { forward: link.clone(), reverse: link }
+    };
+    let paths = [path(20_000_000, 20, 0.01), path(10_000_000, 80, 0.05)];
+    for seed in [1, 2] {
+        let r = run_on(Mode::Braid, &paths, seed, 10, Duration::from_secs(2));
+        let (p50, p99) = (percentile(&r.rtts, 0.5), percentile(&r.rtts, 0.99));
+        eprintln!(
+            "two paths seed {seed}: {} requests, round trip p50 {p50:.0} ms, p99 {p99:.0} ms, bulk {} B, sent {:?}",
+            r.rtts.len(),
+            r.bulk,
+            r.sent
+        );
+        assert!(r.rtts.len() >= 50, "seed {seed}: {} requests judged", r.rtts.len());
+        assert!(p50 < 60.0 && p99 < 190.0, "seed {seed}: round trip p50 {p50:.0} ms, p99 {p99:.0} ms");
+        // Both paths carry the bulk: over 10 s at least 24 Mbit/s, a quarter of it on the slow one.
+        assert!(r.bulk > 30_000_000, "seed {seed}: bulk delivered only {} B", r.bulk);
+        assert!(r.sent[1] * 4 > r.sent.iter().sum::<u64>(), "seed {seed}: slow path sent {:?}", r.sent);
     }
 }

@@ -71,6 +71,10 @@ pub struct SendBlock {
     /// repair margin is sized for latency, and sent ahead of new data (see
     /// [`BlockSender::on_app_idle`] and `redundancy::adaptive`).
     pub app_idle: bool,
+    /// The block holds a small write (a request, a response) cut ahead of bulk data already cut
+    /// for the wire ([`BlockSender::close_block_as_urgent`]): schedulers that allocate blocks in
+    /// order may serve it first.
+    pub urgent: bool,
 }
 
 impl SendBlock {
@@ -374,6 +378,7 @@ impl BlockSender {
                 path: None,
                 sent_any: false,
                 app_idle: false,
+                urgent: false,
             });
         }
         let block = self.blocks.back_mut().expect("just ensured");
@@ -406,6 +411,16 @@ impl BlockSender {
         // The newest block holds the symbol just cut (a full block closed as it filled).
         if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
             block.app_idle = true;
+        }
+    }
+
+    /// The open block holds a small write cut ahead of source symbols already cut but unsent:
+    /// it closes as a tail ([`BlockSender::close_block_as_tail`]) and is marked
+    /// [`SendBlock::urgent`].
+    pub fn close_block_as_urgent(&mut self) {
+        self.close_block_as_tail();
+        if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
+            block.urgent = true;
         }
     }
 

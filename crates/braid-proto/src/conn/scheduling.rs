@@ -77,6 +77,12 @@ impl Connection {
                 repairs_wanted: self.redundancy.repairs_wanted(b, &view),
                 spare_repairs: self.redundancy.spare_repairs(b, &view),
             }));
+            if self.scheduler.serves_urgent_first() {
+                // Small writes cut ahead of bulk data (`fill_pipe`) first, while they need
+                // symbols; the rest in block order (the sort is stable).
+                let urgent = |b: &BlockView| b.needed() > 0 && s.sender.block(b.id).is_some_and(|x| x.urgent);
+                blocks.sort_by_key(|b| !urgent(b));
+            }
         }
         let pick = self.scheduler.pick(&SchedView { now: at, paths, blocks: &blocks });
         drop(blocks);

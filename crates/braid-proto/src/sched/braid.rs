@@ -161,6 +161,10 @@ impl Scheduler for ArrivalTime {
         true
     }
 
+    fn serves_urgent_first(&self) -> bool {
+        true
+    }
+
     fn pick(&self, view: &SchedView<'_>) -> Option<Pick> {
         let measured = view.paths.iter().filter(|p| p.measured).count();
         if measured == view.paths.len() || view.paths.len() == 1 {

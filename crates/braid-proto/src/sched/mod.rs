@@ -152,6 +152,13 @@ pub trait Scheduler: Send + fmt::Debug {
     /// sending opportunity unused (a scheduler may wait for a better path).
     fn pick(&self, view: &SchedView<'_>) -> Option<Pick>;
 
+    /// Whether blocks holding a small write cut ahead of bulk data (`SendBlock::urgent`) come
+    /// first in this scheduler's [`SchedView::blocks`] while they need symbols, so an allocation
+    /// in order serves them before the bulk data cut earlier. Default: no (views in block order).
+    fn serves_urgent_first(&self) -> bool {
+        false
+    }
+
     /// Whether the scheduler leaves a path without an RTT sample unused while a measured path
     /// can send (a model built on RFC 9002's 333 ms guess would shun the path and never learn
     /// better). The connection then measures such a path with a PING (PROTOCOL.md §12.1).
