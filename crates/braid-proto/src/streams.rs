@@ -330,17 +330,18 @@ impl Streams {
     }
 
     /// A stream whose whole unsent data is at most `max` bytes (no FIN or reset pending) and that
-    /// flow control lets go now, while another stream holds more than `max`: a request or a
-    /// response written beside bulk data, which `Connection::fill_pipe` cuts ahead of what is
-    /// already cut for the wire.
+    /// flow control lets go now, while another stream has data waiting or already in the pipe: a
+    /// request or a response written beside bulk data, which `Connection::fill_pipe` cuts ahead of
+    /// what is already cut for the wire. (A stream alone, such as a video, never jumps its own
+    /// data.)
     pub fn small_stream(&self, max: usize) -> Option<u64> {
-        if !self.ready.iter().any(|id| self.send[id].buf.len() > max) {
-            return None;
-        }
+        let used = |s: &SendStream| s.offset > 0 || !s.buf.is_empty();
+        let streams_used = self.send.values().filter(|s| used(s)).count();
         self.ready.iter().copied().find(|id| {
             let s = &self.send[id];
             let len = s.buf.len() as u64;
-            s.reset.is_none()
+            streams_used > usize::from(used(s))
+                && s.reset.is_none()
                 && !s.fin
                 && !s.buf.is_empty()
                 && s.buf.len() <= max
