@@ -667,3 +667,79 @@ fn a_dead_paths_datagrams_are_rebuilt_on_the_path_that_takes_over() {
         assert!(death <= 12, "seed {seed}: {death} datagrams missed the deadline around the path's death");
     }
 }
+
+/// Where tun-failover's repair overhead goes, per phase of the stream (`cargo test --release
+/// -p braid-sim --test datagrams failover_repair_by_phase -- --ignored --nocapture`): datagrams
+/// and repairs sent before path 0 dies, in its first second dead, while path 1 carries
+/// everything, in the first seconds after it returns, and after; beside the same seed with
+/// no outage. With `BY_HALF_SECOND=1` in the environment it also prints each path's
+/// datagrams and repairs per 500 ms from 14 s to 20 s, and the path events.
+#[test]
+#[ignore]
+fn failover_repair_by_phase() {
+    let s = |x: u64| x * 1_000_000;
+    let phases: [(&str, u64, u64); 6] = [
+        ("before", 0, s(5)),
+        ("death+1s", s(5), s(6)),
+        ("b alone", s(6), s(15)),
+        ("back+2s", s(15), s(17)),
+        ("back+2..5s", s(17), s(20)),
+        ("rest", s(20), s(31)),
+    ];
+    for seed in 1..=3 {
+        for outage in [true, false] {
+            let setup = Setup {
+                outage: outage.then_some((Duration::from_secs(5), Duration::from_secs(15))),
+                log: true,
+                ..Setup::testbed(30)
+            };
+            let (o, d) = run_detailed(seed, &setup);
+            let log = d.log.expect("log");
+            let mut line = format!("seed {seed} {:9}", if outage { "outage" } else { "no outage" });
+            for (name, from, to) in phases {
+                let sent = log
+                    .fates
+                    .iter()
+                    .filter(|f| matches!(f, Fate::Sent { at, .. } if (from..to).contains(at)))
+                    .count();
+                let repairs = log.repairs.iter().filter(|r| (from..to).contains(&r.0)).count();
+                line += &format!(
+                    " | {name} {repairs}/{sent} = {:.2} %",
+                    100.0 * repairs as f64 / sent.max(1) as f64
+                );
+            }
+            if outage && std::env::var_os("BY_HALF_SECOND").is_some() {
+                // After path 0's return: datagrams and repairs on each path per 500 ms.
+                for k in 0..12u64 {
+                    let (from, to) = (s(14) + k * 500_000, s(14) + (k + 1) * 500_000);
+                    let on = |p: u8| {
+                        log.fates
+                            .iter()
+                            .filter(|f| matches!(f, Fate::Sent { at, path, .. } if (from..to).contains(at) && *path == p))
+                            .count()
+                    };
+                    let rep =
+                        |p: u8| log.repairs.iter().filter(|r| (from..to).contains(&r.0) && r.1 == p).count();
+                    println!(
+                        "  {:.1} s: datagrams on 0/1 {}/{}, repairs on 0/1 {}/{}",
+                        from as f64 / 1e6,
+                        on(0),
+                        on(1),
+                        rep(0),
+                        rep(1)
+                    );
+                }
+                for (at, e) in &log.events {
+                    println!("  {:.3} s: {e}", *at as f64 / 1e6);
+                }
+            }
+            println!(
+                "{line} | all {:.2} % (loss {:.2} %, loss-driven {} of {})",
+                o.overhead * 100.0,
+                o.loss * 100.0,
+                o.tx.loss_repairs_sent,
+                o.tx.repairs_sent
+            );
+        }
+    }
+}
