@@ -162,6 +162,7 @@ impl Connection {
         }
         let size = s.sender.symbol_size();
         while let Some(id) = s.streams.small_stream(SMALL_WRITE) {
+            let before = s.streams.send_buffered(id);
             // Its own block, unless the open one has nothing unsent to jump.
             if s.sender.blocks().last().is_some_and(|b| !b.closed && !b.all_sources_sent()) {
                 s.sender.close_block();
@@ -193,6 +194,10 @@ impl Connection {
             // The write is whole in its symbols: not a flush for the bulk loop to act on.
             s.streams.take_flushed();
             s.sender.close_block_as_urgent();
+            if s.streams.send_buffered(id) == before {
+                // Nothing fitted (no room for a frame): the bulk loop takes it in turn.
+                return;
+            }
         }
     }
 }
