@@ -80,8 +80,12 @@ impl Connection {
             if self.scheduler.serves_urgent_first() {
                 // Small writes cut ahead of bulk data (`fill_pipe`) first, while they need
                 // symbols; the rest in block order (the sort is stable).
+                // Sorted only when one is there: a stable sort of many views allocates, and this
+                // runs for every packet.
                 let urgent = |b: &BlockView| b.needed() > 0 && s.sender.block(b.id).is_some_and(|x| x.urgent);
-                blocks.sort_by_key(|b| !urgent(b));
+                if blocks.iter().any(urgent) {
+                    blocks.sort_by_key(|b| !urgent(b));
+                }
             }
         }
         let pick = self.scheduler.pick(&SchedView { now: at, paths, blocks: &blocks });
