@@ -2,7 +2,7 @@
 //! the documented columns and for values that agree with each other and with the transfer.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const TRANSFER: u64 = 300_000;
 
@@ -160,6 +160,39 @@ fn csv_and_json_have_the_documented_columns_and_agree() {
         }
         assert_eq!(run["blocks"]["count"].as_f64().unwrap(), num(field(i, "block_count")));
         assert!(run["blocks"]["jitter_ms"].as_f64().unwrap() >= 0.0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `braid-sim … | head`: a reader that leaves early costs only the rest of the tables. The run
+/// ends as it would have (success, nothing on stderr, no panic) and the `--json` file is whole.
+#[test]
+fn a_closed_stdout_still_writes_the_json_file_and_exits_quietly() {
+    let dir = scratch("closed-stdout");
+    let scenario = dir.join("tiny.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let json = dir.join("out.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_braid-sim"))
+        .args(["--modes", "braid,tcp", "--json"])
+        .arg(&json)
+        .arg(&scenario)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the runs end, so the first line of the tables meets a closed
+    // pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, mode) in runs.iter().zip(["braid", "tcp"]) {
+        assert_eq!(run["mode"], mode);
+        assert_eq!(run["metrics"]["delivered_bytes"], TRANSFER);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

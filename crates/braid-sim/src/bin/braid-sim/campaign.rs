@@ -1,9 +1,11 @@
 //! `braid-sim campaign`: the command line of the seeded fault campaign (the campaign itself is
 //! `braid_sim::campaign`).
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use crate::args::CampaignArgs;
+use crate::reader_gone_is_ok;
 
 /// `braid-sim campaign [--seeds N] [--first S] [--json FILE] | --replay SEED`: the seeded fault
 /// campaign (`braid_sim::campaign`). Exits 1 if any run failed.
@@ -12,7 +14,10 @@ pub fn main(args: CampaignArgs) -> ExitCode {
     let CampaignArgs { seeds, first, json, replay } = args;
     if let Some(seed) = replay {
         let outcome = campaign::run(seed);
-        println!("{}", serde_json::to_string_pretty(&outcome).expect("serializable"));
+        let text = serde_json::to_string_pretty(&outcome).expect("serializable");
+        if let Err(code) = reader_gone_is_ok(writeln!(io::stdout(), "{text}")) {
+            return code;
+        }
         return if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
     }
     let started = std::time::Instant::now();
@@ -21,7 +26,8 @@ pub fn main(args: CampaignArgs) -> ExitCode {
             eprintln!("seed {} ({}, {} path(s)): FAILED: {why}", o.draw.seed, o.draw.mode, o.draw.paths);
         }
     });
-    println!(
+    let printed = writeln!(
+        io::stdout(),
         "campaign: {} runs (seeds {}..{}), {} failures, {} unfinished but progressing at the limit, {:.1} s of wall time",
         report.runs,
         first,
@@ -36,6 +42,9 @@ pub fn main(args: CampaignArgs) -> ExitCode {
             eprintln!("--json {}: {e}", file.display());
             return ExitCode::FAILURE;
         }
+    }
+    if let Err(code) = reader_gone_is_ok(printed) {
+        return code;
     }
     if report.failures.is_empty() {
         ExitCode::SUCCESS

@@ -11,6 +11,7 @@
 //! The parts: `args` parses the command line, `run` runs one scenario point in one mode,
 //! `report` prints the tables, `export` writes CSV and JSON.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use braid_proto::conn::{Mode, Redundancy};
@@ -77,12 +78,8 @@ fn main() -> ExitCode {
             }
         }
     }
-    if !rows.is_empty() {
-        report::print(&rows);
-    }
-    if !video_rows.is_empty() {
-        report::print_video(&video_rows);
-    }
+    let mut stdout = io::stdout().lock();
+    let mut printed = print_tables(&mut stdout, &rows, &video_rows);
     if let Some(dir) = &cli.csv {
         let written = export::write_csv(dir, &rows).and_then(|()| export::write_video_csv(dir, &video_rows));
         if let Err(e) = written {
@@ -96,19 +93,48 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let datagrams: u64 =
-        rows.iter().map(|r| r.datagrams).sum::<u64>() + video_rows.iter().map(|r| r.datagrams).sum::<u64>();
-    let wall = started.elapsed().as_secs_f64();
-    println!();
-    println!(
-        "{} runs, {datagrams} datagrams simulated in {wall:.1} s of wall time ({:.2} M datagrams/s)",
-        rows.len() + video_rows.len(),
-        datagrams as f64 / wall / 1e6
-    );
+    if printed.is_ok() {
+        let datagrams: u64 = rows.iter().map(|r| r.datagrams).sum::<u64>()
+            + video_rows.iter().map(|r| r.datagrams).sum::<u64>();
+        let wall = started.elapsed().as_secs_f64();
+        printed = writeln!(
+            stdout,
+            "\n{} runs, {datagrams} datagrams simulated in {wall:.1} s of wall time ({:.2} M datagrams/s)",
+            rows.len() + video_rows.len(),
+            datagrams as f64 / wall / 1e6
+        )
+        .and_then(|()| stdout.flush());
+    }
+    if let Err(code) = reader_gone_is_ok(printed) {
+        return code;
+    }
     if rows.iter().all(|r| r.intact) && video_rows.iter().all(|r| r.intact) {
         ExitCode::SUCCESS
     } else {
         eprintln!("some transfers were not delivered intact");
         ExitCode::FAILURE
+    }
+}
+
+fn print_tables(out: &mut dyn Write, rows: &[run::Row], video_rows: &[run::VideoRow]) -> io::Result<()> {
+    if !rows.is_empty() {
+        report::print(out, rows)?;
+    }
+    if !video_rows.is_empty() {
+        report::print_video(out, video_rows)?;
+    }
+    Ok(())
+}
+
+/// How printing to stdout ended. A reader that went away early (`braid-sim … | head`) is no
+/// error: the runs, the exit status and the `--csv`/`--json` files are complete, only the rest of
+/// the tables is dropped, quietly. Any other write error is reported and fails the run.
+fn reader_gone_is_ok(printed: io::Result<()>) -> Result<(), ExitCode> {
+    match printed {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("stdout: {e}");
+            Err(ExitCode::FAILURE)
+        }
+        _ => Ok(()),
     }
 }

@@ -2,6 +2,7 @@
 //! side per sweep point; the same for video runs.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 
 use braid_proto::conn::Mode;
 
@@ -59,23 +60,25 @@ fn modes_and_points<R>(rows: &[R], mode_and_label: impl Fn(&R) -> (Mode, &str)) 
 
 /// The head of a modes-side-by-side table: `title`, then the header row (scenario, the `extra`
 /// columns, a column per mode) and its alignment row.
-fn side_by_side_head(title: &str, extra: &[&str], modes: &[Mode]) {
-    println!();
-    println!("{title}");
-    println!();
+fn side_by_side_head(out: &mut dyn Write, title: &str, extra: &[&str], modes: &[Mode]) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "{title}")?;
+    writeln!(out)?;
     let names: Vec<&str> = modes.iter().map(|&m| mode_label(m)).collect();
     let extra_names: String = extra.iter().map(|c| format!("{c} | ")).collect();
-    println!("| scenario | {extra_names}{} |", names.join(" | "));
-    println!("|---|{}{}", "---:|".repeat(extra.len()), "---:|".repeat(modes.len()));
+    writeln!(out, "| scenario | {extra_names}{} |", names.join(" | "))?;
+    writeln!(out, "|---|{}{}", "---:|".repeat(extra.len()), "---:|".repeat(modes.len()))?;
+    Ok(())
 }
 
-pub fn print(rows: &[Row]) {
-    println!(
+pub fn print(out: &mut dyn Write, rows: &[Row]) -> io::Result<()> {
+    writeln!(out,
         "| scenario | mode | completion s | goodput Mbit/s | ideal Mbit/s | × ideal | repair overhead | block delay mean / p99 / jitter ms | path share % | intact |"
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|");
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|")?;
     for r in rows {
-        println!(
+        writeln!(
+            out,
             "| {} | {} | {} | {:.2} | {:.2} | {:.3} | {:.1}% | {} | {} | {} |",
             r.label,
             mode_label(r.mode),
@@ -94,7 +97,7 @@ pub fn print(rows: &[Row]) {
             )),
             path_shares(r),
             if r.intact { "yes" } else { "**NO**" }
-        );
+        )?;
     }
     let recoveries: Vec<String> = rows
         .iter()
@@ -105,24 +108,25 @@ pub fn print(rows: &[Row]) {
         })
         .collect();
     if !recoveries.is_empty() {
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "Recovery after the first outage (to a 1-s window at 0.8 × ideal): {}",
             recoveries.join("; ")
-        );
+        )?;
     }
-    print_side_by_side(rows);
+    print_side_by_side(out, rows)?;
     // Averages over seeds: group by the label without its `seed=` part.
     let mut groups: BTreeMap<(String, &'static str), Vec<&Row>> = BTreeMap::new();
     for r in rows {
         groups.entry((point_key(&r.label), mode_label(r.mode))).or_default().push(r);
     }
     if groups.len() < rows.len() {
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(out,
             "| scenario (mean over seeds) | mode | runs | mean completion s | mean goodput Mbit/s | × ideal | block delay mean / p99 ms |"
-        );
-        println!("|---|---|---:|---:|---:|---:|---:|");
+        )?;
+        writeln!(out, "|---|---|---:|---:|---:|---:|---:|")?;
         for ((label, mode), rs) in &groups {
             let n = rs.len() as f64;
             let done: Vec<f64> = rs.iter().filter_map(|r| r.completion).collect();
@@ -131,7 +135,8 @@ pub fn print(rows: &[Row]) {
             } else {
                 format!("{} of {} unfinished", rs.len() - done.len(), rs.len())
             };
-            println!(
+            writeln!(
+                out,
                 "| {label} | {mode} | {} | {completion} | {:.2} | {:.3} | {} |",
                 rs.len(),
                 rs.iter().map(|r| r.goodput_mbps).sum::<f64>() / n,
@@ -152,23 +157,25 @@ pub fn print(rows: &[Row]) {
                         )
                     }
                 }
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// One row per sweep point (seeds averaged), one column per mode: goodput, its ratio to the
 /// ideal and the p99 block delay. Printed when more than one mode ran.
-fn print_side_by_side(rows: &[Row]) {
+fn print_side_by_side(out: &mut dyn Write, rows: &[Row]) -> io::Result<()> {
     let (modes, points) = modes_and_points(rows, |r| (r.mode, &r.label));
     if modes.len() < 2 {
-        return;
+        return Ok(());
     }
     side_by_side_head(
+        out,
         "Modes side by side: goodput Mbit/s (× ideal) · p99 block delay ms; means over seeds",
         &["ideal Mbit/s"],
         &modes,
-    );
+    )?;
     for point in &points {
         let of_point: Vec<&Row> = rows.iter().filter(|r| point_key(&r.label) == *point).collect();
         let ideal = of_point.iter().map(|r| r.ideal_mbps).sum::<f64>() / of_point.len() as f64;
@@ -199,8 +206,9 @@ fn print_side_by_side(rows: &[Row]) {
                 format!("{goodput:.2} ({ratio:.2}) · {p99}{unfinished}{broken}")
             })
             .collect();
-        println!("| {point} | {ideal:.2} | {} |", cells.join(" | "));
+        writeln!(out, "| {point} | {ideal:.2} | {} |", cells.join(" | "))?;
     }
+    Ok(())
 }
 
 fn ms(v: f64) -> String {
@@ -213,15 +221,16 @@ fn ms(v: f64) -> String {
 
 /// The video table (a row per run), and one row per sweep point with the modes side by side:
 /// frames on time % · p99 frame latency ms, means over seeds (the p99 a mean of the runs' p99).
-pub fn print_video(rows: &[VideoRow]) {
-    println!(
+pub fn print_video(out: &mut dyn Write, rows: &[VideoRow]) -> io::Result<()> {
+    writeln!(out,
         "| scenario | mode | frames | on time (≤ {} ms) | after 1 s | latency p50 / p99 / max ms | repair overhead | retransmissions | intact |",
         VIDEO_DEADLINE.as_millis()
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|:-:|");
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|:-:|")?;
     for r in rows {
         let s = r.stats;
-        println!(
+        writeln!(
+            out,
             "| {} | {} | {} | {:.2}% | {:.2}% | {} / {} / {} | {:.1}% | {} | {} |",
             r.label,
             mode_label(r.mode),
@@ -234,17 +243,18 @@ pub fn print_video(rows: &[VideoRow]) {
             100.0 * r.overhead,
             r.retransmissions,
             if r.intact { "yes" } else { "**NO**" }
-        );
+        )?;
     }
     let (modes, points) = modes_and_points(rows, |r| (r.mode, &r.label));
     if modes.len() < 2 {
-        return;
+        return Ok(());
     }
     side_by_side_head(
+        out,
         "Video, modes side by side: frames on time % (all · after the first 1 s) · p50 / p99 frame latency ms; means over seeds",
         &[],
         &modes,
-    );
+    )?;
     for point in &points {
         let cells: Vec<String> = modes
             .iter()
@@ -271,6 +281,7 @@ pub fn print_video(rows: &[VideoRow]) {
                 )
             })
             .collect();
-        println!("| {point} | {} |", cells.join(" | "));
+        writeln!(out, "| {point} | {} |", cells.join(" | "))?;
     }
+    Ok(())
 }
