@@ -2,6 +2,7 @@
 //! each [`Connection`] it accepts.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,7 +59,8 @@ pub struct ClientConfig {
     /// Give up when the server has not answered for this long. Default 5 s.
     pub handshake_timeout: Duration,
     /// Write the connection's qlog (JSON-SEQ, see [`crate::qlog`]) into this directory, which
-    /// must exist. Default none.
+    /// must exist. Default none. Needs the `qlog` feature.
+    #[cfg(feature = "qlog")]
     pub qlog: Option<std::path::PathBuf>,
 }
 
@@ -70,6 +72,7 @@ impl ClientConfig {
             paths: vec![PathSpec::Any],
             emulate: Vec::new(),
             handshake_timeout: Duration::from_secs(5),
+            #[cfg(feature = "qlog")]
             qlog: None,
         }
     }
@@ -91,7 +94,8 @@ pub struct ServerConfig {
     /// --emulate`). Default none.
     pub emulate: Option<Emulation>,
     /// Write one qlog file per connection (JSON-SEQ, see [`crate::qlog`]) into this
-    /// directory, which must exist. Default none.
+    /// directory, which must exist. Default none. Needs the `qlog` feature.
+    #[cfg(feature = "qlog")]
     pub qlog: Option<std::path::PathBuf>,
 }
 
@@ -102,8 +106,35 @@ impl ServerConfig {
             transport: ConnectionConfig::default(),
             limits: Limits::default(),
             emulate: None,
+            #[cfg(feature = "qlog")]
             qlog: None,
         }
+    }
+}
+
+impl ClientConfig {
+    /// Where the connection's qlog goes: `qlog`, or nowhere without the `qlog` feature.
+    #[cfg(feature = "qlog")]
+    fn qlog_dir(&self) -> Option<&Path> {
+        self.qlog.as_deref()
+    }
+
+    #[cfg(not(feature = "qlog"))]
+    fn qlog_dir(&self) -> Option<&Path> {
+        None
+    }
+}
+
+impl ServerConfig {
+    /// Where the connections' qlogs go: `qlog`, or nowhere without the `qlog` feature.
+    #[cfg(feature = "qlog")]
+    fn qlog_dir(&self) -> Option<&Path> {
+        self.qlog.as_deref()
+    }
+
+    #[cfg(not(feature = "qlog"))]
+    fn qlog_dir(&self) -> Option<&Path> {
+        None
     }
 }
 
@@ -154,6 +185,7 @@ impl Endpoint {
         } else {
             tracing::info!("UDP receive buffer {} KiB as the kernel counts it", rcvbuf >> 10);
         }
+        let qlog = config.qlog_dir().map(Path::to_path_buf);
         let mut transport = config.transport.clone();
         config.limits.apply(&mut transport);
         fit_to_datagram(&mut transport);
@@ -173,12 +205,7 @@ impl Endpoint {
         let (tx, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(ServerCounters::default());
         let registry = Registry::default();
-        let role = Role::Server {
-            limits: config.limits,
-            registry: registry.clone(),
-            incoming: tx,
-            qlog: config.qlog,
-        };
+        let role = Role::Server { limits: config.limits, registry: registry.clone(), incoming: tx, qlog };
         let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(DriverWake::default()));
         Driver::spawn(epoch, Sessions::server(listener), vec![socket], role, wake, counters.clone());
         Ok(Server { incoming: rx, local, counters, registry })
@@ -205,7 +232,7 @@ fn start_client(
     fit_to_datagram(&mut transport);
     let hello = Hello::asking(&transport, paths as u8);
     let mut core = braid_proto::Connection::client(transport, Instant::ZERO, random_u64());
-    if config.qlog.is_some() {
+    if config.qlog_dir().is_some() {
         core.enable_trace();
     }
     // The core's Initial leaves in the first round after the Noise keys exist.
@@ -221,8 +248,7 @@ fn start_client(
         p.remote = Some(server);
     }
     let qlog = config
-        .qlog
-        .as_ref()
+        .qlog_dir()
         .and_then(|dir| QlogWriter::open(dir, cid, false, Instant::ZERO, &handle.lock().paths));
     let conn = Conn { handle: handle.clone(), qlog };
     let pair = matches!(config.auth, ClientAuth::Pair { .. });

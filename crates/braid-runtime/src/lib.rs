@@ -20,6 +20,9 @@
 //!
 //! The README's "As a library" example (compiled as a doctest) shows a client with two paths
 //! and an echo server.
+//!
+//! Feature `qlog` (off by default) adds per-connection qlog files ([`ClientConfig`]'s and
+//! [`ServerConfig`]'s `qlog`, the `qlog` module) and with them a dependency on `serde_json`.
 #![deny(unsafe_code)]
 
 mod connection;
@@ -29,7 +32,11 @@ pub mod emulate;
 mod endpoint;
 mod gso;
 pub mod limits;
+#[cfg(feature = "qlog")]
 pub mod qlog;
+#[cfg(not(feature = "qlog"))]
+#[path = "qlog_off.rs"]
+mod qlog;
 #[cfg(test)]
 pub(crate) mod seam;
 mod shared;
