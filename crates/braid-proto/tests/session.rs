@@ -561,3 +561,47 @@ fn a_nat_moving_an_idle_receiver_does_not_stall_the_download() {
         "{took:?} for 10 kB, {moves} NAT moves, {validated} new ports validated"
     );
 }
+
+/// A NAT moves an idle client once; then the server has 10 kB for it, and the first six
+/// datagrams the server sends the new port are lost: three rounds of the echo of the client's
+/// announcement and the server's challenge. Those challenges spent the port's budget (3 × the
+/// 34-byte announcement that put it on probation), so the client's later announcements from
+/// the same port must widen it (every byte from an address counts, RFC 9000 §8.1), or the
+/// server holds the download back until its idle timeout. And while a challenge has no room in
+/// its budget its time must not count as a timer: that time passes, and a server whose next
+/// timer lies in the past is woken at once, round after round.
+#[test]
+fn lost_challenges_do_not_stall_a_download_after_a_nat_rebinding() {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 1_000;
+    net.run(Duration::from_secs(2), |n| n.read == n.download);
+    assert_eq!(net.read, 1_000, "connected and idle");
+    let t = net.now + Duration::from_millis(300);
+    net.run(t - Instant::ZERO, |_| false);
+    net.now = t;
+    let moved_to = addr(2, 6000);
+    net.public[0] = moved_to;
+    let moved = net.now;
+    net.download += 10_000;
+    let mut lost = 0;
+    net.lose = Box::new(move |d| {
+        let hit = !d.to_server && d.to == moved_to && d.ty() == Some(DatagramType::PathHello) && lost < 6;
+        lost += usize::from(hit);
+        hit
+    });
+    let mut rounds = 0;
+    net.run(moved - Instant::ZERO + Duration::from_secs(40), |n| {
+        rounds += 1;
+        n.read == n.download || rounds > 100_000
+    });
+    let took = net.now - moved;
+    let to_new =
+        net.sent.iter().filter(|d| d.to == moved_to && d.ty() == Some(DatagramType::PathHello)).count();
+    assert!(to_new > 6, "the six losses were all of the server's first control datagrams: {to_new}");
+    let s = net.server.as_ref().unwrap();
+    assert!(!s.core.is_closed(), "the server timed the connection out");
+    assert_eq!(net.read, net.download, "the download stalled: {rounds} rounds, {took:?}");
+    // The client announces itself 2 s after the last time, then every 250 ms until echoed.
+    assert!(took < Duration::from_secs(3), "{took:?} for 10 kB");
+    assert!(rounds < 2_000, "{rounds} rounds in {took:?}: a timer in the past woke the server at once");
+}

@@ -39,13 +39,17 @@ impl Probation {
         Probation { addr, received: received as u64, sent: 0, token, next_challenge: now }
     }
 
+    /// Whether `len` more bytes fit the budget (nothing is counted).
+    pub fn fits(&self, len: usize) -> bool {
+        self.sent + len as u64 <= AMPLIFICATION * self.received
+    }
+
     /// Whether `len` more bytes fit the budget; if they do, they are counted as sent.
     pub fn try_send(&mut self, len: usize) -> bool {
-        let len = len as u64;
-        if self.sent + len > AMPLIFICATION * self.received {
+        if !self.fits(len) {
             return false;
         }
-        self.sent += len;
+        self.sent += len as u64;
         true
     }
 }
@@ -86,6 +90,12 @@ impl PathAddress {
         self.probation.as_ref().is_some_and(|p| now >= p.next_challenge)
     }
 
+    /// When a challenge of `len` bytes is next due: never while the budget has no room for
+    /// it (only bytes from the address make room, and they come with a call of their own).
+    pub fn challenge_at(&self, len: usize) -> Option<Instant> {
+        self.probation.as_ref().filter(|p| p.fits(len)).map(|p| p.next_challenge)
+    }
+
     /// An authenticated, fresh core packet numbered `number` (`len` bytes) came from `from`.
     /// Returns the address the path left, if it moved away from one. `random` is asked for a
     /// challenge's token when a new address goes on probation.
@@ -119,7 +129,9 @@ impl PathAddress {
 
     /// An authenticated, fresh path announcement (`len` bytes) came from `from`: a path's first
     /// announcement validates its address (sent by the key holder, like the handshake); a later
-    /// one from elsewhere puts the new address on probation.
+    /// one from elsewhere puts the new address on probation. Like every byte from the address
+    /// on probation, it widens that address's budget (RFC 9000 §8.1): a client that only
+    /// announces itself gets challenged again after earlier challenges were lost.
     pub fn on_announcement(
         &mut self,
         from: SocketAddr,
@@ -127,6 +139,9 @@ impl PathAddress {
         random: impl FnOnce() -> u64,
         now: Instant,
     ) {
+        if let Some(p) = self.probation.as_mut().filter(|p| p.addr == from) {
+            p.received += len as u64;
+        }
         if self.validated.is_none() {
             self.validated = Some(from);
         } else if self.remote != Some(from) {
@@ -240,6 +255,29 @@ mod tests {
         assert_eq!(sent, 5, "180 bytes of budget hold five 34-byte challenges");
         let p = path.probation().unwrap();
         assert!(p.sent <= AMPLIFICATION * p.received);
+        assert_eq!(path.challenge_at(HELLO), None, "no room: no challenge is due, whatever the time");
+    }
+
+    /// The address on probation spent its budget on challenges that were lost; the client's
+    /// next announcement from it (it knows nothing of challenges) widens the budget, and the
+    /// server challenges again. An announcement from elsewhere widens nothing of it.
+    #[test]
+    fn an_announcement_from_the_address_on_probation_widens_its_budget() {
+        let t0 = Instant::from_micros(0);
+        let mut path = PathAddress::validated(addr(1000));
+        path.on_announcement(addr(2000), HELLO, || 5, t0);
+        let mut t = t0;
+        while path.poll_challenge(t, HELLO).is_some() {
+            t += CHALLENGE_INTERVAL;
+        }
+        assert_eq!(path.probation().unwrap().sent, AMPLIFICATION * HELLO as u64, "three challenges");
+        assert_eq!(path.challenge_at(HELLO), None);
+        path.on_announcement(addr(2000), HELLO, || 5, t);
+        assert_eq!(path.probation().unwrap().received, 2 * HELLO as u64);
+        assert_eq!(path.challenge_at(HELLO), Some(t), "due again: it was due before the room ran out");
+        assert!(path.poll_challenge(t, HELLO).is_some());
+        let token = path.probation().unwrap().token;
+        assert!(path.on_challenge_echo(addr(2000), token, HELLO));
     }
 
     /// Only a newer packet moves the address: a reordered one from the old address does not

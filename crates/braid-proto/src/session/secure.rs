@@ -368,7 +368,12 @@ impl<K: Keys> Session<K> {
                 announced: true,
             });
         }
-        self.queue.push_back((0, from, keys.seal_hello(path, counter)));
+        let echo = keys.seal_hello(path, counter);
+        // Counted against an address on probation (it always fits: the announcement it
+        // answers, of the same size, was just counted as received).
+        if address.try_send(from, echo.len()) {
+            self.queue.push_back((0, from, echo));
+        }
         Received::Control
     }
 
@@ -528,8 +533,10 @@ impl<K: Keys> Session<K> {
             if self.is_client() {
                 at(self.announcer.timeout());
             }
-            for p in self.addresses.iter().filter_map(PathAddress::probation) {
-                at(p.next_challenge);
+            // A challenge with no room in its budget waits for bytes from the address, not
+            // for its time (which passes, and would wake the caller at once, every round).
+            for t in self.addresses.iter().filter_map(|a| a.challenge_at(HELLO_LEN)) {
+                at(t);
             }
         }
         next
