@@ -22,9 +22,11 @@
 //! peer falls back on its idle timeout).
 //!
 //! Driven like a connection: [`Closing::handle_datagram`] and [`Closing::handle_timeout`] in,
-//! [`Closing::poll_transmit`] and [`Closing::poll_timeout`] out.
+//! [`Closing::poll_transmit`] and [`Closing::poll_timeout`] out. Each call costs what is due,
+//! not what is kept: the records' next events (a repeat or the end) are kept in time order,
+//! and so are their ends (the bound pushes out the earliest).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -78,7 +80,16 @@ impl Record {
             until: now + period,
         }
     }
+
+    /// When [`Closing::handle_timeout`] has something to do for the record: its next repeat
+    /// or its end.
+    fn next(&self) -> Instant {
+        self.repeat.map_or(self.until, |t| t.min(self.until))
+    }
 }
+
+/// A record's place in a time-ordered set: the time, then the connection id.
+type Entry = (Instant, [u8; 8]);
 
 /// The closing records of one endpoint (see the module's documentation).
 #[derive(Debug)]
@@ -87,12 +98,25 @@ pub struct Closing {
     limit: usize,
     /// Connections whose CLOSE is due to go (a repeat or an answer), in order.
     due: VecDeque<ConnectionId>,
+    /// Every record's [`Record::next`], earliest first.
+    timers: BTreeSet<Entry>,
+    /// Every record's end, earliest first (the bound pushes out the first).
+    ends: BTreeSet<Entry>,
+    /// The entries due in a [`Closing::handle_timeout`] (kept to spare an allocation).
+    firing: Vec<Entry>,
 }
 
 impl Closing {
     /// At most `limit` records (at least one).
     pub fn new(limit: usize) -> Closing {
-        Closing { records: HashMap::new(), limit: limit.max(1), due: VecDeque::new() }
+        Closing {
+            records: HashMap::new(),
+            limit: limit.max(1),
+            due: VecDeque::new(),
+            timers: BTreeSet::new(),
+            ends: BTreeSet::new(),
+            firing: Vec::new(),
+        }
     }
 
     /// Closed connections in their closing period.
@@ -111,12 +135,24 @@ impl Closing {
     /// Keeps `close`, the CLOSE connection `cid` just sent; at the bound, the record closest to
     /// its end goes first.
     pub fn insert(&mut self, cid: ConnectionId, close: SentClose) {
-        if self.records.len() >= self.limit && !self.records.contains_key(&cid) {
-            if let Some(oldest) = self.records.iter().min_by_key(|(_, r)| r.until).map(|(c, _)| *c) {
-                self.records.remove(&oldest);
+        self.remove(&cid);
+        if self.records.len() >= self.limit {
+            if let Some(&(_, oldest)) = self.ends.first() {
+                self.remove(&ConnectionId(oldest));
             }
         }
-        self.records.insert(cid, Record::new(close));
+        let record = Record::new(close);
+        self.timers.insert((record.next(), cid.0));
+        self.ends.insert((record.until, cid.0));
+        self.records.insert(cid, record);
+    }
+
+    /// Forgets connection `cid`'s record, if there is one.
+    fn remove(&mut self, cid: &ConnectionId) {
+        if let Some(r) = self.records.remove(cid) {
+            self.timers.remove(&(r.next(), cid.0));
+            self.ends.remove(&(r.until, cid.0));
+        }
     }
 
     /// A datagram arrived that no live connection took: if it names a closed connection whose
@@ -135,15 +171,29 @@ impl Closing {
 
     /// Forgets the records whose closing period is over at `now` and queues the repeats due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.records.retain(|_, r| r.until > now);
-        for (cid, r) in &mut self.records {
-            if r.repeat.is_some_and(|t| t <= now) {
-                self.due.push_back(*cid);
-                r.repeats += 1;
-                r.last_sent = now;
-                r.repeat = (r.repeats < 2).then_some(now + r.pto);
-            }
+        // Taken out first: a record's next event after a repeat may be `now` again (a zero
+        // probe timeout), and is handled at the next call, not in a loop here.
+        while let Some(&(t, cid)) = self.timers.first().filter(|(t, _)| *t <= now) {
+            self.timers.remove(&(t, cid));
+            self.firing.push((t, cid));
         }
+        let mut firing = std::mem::take(&mut self.firing);
+        for (_, cid) in firing.drain(..) {
+            let cid = ConnectionId(cid);
+            let Some(r) = self.records.get_mut(&cid) else { continue };
+            if r.until <= now {
+                self.ends.remove(&(r.until, cid.0));
+                self.records.remove(&cid);
+                continue;
+            }
+            // Not over, so the entry was the repeat's.
+            self.due.push_back(cid);
+            r.repeats += 1;
+            r.last_sent = now;
+            r.repeat = (r.repeats < 2).then_some(now + r.pto);
+            self.timers.insert((r.next(), cid.0));
+        }
+        self.firing = firing;
     }
 
     /// The next queued CLOSE, copied into `buf`.
@@ -160,7 +210,7 @@ impl Closing {
 
     /// The next repeat or end of a closing period.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.records.values().map(|r| r.repeat.map_or(r.until, |t| t.min(r.until))).min()
+        self.timers.first().map(|&(t, _)| t)
     }
 }
 
@@ -259,5 +309,114 @@ mod tests {
         assert!(!c.contains(&ConnectionId([1; 8])));
         assert!(c.contains(&ConnectionId([3; 8])));
         assert!(sent(&mut c).is_empty(), "the answer's record is gone");
+    }
+
+    /// What the records did before they were kept in time order: every call scanned them all.
+    /// The reference for [`time_ordered_records_do_what_a_full_scan_would`].
+    #[derive(Default)]
+    struct Scan {
+        records: HashMap<ConnectionId, Record>,
+        due: Vec<ConnectionId>,
+    }
+
+    impl Scan {
+        fn insert(&mut self, cid: ConnectionId, close: SentClose, limit: usize) {
+            if self.records.len() >= limit && !self.records.contains_key(&cid) {
+                let oldest = self.records.iter().min_by_key(|(c, r)| (r.until, c.0)).map(|(c, _)| *c);
+                self.records.remove(&oldest.expect("full"));
+            }
+            self.records.insert(cid, Record::new(close));
+        }
+
+        fn handle_datagram(&mut self, now: Instant, cid: ConnectionId) -> bool {
+            let Some(r) = self.records.get_mut(&cid) else { return false };
+            if r.answers >= MAX_ANSWERS || now < r.last_sent + r.pto / 4 {
+                return false;
+            }
+            r.answers += 1;
+            r.last_sent = now;
+            self.due.push(cid);
+            true
+        }
+
+        fn handle_timeout(&mut self, now: Instant) {
+            self.records.retain(|_, r| r.until > now);
+            for (cid, r) in &mut self.records {
+                if r.repeat.is_some_and(|t| t <= now) {
+                    self.due.push(*cid);
+                    r.repeats += 1;
+                    r.last_sent = now;
+                    r.repeat = (r.repeats < 2).then_some(now + r.pto);
+                }
+            }
+        }
+
+        /// The connections whose CLOSE goes now, sorted (a scan's order is the map's).
+        fn sent(&mut self) -> Vec<u8> {
+            let mut ids: Vec<u8> =
+                self.due.drain(..).filter(|c| self.records.contains_key(c)).map(|c| c.0[0]).collect();
+            ids.sort_unstable();
+            ids
+        }
+
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.records.values().map(Record::next).min()
+        }
+    }
+
+    /// Random closes (periods from 0 to 400 ms, some connections closing again), datagrams for
+    /// them and rounds at random times, past the bound: after every step the time-ordered
+    /// records answer, send, forget and wake up exactly as a scan of all of them would.
+    #[test]
+    fn time_ordered_records_do_what_a_full_scan_would() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let limit = 24;
+        let mut c = Closing::new(limit);
+        let mut scan = Scan::default();
+        let mut now = at(0);
+        let (mut sends, mut forgotten) = (0, 0);
+        for step in 0..20_000 {
+            now += Duration::from_micros(rand(20_000));
+            let cid = ConnectionId([rand(40) as u8; 8]);
+            match rand(4) {
+                0 => {
+                    let mut close = close(now);
+                    close.period = Duration::from_millis(rand(401));
+                    close.to.set_port(u16::from(cid.0[0]));
+                    c.insert(cid, close.clone());
+                    scan.insert(cid, close, limit);
+                }
+                1 => {
+                    let d = for_cid(cid.0[0]);
+                    assert_eq!(c.handle_datagram(now, &d), scan.handle_datagram(now, cid), "step {step}");
+                }
+                _ => {
+                    let before = c.len();
+                    c.handle_timeout(now);
+                    scan.handle_timeout(now);
+                    forgotten += before - c.len();
+                }
+            }
+            let mut buf = Vec::new();
+            let mut ids: Vec<u8> =
+                std::iter::from_fn(|| c.poll_transmit(&mut buf)).map(|t| t.to.port() as u8).collect();
+            ids.sort_unstable();
+            sends += ids.len();
+            assert_eq!(ids, scan.sent(), "step {step}: the CLOSEs sent");
+            assert_eq!(c.poll_timeout(), scan.poll_timeout(), "step {step}: the next wake-up");
+            assert_eq!(c.len(), scan.records.len(), "step {step}");
+            assert!(scan.records.keys().all(|k| c.contains(k)), "step {step}: the same records");
+            assert_eq!((c.timers.len(), c.ends.len()), (c.len(), c.len()), "one entry of each per record");
+        }
+        assert!(
+            sends > 1_000 && forgotten > 1_000,
+            "the steps exercised it: {sends} sent, {forgotten} ended"
+        );
     }
 }
