@@ -3,7 +3,7 @@
 //! until its idle timeout.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,11 @@ const BYE: &str = "the test closes this connection now";
 struct Relay {
     addr: SocketAddr,
     drop_up: Arc<AtomicU64>,
+    /// While set, nothing from the client is carried up (it has gone silent, as far as the
+    /// server can tell).
+    cut_up: Arc<AtomicBool>,
+    /// Datagrams carried down from the server.
+    down: Arc<AtomicU64>,
 }
 
 async fn relay(server: SocketAddr) -> Relay {
@@ -34,6 +39,10 @@ async fn relay_moving(server: SocketAddr, moving: bool) -> Relay {
     let addr = front.local_addr().unwrap();
     let drop_up = Arc::new(AtomicU64::new(0));
     let dropping = drop_up.clone();
+    let cut_up = Arc::new(AtomicBool::new(false));
+    let cut = cut_up.clone();
+    let down_count = Arc::new(AtomicU64::new(0));
+    let carried_down = down_count.clone();
     tokio::spawn(async move {
         let mut client = None;
         let (mut up, mut down) = (vec![0u8; 65536], vec![0u8; 65536]);
@@ -42,14 +51,16 @@ async fn relay_moving(server: SocketAddr, moving: bool) -> Relay {
                 r = front.recv_from(&mut up) => {
                     let Ok((n, from)) = r else { return };
                     client = Some(from);
-                    let drop = n >= DROP_FROM
-                        && dropping.fetch_update(Relaxed, Relaxed, |d| d.checked_sub(1)).is_ok();
+                    let drop = cut.load(Relaxed)
+                        || (n >= DROP_FROM
+                            && dropping.fetch_update(Relaxed, Relaxed, |d| d.checked_sub(1)).is_ok());
                     if !drop {
                         let _ = back.send_to(&up[..n], server).await;
                     }
                 }
                 r = back.recv_from(&mut down) => {
                     let Ok((n, _)) = r else { return };
+                    carried_down.fetch_add(1, Relaxed);
                     if let Some(c) = client {
                         let _ = front.send_to(&down[..n], c).await;
                     }
@@ -61,7 +72,7 @@ async fn relay_moving(server: SocketAddr, moving: bool) -> Relay {
             }
         }
     });
-    Relay { addr, drop_up }
+    Relay { addr, drop_up, cut_up, down: down_count }
 }
 
 /// A server that echoes every stream and hands each connection it accepts to the test.
@@ -143,6 +154,45 @@ async fn a_lost_close_does_not_hold_a_connection_slot() {
     let second = Endpoint::connect(config, addr).await;
     let second = second.expect("a second client gets the slot the closed connection left");
     echo(&second).await;
+}
+
+/// The server's application drops its last handle to a connection whose client has gone
+/// silent (the relay carries nothing up any more): the drop itself wakes the server's driver,
+/// which closes the let-go connection at once (nothing is left to deliver). Without that
+/// wake-up nothing would drive the connection before its idle timeout (30 s): no datagram
+/// arrives and no timer of an idle connection is due sooner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_last_handle_wakes_the_driver() {
+    let key = Key::generate().unwrap();
+    let mut server =
+        Endpoint::server(ServerConfig::new(key.clone()), "127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server.local_addr().unwrap();
+    let relay = relay(addr).await;
+    let client = Endpoint::connect(ClientConfig::new(key), relay.addr).await.unwrap();
+    let on_server = server.accept().await.unwrap();
+    let mut stream = client.open_stream().unwrap();
+    stream.write_all(b"hello").await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    on_server.accept_stream().await.unwrap().read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, b"hello");
+    // Both ends idle, the last ACKs through; then the client falls silent.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    relay.cut_up.store(true, Relaxed);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = relay.down.load(Relaxed);
+    let began = Instant::now();
+    drop(on_server);
+    // The server's CLOSE is the next datagram it sends.
+    while relay.down.load(Relaxed) == before {
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "nothing sent 5 s after the application let go: the drop did not wake the driver"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ended = tokio::time::timeout(Duration::from_secs(2), client.closed()).await;
+    assert!(matches!(ended, Ok(Error::ClosedByPeer(_))), "the client heard the server's close: {ended:?}");
 }
 
 /// Many short connections, each closed after one small echo and a random pause: how many
