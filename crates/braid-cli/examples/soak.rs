@@ -486,7 +486,11 @@ async fn worker(
         if let Some(m) = mover {
             m.abort();
         }
-        // The relay lingers a moment so the close gets through, then goes.
+        // The relay stays (without moving) while the close and its repeats go through: the
+        // client's closing period is three probe timeouts, seconds on a loaded host, and a NAT
+        // keeps an idle UDP mapping for minutes (RFC 4787 REQ-5). One that went 2 s after the
+        // close took the repeats of a lost CLOSE with it, and the server held the connection
+        // until its idle timeout.
         if let Some(r) = relay {
             let carried = r.up.load(Ordering::Relaxed);
             tokio::spawn(async move {
@@ -494,15 +498,19 @@ async fn worker(
                 if log_closes {
                     let after = r.up.load(Ordering::Relaxed) - carried;
                     eprintln!(
-                        "soak: relay of worker {i} ({:?}) carried {after} datagrams up after the close",
+                        "soak: relay of worker {i} ({:?}) carried {after} datagrams up in the 2 s after the close",
                         r.outside()
                     );
                 }
+                tokio::time::sleep(RELAY_LINGER - Duration::from_secs(2)).await;
                 r.task.abort();
             });
         }
     }
 }
+
+/// How long a rebinding worker's relay outlives the connection's close.
+const RELAY_LINGER: Duration = Duration::from_secs(30);
 
 /// A UDP relay between a client and the server standing for a NAT: `rebind` makes it talk to
 /// the server from a new port (what a NAT does when its mapping changes).
