@@ -303,6 +303,21 @@ struct Detail {
     log: Option<Box<Log>>,
     sent_at: Vec<u64>,
     arrivals: HashMap<u32, (u64, usize, bool)>,
+    /// (µs, per path the forward link's packets sent and lost at random so far).
+    link_counts: Vec<(u64, [(u64, u64); 2])>,
+}
+
+impl Detail {
+    /// Packets the forward links carried and lost at random over `[from, to)` µs (to the
+    /// nearest sample: every 100 ms with the timeline kept).
+    fn link_loss(&self, from: u64, to: u64) -> (u64, u64) {
+        let at = |t: u64| {
+            let c = self.link_counts.iter().rev().find(|c| c.0 <= t).map_or([(0, 0); 2], |c| c.1);
+            (c[0].0 + c[1].0, c[0].1 + c[1].1)
+        };
+        let ((s0, l0), (s1, l1)) = (at(from), at(to));
+        (s1 - s0, l1 - l0)
+    }
 }
 
 fn run_detailed(seed: u64, setup: &Setup) -> (Outcome, Detail) {
@@ -339,7 +354,19 @@ fn run_detailed(seed: u64, setup: &Setup) -> (Outcome, Detail) {
     };
     let paths = [path(0), path(1)];
     let (mut net, tx_id, rx_id) = Network::pair(seed, client, server, &paths).expect("network");
-    net.run_until(stop + Duration::from_secs(1));
+    // With the timeline kept, the forward links' (sent, lost) counters every 100 ms too.
+    let (end, mut link_counts) = (stop + Duration::from_secs(1), Vec::new());
+    let step = if setup.log { Duration::from_millis(100) } else { end - Instant::ZERO };
+    let mut t = Instant::ZERO;
+    while t < end {
+        t = (t + step).min(end);
+        net.run_until(t);
+        let count = |path| {
+            let s = net.link(net.route(tx_id, path)[0]).stats();
+            (s.sent, s.lost)
+        };
+        link_counts.push((t.as_micros(), [count(0), count(1)]));
+    }
     let (mut carried, mut dropped) = (0u64, 0u64);
     for path in 0..2 {
         let forward = net.route(tx_id, path)[0];
@@ -395,7 +422,7 @@ fn run_detailed(seed: u64, setup: &Setup) -> (Outcome, Detail) {
     let tx = net.endpoint_mut(tx_id);
     let (log, sent_at) = (tx.log.take(), std::mem::take(&mut tx.sent_at));
     let arrivals = std::mem::take(&mut net.endpoint_mut(rx_id).arrivals);
-    (outcome, Detail { log, sent_at, arrivals })
+    (outcome, Detail { log, sent_at, arrivals, link_counts })
 }
 
 #[test]
@@ -669,11 +696,13 @@ fn a_dead_paths_datagrams_are_rebuilt_on_the_path_that_takes_over() {
 }
 
 /// Where tun-failover's repair overhead goes, per phase of the stream (`cargo test --release
-/// -p braid-sim --test datagrams failover_repair_by_phase -- --ignored --nocapture`): datagrams
-/// and repairs sent before path 0 dies, in its first second dead, while path 1 carries
-/// everything, in the first seconds after it returns, and after; beside the same seed with
-/// no outage. With `BY_HALF_SECOND=1` in the environment it also prints each path's
-/// datagrams and repairs per 500 ms from 14 s to 20 s, and the path events.
+/// -p braid-sim --test datagrams failover_repair_by_phase -- --ignored --nocapture`; `SEEDS=30`
+/// for more seeds than 3): repairs over datagrams sent before path 0 dies, in its first second
+/// dead, while path 1 carries everything, in the first seconds after it returns, and after,
+/// each beside the loss the forward links applied in that phase (`2 × loss + 1.5` is what the
+/// ratio aims at); beside the same seed with no outage; then each phase over all the seeds.
+/// The links draw their losses from one random stream per link, so once the outage changes
+/// what is sent the two runs meet different losses: compare a phase's repair with its loss.
 #[test]
 #[ignore]
 fn failover_repair_by_phase() {
@@ -686,52 +715,35 @@ fn failover_repair_by_phase() {
         ("back+2..5s", s(17), s(20)),
         ("rest", s(20), s(31)),
     ];
-    for seed in 1..=3 {
-        for outage in [true, false] {
+    let seeds: u64 = std::env::var("SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    // Per outage-or-not and phase: repairs, datagrams, link packets, link losses.
+    let mut pooled = [[[0u64; 4]; 6]; 2];
+    for seed in 1..=seeds {
+        for (k, outage) in [true, false].into_iter().enumerate() {
             let setup = Setup {
                 outage: outage.then_some((Duration::from_secs(5), Duration::from_secs(15))),
                 log: true,
                 ..Setup::testbed(30)
             };
             let (o, d) = run_detailed(seed, &setup);
-            let log = d.log.expect("log");
+            let log = d.log.as_ref().expect("log");
             let mut line = format!("seed {seed} {:9}", if outage { "outage" } else { "no outage" });
-            for (name, from, to) in phases {
+            for (j, (name, from, to)) in phases.into_iter().enumerate() {
                 let sent = log
                     .fates
                     .iter()
                     .filter(|f| matches!(f, Fate::Sent { at, .. } if (from..to).contains(at)))
-                    .count();
-                let repairs = log.repairs.iter().filter(|r| (from..to).contains(&r.0)).count();
+                    .count() as u64;
+                let repairs = log.repairs.iter().filter(|r| (from..to).contains(&r.0)).count() as u64;
+                let (carried, lost) = d.link_loss(from, to);
+                for (sum, x) in pooled[k][j].iter_mut().zip([repairs, sent, carried, lost]) {
+                    *sum += x;
+                }
                 line += &format!(
-                    " | {name} {repairs}/{sent} = {:.2} %",
-                    100.0 * repairs as f64 / sent.max(1) as f64
+                    " | {name} {repairs}/{sent} = {:.2} % (loss {:.2} %)",
+                    100.0 * repairs as f64 / sent.max(1) as f64,
+                    100.0 * lost as f64 / carried.max(1) as f64
                 );
-            }
-            if outage && std::env::var_os("BY_HALF_SECOND").is_some() {
-                // After path 0's return: datagrams and repairs on each path per 500 ms.
-                for k in 0..12u64 {
-                    let (from, to) = (s(14) + k * 500_000, s(14) + (k + 1) * 500_000);
-                    let on = |p: u8| {
-                        log.fates
-                            .iter()
-                            .filter(|f| matches!(f, Fate::Sent { at, path, .. } if (from..to).contains(at) && *path == p))
-                            .count()
-                    };
-                    let rep =
-                        |p: u8| log.repairs.iter().filter(|r| (from..to).contains(&r.0) && r.1 == p).count();
-                    println!(
-                        "  {:.1} s: datagrams on 0/1 {}/{}, repairs on 0/1 {}/{}",
-                        from as f64 / 1e6,
-                        on(0),
-                        on(1),
-                        rep(0),
-                        rep(1)
-                    );
-                }
-                for (at, e) in &log.events {
-                    println!("  {:.3} s: {e}", *at as f64 / 1e6);
-                }
             }
             println!(
                 "{line} | all {:.2} % (loss {:.2} %, loss-driven {} of {})",
@@ -741,5 +753,17 @@ fn failover_repair_by_phase() {
                 o.tx.repairs_sent
             );
         }
+    }
+    println!("seeds 1-{seeds} pooled: repair (loss the links applied; 2 × loss + 1.5)");
+    for (j, (name, ..)) in phases.into_iter().enumerate() {
+        let cell = |[repairs, sent, carried, lost]: [u64; 4]| {
+            let loss = 100.0 * lost as f64 / carried.max(1) as f64;
+            format!(
+                "{:5.2} % ({loss:.2} %; {:.2} %)",
+                100.0 * repairs as f64 / sent.max(1) as f64,
+                2.0 * loss + 1.5
+            )
+        };
+        println!("  {name:<11} outage {} | no outage {}", cell(pooled[0][j]), cell(pooled[1][j]));
     }
 }
