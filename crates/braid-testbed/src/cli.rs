@@ -47,6 +47,8 @@ USAGE:
       --braid-arg ARG       tun: an extra argument for `braid tun` and `braid forward` (repeatable)
       --tun-parts P,P       tun: tcp (curl download; --transfer bytes), udp (a stamped stream), ping
                             (a UDP ping-pong) (default all three)
+      --tun-ip 4|4,6        tun: run each part through the tunnel over IPv4 only, or over IPv4
+                            and IPv6 (`braid-tun-v6` rows; default 4,6)
       --udp-rate RATE       tun: the stream's payload rate (default 3.4Mbit/s)
       --udp-size BYTES      tun: the stream's payload per packet (default 1000, at least 16)
       --udp-duration DUR    tun: the stream's length (default 10s); --deadline sets its deadline
@@ -199,6 +201,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--braid" => a.tun.braid = Some(PathBuf::from(value()?)),
             "--braid-arg" => a.tun.client_args.push(value()?),
             "--tun-parts" => a.tun.parts = tun::parse_parts(&value()?)?,
+            "--tun-ip" => a.tun.ipv6 = tun::parse_ip(&value()?)?,
             "--udp-rate" => {
                 let bps =
                     braid_netem::units::parse_rate(&value()?).map_err(|e| format!("--udp-rate: {e}"))?;

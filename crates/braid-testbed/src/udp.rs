@@ -9,7 +9,7 @@
 //! frames do).
 
 use std::io;
-use std::net::{SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -153,15 +153,23 @@ pub fn summarize(latency: &[Option<Duration>], deadline: Duration) -> StreamSumm
     }
 }
 
+/// Any local port of `to`'s address family.
+fn any_port(to: SocketAddr) -> SocketAddr {
+    match to {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    }
+}
+
 /// Run one stream: a receiver bound to `listen` in `rx_ns`, a sender in `tx_ns` (bound to `from`
 /// when given: plain UDP on a chosen path) sending to `to`. Returns once the last packet's
 /// deadline and a second more have passed.
 pub fn stream(
     tx_ns: &str,
-    from: Option<SocketAddrV4>,
-    to: SocketAddrV4,
+    from: Option<SocketAddr>,
+    to: SocketAddr,
     rx_ns: &str,
-    listen: SocketAddrV4,
+    listen: SocketAddr,
     spec: StreamSpec,
 ) -> io::Result<StreamOutcome> {
     let n = spec.packets();
@@ -207,7 +215,7 @@ pub fn stream(
     let sender = {
         let stop = stop.clone();
         sys::spawn_in(tx_ns, "udp-tx", move || {
-            let socket = UdpSocket::bind(from.unwrap_or(SocketAddrV4::new([0, 0, 0, 0].into(), 0)))?;
+            let socket = UdpSocket::bind(from.unwrap_or_else(|| any_port(to)))?;
             socket.connect(to)?;
             let mut buf = vec![0u8; spec.size.max(HEADER)];
             let interval = spec.interval();
@@ -258,7 +266,7 @@ pub fn stream(
 /// A UDP echo server in `ns` on `listen` until the returned flag is set (or Ctrl-C).
 pub fn echo_server(
     ns: &str,
-    listen: SocketAddrV4,
+    listen: SocketAddr,
 ) -> io::Result<(Arc<AtomicBool>, std::thread::JoinHandle<io::Result<()>>)> {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -292,15 +300,15 @@ pub fn echo_server(
 /// `wait` is lost. Returns each ping's round trip (`None` = lost).
 pub fn ping_pong(
     ns: &str,
-    from: Option<SocketAddrV4>,
-    to: SocketAddrV4,
+    from: Option<SocketAddr>,
+    to: SocketAddr,
     count: usize,
     size: usize,
     interval: Duration,
     wait: Duration,
 ) -> io::Result<Vec<Option<Duration>>> {
     sys::spawn_in(ns, "udp-ping", move || {
-        let socket = UdpSocket::bind(from.unwrap_or(SocketAddrV4::new([0, 0, 0, 0].into(), 0)))?;
+        let socket = UdpSocket::bind(from.unwrap_or_else(|| any_port(to)))?;
         socket.connect(to)?;
         let mut out = vec![0u8; size.max(HEADER)];
         let mut buf = vec![0u8; 65_536];

@@ -30,7 +30,7 @@
 //! bytes, the remainder added to object 0, so the page's size is exactly the paper's.
 
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -224,11 +224,11 @@ impl Drop for TempDir {
 }
 
 /// Wait until something accepts on `addr` inside namespace `ns`.
-pub(crate) fn wait_listening(ns: &str, addr: SocketAddrV4, timeout: Duration) -> io::Result<()> {
+pub(crate) fn wait_listening(ns: &str, addr: SocketAddr, timeout: Duration) -> io::Result<()> {
     sys::spawn_in(ns, "wait-listen", move || {
         let until = Instant::now() + timeout;
         loop {
-            if std::net::TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_ok() {
+            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 return Ok(());
             }
             if Instant::now() >= until || sys::interrupted() {
@@ -275,7 +275,7 @@ pub fn run(
         &tb.server_ns,
         &format!("exec nghttpd --no-tls -d '{}' {http_port} >/dev/null 2>&1", root.0.display()),
     )?);
-    wait_listening(&tb.server_ns, sink, Duration::from_secs(5))
+    wait_listening(&tb.server_ns, sink.into(), Duration::from_secs(5))
         .map_err(|e| io::Error::new(e.kind(), format!("nghttpd: {e}")))?;
 
     let session = Session::begin(tb, scenario, contender, sink, entry)?;

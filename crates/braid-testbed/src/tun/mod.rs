@@ -19,12 +19,19 @@
 //!   payload bytes from the path devices' counters.
 //! - `ping`: a UDP ping-pong through the tunnel and over the best path: round trip p50/p99.
 //!
+//! With IPv6 (`--tun-ip 4,6`, the default) the world also has fd01:201::2 (the server
+//! namespace fd01:201::1), the server hands out IPv6 addresses too (`--tun-pool6`), every
+//! `braid tun` also routes fd01:201::/64, and each part runs a second time through the tunnel
+//! to the world's IPv6 address (`braid-tun-v6` rows: the same download, stream and ping-pong).
+//! The paths themselves stay IPv4, and so do `braid forward`, the kernel contenders and plain
+//! UDP: the references the IPv6 rows are read against.
+//!
 //! After every `braid tun` run: no device, no route (the client's whole routing table as before)
 //! and no nftables rule (both namespaces' rulesets as before) may be left; the row says what was
 //! found (`teardown`).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
@@ -50,9 +57,38 @@ const WORLD: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 2);
 const WORLD_GW: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 1);
 /// The prefix the client routes into its tunnel.
 const WORLD_NET: &str = "10.201.0.0/24";
+/// The same over IPv6, and the server's pool of tunnel addresses.
+const WORLD6: Ipv6Addr = Ipv6Addr::new(0xfd01, 0x201, 0, 0, 0, 0, 0, 2);
+const WORLD6_GW: Ipv6Addr = Ipv6Addr::new(0xfd01, 0x201, 0, 0, 0, 0, 0, 1);
+const WORLD6_NET: &str = "fd01:201::/64";
+const TUN_POOL6: &str = "fd77::/64";
 /// The tunnel device's name in the client namespace.
 const DEVICE: &str = "braid0";
 const HTTP_PORT: u16 = 8080;
+
+/// Which of the world's addresses a tunnel row reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    fn world(self) -> IpAddr {
+        match self {
+            Family::V4 => WORLD.into(),
+            Family::V6 => WORLD6.into(),
+        }
+    }
+
+    /// The row's contender: `braid-tun` or `braid-tun-v6`.
+    fn tun_row(self) -> &'static str {
+        match self {
+            Family::V4 => "braid-tun",
+            Family::V6 => "braid-tun-v6",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -88,6 +124,8 @@ pub struct TunOptions {
     /// The `braid` binary (default: beside this one).
     pub braid: Option<PathBuf>,
     pub parts: Vec<Part>,
+    /// The tunnel rows' address families (`--tun-ip 4,6`); IPv4 always runs.
+    pub ipv6: bool,
     pub stream: StreamSpec,
     pub pings: usize,
     pub ping_interval: Duration,
@@ -100,6 +138,7 @@ impl Default for TunOptions {
         TunOptions {
             braid: None,
             parts: vec![Part::Tcp, Part::Udp, Part::Ping],
+            ipv6: true,
             stream: StreamSpec {
                 size: 1000,
                 rate_bps: 3.4e6,
@@ -120,6 +159,15 @@ pub fn parse_parts(s: &str) -> Result<Vec<Part>, String> {
         return Err("--tun-parts: name at least one of tcp, udp, ping".into());
     }
     Ok(parts)
+}
+
+/// `--tun-ip 4` or `4,6`: whether the tunnel rows run over IPv6 too.
+pub fn parse_ip(s: &str) -> Result<bool, String> {
+    match s {
+        "4" => Ok(false),
+        "4,6" | "6,4" => Ok(true),
+        _ => Err(format!("--tun-ip: expected 4 or 4,6 (got `{s}`)")),
+    }
 }
 
 /// The `braid` binary: `--braid`, else beside this binary.
@@ -157,19 +205,23 @@ struct World {
 }
 
 impl World {
-    fn create(tb: &Testbed) -> io::Result<World> {
+    /// With `ipv6`, the world and the server's side of the veth get IPv6 addresses too, and
+    /// devices made from now on in the client namespace (the tunnel's) may have IPv6; the
+    /// paths' devices keep it off (no IPv6 chatter on the measured paths).
+    fn create(tb: &Testbed, ipv6: bool) -> io::Result<World> {
         let ns = format!("{}-w", tb.client_ns.trim_end_matches("-c"));
         ip(&["netns", "add", &ns])?;
         let w = World { ns };
         ip(&["-n", &w.ns, "link", "set", "lo", "up"])?;
+        let off = if ipv6 { "0" } else { "1" };
         ns_exec(
             &w.ns,
             &[
                 "sysctl",
                 "-q",
                 "-w",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
+                &format!("net.ipv6.conf.all.disable_ipv6={off}"),
+                &format!("net.ipv6.conf.default.disable_ipv6={off}"),
             ],
         )?;
         ip(&[
@@ -188,6 +240,23 @@ impl World {
         ])?;
         ip(&["-n", &tb.server_ns, "addr", "add", &format!("{WORLD_GW}/24"), "dev", "w0"])?;
         ip(&["-n", &w.ns, "addr", "add", &format!("{WORLD}/24"), "dev", "w1"])?;
+        if ipv6 {
+            // Per device: `all` would turn it on for the paths' devices too.
+            ns_exec(&tb.server_ns, &["sysctl", "-q", "-w", "net.ipv6.conf.w0.disable_ipv6=0"])?;
+            ns_exec(
+                &tb.client_ns,
+                &[
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    "net.ipv6.conf.default.disable_ipv6=0",
+                    "net.ipv6.conf.lo.disable_ipv6=0",
+                ],
+            )?;
+            for (ns, addr, dev) in [(&tb.server_ns, WORLD6_GW, "w0"), (&w.ns, WORLD6, "w1")] {
+                ip(&["-n", ns, "-6", "addr", "add", &format!("{addr}/64"), "dev", dev, "nodad"])?;
+            }
+        }
         ip(&["-n", &tb.server_ns, "link", "set", "w0", "up"])?;
         ip(&["-n", &w.ns, "link", "set", "w1", "up"])?;
         Ok(w)
@@ -338,8 +407,9 @@ impl Setup<'_> {
 
     /// `braid tun` in the client namespace, up (its device exists) or an error.
     fn start_tun(&self, log: &Path) -> io::Result<Child> {
+        let v6 = if self.t.ipv6 { format!(" --route {WORLD6_NET}") } else { String::new() };
         let cmd = format!(
-            "exec '{}' tun --name {DEVICE} --route {WORLD_NET} {} 2>'{}'",
+            "exec '{}' tun --name {DEVICE} --route {WORLD_NET}{v6} {} 2>'{}'",
             self.braid.display(),
             self.braid_client_args(),
             log.display()
@@ -433,29 +503,34 @@ pub fn run(
     }
     let file = dir.0.join("download.bin");
     write_file(&file, opts.transfer, scenario.seed).map_err(err("download file"))?;
-    let world = World::create(tb).map_err(err("world namespace"))?;
+    let world = World::create(tb, t.ipv6).map_err(err("world namespace"))?;
     let mut servers = Helpers(Vec::new());
-    servers.0.push(
-        spawn_helper(
-            &world.ns,
-            &format!(
-                "exec python3 -m http.server {HTTP_PORT} --bind {WORLD} --directory '{}' >/dev/null 2>&1",
-                dir.0.display()
-            ),
-        )
-        .map_err(err("http server"))?,
-    );
-    wait_listening(&world.ns, SocketAddrV4::new(WORLD, HTTP_PORT), Duration::from_secs(10))
-        .map_err(err("python3 -m http.server"))?;
+    let families: &[Family] = if t.ipv6 { &[Family::V4, Family::V6] } else { &[Family::V4] };
+    for f in families {
+        servers.0.push(
+            spawn_helper(
+                &world.ns,
+                &format!(
+                    "exec python3 -m http.server {HTTP_PORT} --bind {} --directory '{}' >/dev/null 2>&1",
+                    f.world(),
+                    dir.0.display()
+                ),
+            )
+            .map_err(err("http server"))?,
+        );
+        wait_listening(&world.ns, SocketAddr::new(f.world(), HTTP_PORT), Duration::from_secs(10))
+            .map_err(err("python3 -m http.server"))?;
+    }
     let server_port = next_port();
     let server_log = dir.0.join("server.log");
     let mut server = spawn_helper(
         &tb.server_ns,
         &format!(
             // The tunnel module's info lines: each tunnel's datagram counts when it closes.
-            "exec env BRAID_LOG=warn,braid_cli::tunnel=info '{}' server --listen 0.0.0.0:{server_port} --key '{}' --tun 2>'{}'",
+            "exec env BRAID_LOG=warn,braid_cli::tunnel=info '{}' server --listen 0.0.0.0:{server_port} --key '{}' --tun{} 2>'{}'",
             braid.display(),
             key.display(),
+            if t.ipv6 { format!(" --tun-pool6 {TUN_POOL6}") } else { String::new() },
             server_log.display()
         ),
     )
@@ -480,8 +555,10 @@ pub fn run(
     for &part in &t.parts {
         match part {
             Part::Tcp => {
-                emit(tcp::tcp_braid(&s, true).map_err(err("braid-tun tcp"))?)?;
-                emit(tcp::tcp_braid(&s, false).map_err(err("braid-forward tcp"))?)?;
+                for &f in families {
+                    emit(tcp::tcp_braid(&s, Some(f)).map_err(err(&format!("{} tcp", f.tun_row())))?)?;
+                }
+                emit(tcp::tcp_braid(&s, None).map_err(err("braid-forward tcp"))?)?;
                 for c in kernel {
                     if sys::interrupted() {
                         break;
@@ -490,11 +567,15 @@ pub fn run(
                 }
             }
             Part::Udp => {
-                emit(streams::udp_braid(&s).map_err(err("braid-tun udp"))?)?;
+                for &f in families {
+                    emit(streams::udp_braid(&s, f).map_err(err(&format!("{} udp", f.tun_row())))?)?;
+                }
                 emit(streams::udp_plain(&s).map_err(err("plain udp"))?)?;
             }
             Part::Ping => {
-                emit(streams::ping_braid(&s).map_err(err("braid-tun ping"))?)?;
+                for &f in families {
+                    emit(streams::ping_braid(&s, f).map_err(err(&format!("{} ping", f.tun_row())))?)?;
+                }
                 emit(streams::ping_plain(&s).map_err(err("plain udp ping"))?)?;
             }
         }
@@ -532,6 +613,8 @@ mod tests {
     fn parts_parse() {
         assert_eq!(parse_parts("tcp,ping").unwrap(), vec![Part::Tcp, Part::Ping]);
         assert!(parse_parts("tcp,dns").is_err());
+        assert_eq!((parse_ip("4"), parse_ip("4,6")), (Ok(false), Ok(true)));
+        assert!(parse_ip("6").is_err());
     }
 
     #[test]

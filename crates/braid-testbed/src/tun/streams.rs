@@ -2,12 +2,12 @@
 //! as plain UDP over the best single path ([`crate::udp`] measures).
 
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::teardown::{net_state, teardown_verdict};
-use super::{interrupt, parse_tunnel_stats, Part, Setup, WORLD};
+use super::{interrupt, parse_tunnel_stats, Family, Part, Setup};
 use crate::contender::Contender;
 use crate::netns::{client_addr, server_addr};
 use crate::percentile::percentile;
@@ -91,8 +91,8 @@ fn fill_stream(
     t.forward_loss = loss;
 }
 
-pub(super) fn udp_braid(s: &Setup) -> io::Result<Row> {
-    let log = s.dir.join("braid-tun-udp.log");
+pub(super) fn udp_braid(s: &Setup, family: Family) -> io::Result<Row> {
+    let log = s.dir.join(format!("{}-udp.log", family.tun_row()));
     let before = net_state(s.tb);
     let closed_before = s.tunnels_closed();
     let session = Session::begin_plain(s.tb, s.scenario)?;
@@ -100,20 +100,14 @@ pub(super) fn udp_braid(s: &Setup) -> io::Result<Row> {
     let port = next_port();
     let paths = s.scenario.paths.len();
     let c0 = counters(s.tb, paths)?;
-    let out = udp::stream(
-        &s.tb.client_ns,
-        None,
-        SocketAddrV4::new(WORLD, port),
-        &s.world,
-        SocketAddrV4::new(WORLD, port),
-        s.t.stream,
-    );
+    let at = SocketAddr::new(family.world(), port);
+    let out = udp::stream(&s.tb.client_ns, None, at, &s.world, at, s.t.stream);
     let c1 = counters(s.tb, paths)?;
     let clean_exit = interrupt(&mut child);
     let load = session.load.clone();
     let epoch = session.epoch();
     let net = session.end(s.tb)?;
-    let mut row = s.row("braid-tun", Part::Udp, &net, load);
+    let mut row = s.row(family.tun_row(), Part::Udp, &net, load);
     let (fwd, _, _) = counter_delta(&c0, &c1);
     let rev = reverse_bytes(&c0, &c1);
     match out {
@@ -153,10 +147,10 @@ pub(super) fn udp_plain(s: &Setup) -> io::Result<Row> {
     let port = next_port();
     let paths = s.scenario.paths.len();
     let c0 = counters(s.tb, paths)?;
-    let dst = SocketAddrV4::new(server_addr(best), port);
+    let dst = SocketAddrV4::new(server_addr(best), port).into();
     let out = udp::stream(
         &s.tb.client_ns,
-        Some(SocketAddrV4::new(client_addr(best), 0)),
+        Some(SocketAddrV4::new(client_addr(best), 0).into()),
         dst,
         &s.tb.server_ns,
         dst,
@@ -189,12 +183,12 @@ fn fill_ping(row: &mut Row, rtts: &[Option<Duration>]) {
 const PING_SIZE: usize = 100;
 const PING_WAIT: Duration = Duration::from_secs(1);
 
-pub(super) fn ping_braid(s: &Setup) -> io::Result<Row> {
-    let log = s.dir.join("braid-tun-ping.log");
+pub(super) fn ping_braid(s: &Setup, family: Family) -> io::Result<Row> {
+    let log = s.dir.join(format!("{}-ping.log", family.tun_row()));
     let before = net_state(s.tb);
     let session = Session::begin_plain(s.tb, s.scenario)?;
     let mut child = s.start_tun(&log)?;
-    let at = SocketAddrV4::new(WORLD, next_port());
+    let at = SocketAddr::new(family.world(), next_port());
     let (stop, echo) = udp::echo_server(&s.world, at)?;
     let rtts = udp::ping_pong(&s.tb.client_ns, None, at, s.t.pings, PING_SIZE, s.t.ping_interval, PING_WAIT);
     stop.store(true, Ordering::SeqCst);
@@ -202,7 +196,7 @@ pub(super) fn ping_braid(s: &Setup) -> io::Result<Row> {
     let clean_exit = interrupt(&mut child);
     let load = session.load.clone();
     let net = session.end(s.tb)?;
-    let mut row = s.row("braid-tun", Part::Ping, &net, load);
+    let mut row = s.row(family.tun_row(), Part::Ping, &net, load);
     match rtts {
         Ok(r) => fill_ping(&mut row, &r),
         Err(e) => row.error = Some(format!("ping: {e}")),
@@ -215,9 +209,9 @@ pub(super) fn ping_braid(s: &Setup) -> io::Result<Row> {
 pub(super) fn ping_plain(s: &Setup) -> io::Result<Row> {
     let best = best_path(s);
     let session = Session::begin_plain(s.tb, s.scenario)?;
-    let at = SocketAddrV4::new(server_addr(best), next_port());
+    let at = SocketAddrV4::new(server_addr(best), next_port()).into();
     let (stop, echo) = udp::echo_server(&s.tb.server_ns, at)?;
-    let from = Some(SocketAddrV4::new(client_addr(best), 0));
+    let from = Some(SocketAddrV4::new(client_addr(best), 0).into());
     let rtts = udp::ping_pong(&s.tb.client_ns, from, at, s.t.pings, PING_SIZE, s.t.ping_interval, PING_WAIT);
     stop.store(true, Ordering::SeqCst);
     let _ = echo.join();

@@ -2,13 +2,13 @@
 //! `braid forward`, and through the kernel contenders' relays; the bytes are compared.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::teardown::{net_state, teardown_verdict};
-use super::{interrupt, wait_for_line, Part, Setup, HTTP_PORT, WORLD};
+use super::{interrupt, wait_for_line, Family, Part, Setup, HTTP_PORT, WORLD};
 use crate::contender::Contender;
 use crate::netns::{client_addr, ns_exec, server_addr};
 use crate::report::Row;
@@ -72,14 +72,16 @@ fn fill_tcp(row: &mut Row, s: &Setup, (secs, bytes, intact, error): (f64, u64, b
     }
 }
 
-/// The download through `braid tun` (`tun`) or through `braid forward`.
-pub(super) fn tcp_braid(s: &Setup, tun: bool) -> io::Result<Row> {
-    let name = if tun { "braid-tun" } else { "braid-forward" };
+/// The download through `braid tun` to the world's address of `tun`'s family, or (`None`)
+/// through `braid forward`.
+pub(super) fn tcp_braid(s: &Setup, tun: Option<Family>) -> io::Result<Row> {
+    let name = tun.map_or("braid-forward", Family::tun_row);
     let log = s.dir.join(format!("{name}.log"));
     let before = net_state(s.tb);
     let session = Session::begin_plain(s.tb, s.scenario)?;
-    let (mut child, url) = if tun {
-        (s.start_tun(&log)?, format!("http://{WORLD}:{HTTP_PORT}/download.bin"))
+    let (mut child, url) = if let Some(f) = tun {
+        let world = SocketAddr::new(f.world(), HTTP_PORT);
+        (s.start_tun(&log)?, format!("http://{world}/download.bin"))
     } else {
         let entry = SocketAddrV4::new(LOOPBACK, next_port());
         let cmd = format!(
@@ -99,7 +101,7 @@ pub(super) fn tcp_braid(s: &Setup, tun: bool) -> io::Result<Row> {
     let net = session.end(s.tb)?;
     let mut row = s.row(name, Part::Tcp, &net, load);
     fill_tcp(&mut row, s, got);
-    if tun {
+    if tun.is_some() {
         let t = row.tun.as_mut().expect("set by row()");
         t.teardown = Some(teardown_verdict(&before, &net_state(s.tb), clean_exit));
     }

@@ -1,5 +1,5 @@
-//! What a tunnel leaves behind: the client namespace's links and routes and both namespaces'
-//! nftables rulesets, before a `braid tun` starts and after it stops.
+//! What a tunnel leaves behind: the client namespace's links and routes (IPv4 and IPv6) and
+//! both namespaces' nftables rulesets, before a `braid tun` starts and after it stops.
 
 use std::io;
 
@@ -26,7 +26,10 @@ pub(super) fn net_state(tb: &Testbed) -> NetState {
         .collect();
     let nft = |ns: &str| ns_exec(ns, &["nft", "list", "ruleset"]);
     NetState {
-        routes: lines(ip(&["-n", &tb.client_ns, "route", "show", "table", "all"])),
+        routes: [lines(ip(&["-n", &tb.client_ns, "route", "show", "table", "all"])), {
+            lines(ip(&["-n", &tb.client_ns, "-6", "route", "show", "table", "all"]))
+        }]
+        .concat(),
         links,
         nft: match (nft(&tb.client_ns), nft(&tb.server_ns)) {
             (Ok(c), Ok(s)) => Some((c, s)),
