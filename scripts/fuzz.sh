@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
-TARGETS=(packet ack_ranges transport_params symbol_parts codec handshake socks config connection)
+TARGETS=(packet ack_ranges transport_params symbol_parts codec handshake socks config connection fragment)
 export RUSTFLAGS="${RUSTFLAGS:-} -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Ccodegen-units=16"

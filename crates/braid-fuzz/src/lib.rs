@@ -10,6 +10,7 @@ pub mod codec;
 pub mod connection;
 pub mod cursor;
 pub mod handshake;
+pub mod tunnel;
 pub mod user_input;
 pub mod wire;
 
@@ -27,4 +28,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("socks", user_input::socks),
     ("config", user_input::config),
     ("connection", connection::connection),
+    ("fragment", tunnel::fragments),
 ];

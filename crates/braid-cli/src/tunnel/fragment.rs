@@ -26,20 +26,22 @@ pub const MAX_PARTIAL: usize = 64;
 /// A partial message older than this is given up (datagrams live 150 ms by default).
 pub const MAX_AGE: Duration = Duration::from_secs(1);
 
-/// Splits `message` into pieces of at most `max` bytes (headers included), as even as
-/// possible; `None` if that takes more than [`MAX_PIECES`].
+/// Splits `message` into the fewest pieces of at most `max` bytes (headers included), their
+/// sizes differing by one byte at most; `None` if that takes more than [`MAX_PIECES`].
 pub fn split(message: &[u8], max: usize, packet: u32) -> Option<Vec<Vec<u8>>> {
     let room = max.checked_sub(HEADER).filter(|r| *r > 0)?;
     let count = message.len().div_ceil(room).max(1);
     if count > MAX_PIECES {
         return None;
     }
-    let size = message.len().div_ceil(count);
+    // The first `longer` pieces take one byte more than the rest.
+    let (size, longer) = (message.len() / count, message.len() % count);
+    let mut rest = message;
     Some(
-        message
-            .chunks(size.max(1))
-            .enumerate()
-            .map(|(i, piece)| {
+        (0..count)
+            .map(|i| {
+                let (piece, after) = rest.split_at(size + usize::from(i < longer));
+                rest = after;
                 let mut d = Vec::with_capacity(HEADER + piece.len());
                 d.push(FRAGMENT);
                 d.extend_from_slice(&packet.to_be_bytes());
@@ -166,6 +168,15 @@ mod tests {
         assert_eq!(r.push(&pieces[1], now), None);
         assert_eq!(r.push(&pieces[0], now), Some(m));
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn pieces_differ_by_one_byte_at_most() {
+        // 10 bytes in pieces of 3: 3 3 2 2, not 3 3 3 1.
+        let sizes: Vec<usize> =
+            split(&message(10), 3 + HEADER, 0).unwrap().iter().map(|p| p.len() - HEADER).collect();
+        assert_eq!(sizes, [3, 3, 2, 2]);
+        assert_eq!(split(&[], 100, 0).unwrap(), [vec![FRAGMENT, 0, 0, 0, 0, 0, 1]]);
     }
 
     #[test]

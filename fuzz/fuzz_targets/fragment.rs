@@ -1,0 +1,2 @@
+#![no_main]
+braid_fuzz_targets::target!(braid_fuzz::tunnel::fragments);
