@@ -55,7 +55,7 @@ pub fn fragments(data: &[u8]) {
                     continue;
                 }
                 let at = c.below(pending.len());
-                let keep = c.u8() % 4 == 0;
+                let keep = c.u8().is_multiple_of(4);
                 let (packet, piece) = if keep { pending[at].clone() } else { pending.remove(at) };
                 let out = r.push(&piece, now);
                 check(&r, Some(packet), out.as_deref(), &owners);
@@ -63,7 +63,7 @@ pub fn fragments(data: &[u8]) {
             4 | 5 => {
                 // Most forged datagrams are tagged as pieces, so they reach past the first check.
                 let mut forged = c.bytes(MAX_FORGED).to_vec();
-                if forged.len() >= HEADER && c.u8() % 4 != 0 {
+                if forged.len() >= HEADER && !c.u8().is_multiple_of(4) {
                     forged[0] = FRAGMENT;
                     forged[1..4].fill(0);
                     forged[5] %= MAX_PIECES as u8 + 1;
@@ -123,7 +123,7 @@ fn check(r: &Reassembly, packet: Option<u32>, out: Option<&[u8]>, owners: &HashM
 /// A packet number (mostly below 256), a piece size of 8–1400 bytes, and a message of up to
 /// 1400 bytes.
 fn well_formed(c: &mut Cursor<'_>) -> (u32, usize, Vec<u8>) {
-    let packet = if c.u8() % 8 == 0 { c.u32() } else { u32::from(c.u8()) };
+    let packet = if c.u8().is_multiple_of(8) { c.u32() } else { u32::from(c.u8()) };
     let max = 8 + c.below(1393);
     let message = c.bytes(1400).to_vec();
     (packet, max, message)
