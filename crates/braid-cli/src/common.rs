@@ -109,6 +109,10 @@ pub struct TransportOpts {
 /// (IPv6) by itself.
 pub const DEFAULT_MAX_DATAGRAM: usize = 16_448;
 
+/// How far a client's receive windows may grow (they start at the core's defaults: 16 MiB for
+/// the connection, 4 MiB per stream).
+const CLIENT_MAX_WINDOW: u64 = 16 << 20;
+
 impl TransportOpts {
     pub fn config(&self) -> Result<ConnectionConfig, Fail> {
         let mode: Mode = self.mode.parse().map_err(|e: String| fail(format!("--mode: {e}")))?;
@@ -141,6 +145,8 @@ impl TransportOpts {
             cc,
             scheduler,
             max_plpmtu: self.max_datagram,
+            // Receive-window auto-tuning up to 16 MiB (a server's limits lower it).
+            max_window: CLIENT_MAX_WINDOW,
             ..ConnectionConfig::default()
         };
         config.params.code = code;
@@ -365,9 +371,10 @@ pub struct LimitOpts {
     /// Most connections at once, handshakes included.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
     pub max_connections: usize,
-    /// Bytes of a peer's data one connection may hold (its receive windows): a number with an
-    /// optional KiB, MiB or GiB. Goodput per connection is at most this per round trip.
-    #[arg(long, value_name = "BYTES", default_value = "1MiB")]
+    /// Bytes of a peer's data one connection may hold (its receive windows, which start at
+    /// 1 MiB and grow up to this while the application keeps up): a number with an optional
+    /// KiB, MiB or GiB. Goodput per connection is at most this per round trip.
+    #[arg(long, value_name = "BYTES", default_value = "4MiB")]
     pub connection_memory: String,
     /// Streams a peer may open on one connection.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]

@@ -52,7 +52,7 @@ pub use connection::Connection;
 pub use crypto::{ClientAuth, Key, KeyError, KeyFile, ServerAuth};
 pub use emulate::Emulation;
 pub use endpoint::{ClientConfig, Connections, Endpoint, Server, ServerConfig};
-pub use limits::{Limit, Limits, ServerCounters};
+pub use limits::{Limit, Limits, ServerCounters, INITIAL_WINDOW};
 pub use shared::PathReport;
 pub use socket::PathSpec;
 pub use stream::Stream;

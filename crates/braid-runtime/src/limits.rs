@@ -22,10 +22,14 @@ pub struct Limits {
     /// `connection_memory` plus its decoders and send buffers at most.
     pub max_connections: usize,
     /// Bytes of a peer's data one connection may hold: its flow-control windows, connection
-    /// and stream (a peer sending past them breaks the protocol and is closed). The block
-    /// decoders hold at most `blocks_in_flight × max_block_len × symbol size` on top (1.2 MiB
-    /// with the default parameters). Default 1 MiB; tune up for long fat paths (the window
-    /// caps goodput at window / RTT: 1 MiB at 100 ms is 84 Mbit/s).
+    /// and stream (a peer sending past them breaks the protocol and is closed). The windows
+    /// start at [`INITIAL_WINDOW`] (or this, if smaller) and double while the application
+    /// reads them within two round trips, up to this (receive-window auto-tuning,
+    /// [`braid_proto::streams::Window`]): a connection whose application reads slowly keeps the
+    /// small window. The block decoders hold at most `blocks_in_flight × max_block_len ×
+    /// symbol size` on top (1.2 MiB with the default parameters). Default 4 MiB; the window
+    /// caps goodput at window / RTT, and with several paths it must also hold what the fast
+    /// path delivers while the slowest path's data is under way.
     pub connection_memory: u64,
     /// Streams a peer may open on one connection. Default 100.
     pub max_streams: u64,
@@ -37,7 +41,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_connections: 256, connection_memory: 1 << 20, max_streams: 100, handshake_rate: 50 }
+        Limits { max_connections: 256, connection_memory: 4 << 20, max_streams: 100, handshake_rate: 50 }
     }
 }
 
@@ -45,11 +49,17 @@ impl Limits {
     /// The core's settings with these limits in force: the windows and the stream count it
     /// announces to peers (and enforces).
     pub fn apply(&self, transport: &mut ConnectionConfig) {
-        transport.params.initial_max_data = self.connection_memory;
-        transport.params.initial_max_stream_data = self.connection_memory;
+        let start = self.connection_memory.min(INITIAL_WINDOW);
+        transport.params.initial_max_data = start;
+        transport.params.initial_max_stream_data = start;
+        transport.max_window = self.connection_memory;
         transport.params.max_streams = self.max_streams;
     }
 }
+
+/// The flow-control windows a server first announces (connection and each stream); they grow
+/// up to [`Limits::connection_memory`] for a connection whose application keeps up.
+pub const INITIAL_WINDOW: u64 = 1 << 20;
 
 /// Which limit was hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -171,13 +171,28 @@ struct Run {
 fn run(mode: Mode, loss: f64, seed: u64, secs: u64, first_request: Duration) -> (Vec<f64>, u64) {
     let link = LinkConfig::new(20_000_000, Duration::from_millis(50));
     let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
-    let r = run_on(mode, &[path], seed, secs, first_request);
+    let r = run_on(mode, &[path], seed, secs, first_request, None);
     (r.latencies, r.bulk)
 }
 
-/// [`run`] over any paths; with several the server echoes each request.
-fn run_on(mode: Mode, paths: &[PathConfig], seed: u64, secs: u64, first_request: Duration) -> Run {
+/// [`run`] over any paths; with several the server echoes each request. `windows`: the server's
+/// initial flow-control windows and how far they may grow (the core's defaults, 16 MiB for the
+/// connection and 4 MiB per stream, fixed, if `None`).
+fn run_on(
+    mode: Mode,
+    paths: &[PathConfig],
+    seed: u64,
+    secs: u64,
+    first_request: Duration,
+    windows: Option<(u64, u64)>,
+) -> Run {
     let config = ConnectionConfig { mode, paths: paths.len() as u8, ..ConnectionConfig::default() };
+    let mut server_config = config.clone();
+    if let Some((initial, max)) = windows {
+        server_config.params.initial_max_data = initial;
+        server_config.params.initial_max_stream_data = initial;
+        server_config.max_window = max;
+    }
     let client = Client {
         conn: Connection::client(config.clone(), Instant::ZERO, seed),
         bulk: None,
@@ -190,7 +205,7 @@ fn run_on(mode: Mode, paths: &[PathConfig], seed: u64, secs: u64, first_request:
         echoed_at: Vec::new(),
     };
     let server = Server {
-        conn: Connection::server(config, Instant::ZERO),
+        conn: Connection::server(server_config, Instant::ZERO),
         bulk_read: 0,
         request_read: 0,
         arrived_at: Vec::new(),
@@ -294,7 +309,7 @@ fn requests_on_two_unequal_paths() {
     };
     let paths = [path(20_000_000, 20, 0.01), path(10_000_000, 80, 0.05)];
     for seed in [1, 2] {
-        let r = run_on(Mode::Braid, &paths, seed, 10, Duration::from_secs(2));
+        let r = run_on(Mode::Braid, &paths, seed, 10, Duration::from_secs(2), None);
         let (p50, p99) = (percentile(&r.rtts, 0.5), percentile(&r.rtts, 0.99));
         eprintln!(
             "two paths seed {seed}: {} requests, round trip p50 {p50:.0} ms, p99 {p99:.0} ms, bulk {} B, sent {:?}",
@@ -308,4 +323,40 @@ fn requests_on_two_unequal_paths() {
         assert!(r.bulk > 30_000_000, "seed {seed}: bulk delivered only {} B", r.bulk);
         assert!(r.sent[1] * 4 > r.sent.iter().sum::<u64>(), "seed {seed}: slow path sent {:?}", r.sent);
     }
+}
+
+/// The same paths with a server whose windows start at 1 MiB, as `braid server`'s do: fixed,
+/// they held the sender to what the fast path carries, because the receiver also holds what
+/// the fast path delivered while the slow path's data before it is under way, and the
+/// arrival-time scheduler found nothing far enough ahead for the slow path. Grown up to 4 MiB
+/// (auto-tuning, `streams::Window`) both paths are used again.
+#[test]
+fn windows_grow_for_the_slow_path() {
+    let path = |rate, ms, loss| {
+        let link = LinkConfig::new(rate, Duration::from_millis(ms)).with_loss(LossModel::bernoulli(loss));
+        PathConfig { forward: link.clone(), reverse: link }
+    };
+    let paths = [path(20_000_000, 20, 0.01), path(10_000_000, 80, 0.05)];
+    let fixed = run_on(Mode::Braid, &paths, 1, 10, Duration::from_secs(2), Some((1 << 20, 1 << 20)));
+    let tuned = run_on(Mode::Braid, &paths, 1, 10, Duration::from_secs(2), Some((1 << 20, 4 << 20)));
+    for (name, r) in [("fixed 1 MiB", &fixed), ("1 MiB growing to 4 MiB", &tuned)] {
+        eprintln!(
+            "{name}: round trip p50 {:.0} ms, p99 {:.0} ms, bulk {} B, sent {:?}",
+            percentile(&r.rtts, 0.5),
+            percentile(&r.rtts, 0.99),
+            r.bulk,
+            r.sent
+        );
+    }
+    assert!(tuned.bulk > 30_000_000, "grown windows: bulk delivered only {} B", tuned.bulk);
+    assert!(
+        tuned.sent[1] * 4 > tuned.sent.iter().sum::<u64>(),
+        "grown windows: slow path sent {:?}",
+        tuned.sent
+    );
+    assert!(
+        percentile(&tuned.rtts, 0.99) < 190.0,
+        "grown windows: p99 {:.0} ms",
+        percentile(&tuned.rtts, 0.99)
+    );
 }

@@ -87,6 +87,11 @@ pub struct ConnectionConfig {
     pub repair_placement: Option<RepairPlacement>,
     /// Unreliable datagrams: deadline, queues, redundancy. Default: [`DatagramConfig`](crate::datagram::DatagramConfig)'s.
     pub datagrams: crate::datagram::DatagramConfig,
+    /// Receive-window auto-tuning: the flow-control windows this end advertises
+    /// (`params.initial_max_data`, `params.initial_max_stream_data`) double while the
+    /// application consumes them within two round trips, up to this many bytes each
+    /// ([`crate::streams::Window`]). Default 0: the windows keep their initial size.
+    pub max_window: u64,
 }
 
 impl ConnectionConfig {
@@ -110,6 +115,7 @@ impl Default for ConnectionConfig {
             repair_placement: None,
             scheduler: None,
             datagrams: Default::default(),
+            max_window: 0,
         }
     }
 }
@@ -412,6 +418,17 @@ impl Connection {
     }
 
     /// The streams, once connected.
+    /// Gives the streams' window auto-tuning the time and the slowest path's smoothed RTT: the
+    /// receiver holds data for as long as the slowest path takes to fill the gaps before it.
+    pub(super) fn clock_windows(&mut self, now: Instant) {
+        let rtt = self.paths.iter().filter(|p| p.can_send()).map(|p| p.rtt.smoothed()).max();
+        if let (Some(s), Some(rtt)) = (self.session.as_mut(), rtt) {
+            if s.streams.tunes_windows() {
+                s.streams.set_clock(now, rtt);
+            }
+        }
+    }
+
     pub fn streams(&mut self) -> Option<&mut Streams> {
         self.session.as_mut().map(|s| &mut s.streams)
     }
@@ -514,7 +531,7 @@ impl Connection {
         }
         let receive = CodecConfig { symbol_size: params.max_symbol().into(), ..codec };
         self.session = Some(Session {
-            streams: Streams::new(self.side, local, remote),
+            streams: Streams::new(self.side, local, remote).with_window_cap(self.config.max_window),
             sender,
             receiver: BlockReceiver::new(receive, window),
             partial: Vec::new(),

@@ -20,6 +20,7 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
         self.last_poll = self.last_poll.max(now);
+        self.clock_windows(now);
         if let Some((code, reason)) = self.close_pending.take() {
             // Any path this end may address (none: the peer was never heard, nothing to tell).
             let heard = self.paths.iter().position(|p| p.heard && p.state() != PathState::Removed);
