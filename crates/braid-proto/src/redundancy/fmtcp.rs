@@ -21,6 +21,9 @@
 //! lost, and those are not counted as on their way. Without this, one symbol on a subflow
 //! losing half its packets made its block look complete, and the block waited for that
 //! subflow's timeout while the small receive buffer filled behind it.
+//!
+//! p_f is [`SubflowLoss`]: the share of the subflow's own symbols lost, with an estimate that is
+//! right from the first few symbols (a subflow the allocation shuns sends few).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -36,6 +39,47 @@ const MAX_PATHS: usize = crate::wire::MAX_PATHS as usize;
 /// δ̂ of FMTCP §VI-A.
 pub const FMTCP_TARGET_FAILURE: f64 = 0.05;
 
+/// [`SubflowLoss`]'s EWMA weights a symbol 1 / LOSS_SPAN (the connection's estimate's 1/64).
+const LOSS_SPAN: u32 = 64;
+
+/// FMTCP's p_f, each subflow's loss rate (Eqs. 4 and 8–10), from its own symbols: an EWMA of
+/// weight 1/64 per symbol acknowledged or declared lost, and before that the mean of the
+/// symbols resolved so far with two lossless ones assumed (losses / (n + 2)). The connection's
+/// estimate starts at zero and moves 1/64 per packet: a subflow losing half its packets, sent
+/// a handful of symbols because the allocation shuns it, read 5–6 % after 20 of them
+/// (FMTCP Table II case 4), so Eq. (8) ranked it nearly as fast as a clean subflow and Eq. (4)
+/// counted its symbols as arriving. Without a symbol resolved yet, the path's own estimate.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SubflowLoss {
+    rate: [f64; MAX_PATHS],
+    resolved: [u32; MAX_PATHS],
+}
+
+impl SubflowLoss {
+    pub fn on_symbol(&mut self, event: SymbolEvent) {
+        let (path, lost) = match event {
+            SymbolEvent::Sent { .. } => return,
+            SymbolEvent::Acked { path, .. } => (path, false),
+            SymbolEvent::Lost { path, .. } => (path, true),
+        };
+        let i = usize::from(path);
+        let (Some(rate), Some(n)) = (self.rate.get_mut(i), self.resolved.get_mut(i)) else { return };
+        *n = n.saturating_add(1);
+        let weight = 1.0 / f64::from(n.saturating_add(2).min(LOSS_SPAN));
+        *rate += weight * (f64::from(u8::from(lost)) - *rate);
+    }
+
+    /// Subflow `path`'s loss rate; `fallback` (the path's own estimate) until it has resolved a
+    /// symbol.
+    pub fn rate(&self, path: u8, fallback: f64) -> f64 {
+        let i = usize::from(path);
+        match self.resolved.get(i) {
+            Some(&n) if n > 0 => self.rate[i],
+            _ => fallback,
+        }
+    }
+}
+
 /// FMTCP's appended-symbols rule.
 #[derive(Debug)]
 pub struct Fmtcp {
@@ -45,7 +89,10 @@ pub struct Fmtcp {
     memo: RefCell<HashMap<(u64, u32), u64>>,
     /// Symbols of each block in flight on each path, and each path's latest loss estimate.
     flight: HashMap<u64, [u32; MAX_PATHS]>,
-    loss: [f64; MAX_PATHS],
+    /// Each path's latest view (its window, and its own loss estimate for a path that has not
+    /// resolved a symbol yet).
+    views: [Option<PathView>; MAX_PATHS],
+    subflow_loss: SubflowLoss,
 }
 
 impl Default for Fmtcp {
@@ -60,7 +107,8 @@ impl Fmtcp {
             target_failure,
             memo: RefCell::new(HashMap::new()),
             flight: HashMap::new(),
-            loss: [0.0; MAX_PATHS],
+            views: [None; MAX_PATHS],
+            subflow_loss: SubflowLoss::default(),
         }
     }
 
@@ -72,8 +120,21 @@ impl Fmtcp {
             .iter()
             .enumerate()
             .filter(|&(f, &n)| f != usize::from(path) && n > 0)
-            .map(|(f, &n)| self.appended(u64::from(n), self.loss[f]).min(u64::from(n)))
+            .map(|(f, &n)| self.appended(u64::from(n), self.loss_of(f as u8)).min(u64::from(n)))
             .sum()
+    }
+
+    /// The path carrying most of `block`'s symbols in flight (the lowest id of a tie), if any.
+    fn carrier(&self, block: u64) -> Option<u8> {
+        let flight = self.flight.get(&block)?;
+        let (f, &n) = flight.iter().enumerate().rev().max_by_key(|&(_, &n)| n)?;
+        (n > 0).then_some(f as u8)
+    }
+
+    /// p_f of path `path` ([`SubflowLoss`]).
+    fn loss_of(&self, path: u8) -> f64 {
+        let fallback = self.views.get(usize::from(path)).copied().flatten().map_or(0.0, |v| v.loss);
+        self.subflow_loss.rate(path, fallback)
     }
 
     fn appended(&self, w: u64, p: f64) -> u64 {
@@ -150,20 +211,28 @@ impl RedundancyController for Fmtcp {
             // block, so appending early would cut it short).
             return missing.saturating_sub(block.in_flight);
         }
+        // Eq. (4) for the subflow whose window the block is at risk on: the one carrying most of
+        // its symbols in flight (else the asking path). The connection asks with the fastest
+        // *ready* path's view; while the clean subflow's window is full that is another
+        // subflow, whose loss rate (50 % in FMTCP Table II case 4) would append a dozen symbols
+        // to a block sent on the clean one.
+        let carrier = self.carrier(block.id).and_then(|f| self.views[usize::from(f)]).unwrap_or(*path);
         // ŵ: the expected window, in symbols, but no more than the block holds.
-        let window = (path.window / path.mss.max(1)).max(1);
+        let window = (carrier.window / carrier.mss.max(1)).max(1);
         let w = (block.len() as u64).min(window);
-        let counted = block.in_flight.saturating_sub(self.doubtful_elsewhere(block.id, path.path));
-        (missing + self.appended(w, path.loss)).saturating_sub(counted)
+        let counted = block.in_flight.saturating_sub(self.doubtful_elsewhere(block.id, carrier.path));
+        let p = self.subflow_loss.rate(carrier.path, carrier.loss);
+        (missing + self.appended(w, p)).saturating_sub(counted)
     }
 
     fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, path: &PathView) {
-        if let Some(loss) = self.loss.get_mut(usize::from(path.path)) {
-            *loss = path.loss;
+        if let Some(view) = self.views.get_mut(usize::from(path.path)) {
+            *view = Some(*path);
         }
     }
 
     fn on_symbol(&mut self, _now: Instant, event: SymbolEvent) {
+        self.subflow_loss.on_symbol(event);
         match event {
             SymbolEvent::Sent { block, path, .. } => {
                 if let Some(n) = self.flight.entry(block).or_default().get_mut(usize::from(path)) {
@@ -312,5 +381,69 @@ mod tests {
         }
         while tx2.write_next_source(&mut Writer::new(&mut out)).is_some() {}
         assert_eq!(wanted(&fmtcp, &tx2), 0);
+    }
+
+    #[test]
+    fn a_subflows_loss_rate_is_right_from_its_first_symbols() {
+        let mut loss = SubflowLoss::default();
+        assert_eq!(loss.rate(1, 0.01), 0.01, "nothing resolved: the path's own estimate");
+        let at = Instant::ZERO;
+        loss.on_symbol(SymbolEvent::Lost { block: 0, path: 1, sent_at: at });
+        assert!((loss.rate(1, 0.01) - 1.0 / 3.0).abs() < 1e-9, "losses / (n + 2)");
+        for i in 0..19 {
+            let event = if i % 2 == 0 {
+                SymbolEvent::Acked { block: 0, path: 1, sent_at: at }
+            } else {
+                SymbolEvent::Lost { block: 0, path: 1, sent_at: at }
+            };
+            loss.on_symbol(event);
+        }
+        // 10 of 20 lost: 10 / 22. An EWMA of weight 1/64 from zero would read about 0.07.
+        assert!((loss.rate(1, 0.01) - 10.0 / 22.0).abs() < 1e-9);
+        assert_eq!(loss.rate(0, 0.02), 0.02, "each path its own");
+        // Past 62 symbols, a plain EWMA of weight 1/64.
+        for _ in 0..200 {
+            loss.on_symbol(SymbolEvent::Acked { block: 0, path: 1, sent_at: at });
+        }
+        assert!(loss.rate(1, 0.0) < 0.02);
+    }
+
+    /// Eq. (4) for the subflow a block is at risk on: a block sent on the clean subflow keeps its
+    /// clean margin when the connection asks with a lossy subflow's view (the fastest *ready*
+    /// one while the clean subflow's window is full).
+    #[test]
+    fn the_margin_is_the_carrying_subflows() {
+        let config =
+            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..6 {
+            tx.push_source(&[1; 16]).unwrap();
+        }
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        let clean = PathView {
+            path: 0,
+            smoothed_rtt: Duration::from_millis(100),
+            min_rtt: Duration::from_millis(100),
+            loss: 0.0,
+            loss_long: 0.0,
+            window: 100_000,
+            in_flight: 0,
+            mss: 1000,
+        };
+        let lossy = PathView { path: 1, loss: 0.5, loss_long: 0.5, ..clean };
+        let at = Instant::ZERO;
+        let sent = RedundancyEvent::Sent { repair: false, retransmission: false };
+        let mut fmtcp = Fmtcp::default();
+        fmtcp.on_event(at, sent, &clean);
+        fmtcp.on_event(at, sent, &lossy);
+        for _ in 0..6 {
+            fmtcp.on_symbol(at, SymbolEvent::Sent { block: 0, path: 0, at });
+        }
+        let block = tx.blocks().next().unwrap();
+        assert_eq!(fmtcp.repairs_wanted(block, &clean), 0);
+        assert_eq!(fmtcp.repairs_wanted(block, &lossy), 0, "not the asking subflow's 50 %");
+        // Eq. (4) with the lossy subflow's own p and ŵ = 6 would append several.
+        assert!(appended_symbols(6, 0.5, FMTCP_TARGET_FAILURE) > 5);
     }
 }

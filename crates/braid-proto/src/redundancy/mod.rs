@@ -32,7 +32,7 @@ pub use adaptive::symbols_for;
 pub use adaptive::Redundancy;
 pub use ctcp::CtcpRepair;
 pub use dfec::Dfec;
-pub use fmtcp::{appended_symbols, failure_probability, Fmtcp};
+pub use fmtcp::{appended_symbols, failure_probability, Fmtcp, SubflowLoss};
 pub use groups::{GroupTracker, RecoveredLoss};
 pub use per_path::{PerPath, RepairPlacement};
 pub use sato::{Sato, SatoConfig};

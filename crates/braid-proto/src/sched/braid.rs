@@ -252,7 +252,7 @@ mod tests {
                     let paths = [path(0, rtt0, p0, 100, f0), path(1, rtt1, p1, 100, f1)];
                     assert!(pick(&paths, &[b]).is_some(), "{paths:?}");
                     assert!(
-                        ExpectedArrival
+                        ExpectedArrival::default()
                             .pick(&SchedView { now: Instant::ZERO, paths: &paths, blocks: &[b] })
                             .is_some(),
                         "{paths:?}"

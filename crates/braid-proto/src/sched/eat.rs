@@ -20,15 +20,23 @@
 //! Algorithm 1's line 13 moves a subflow's EAT to EDT + RT − τ after one virtual packet; read
 //! literally, a subflow with room takes one packet and then a constant EAT forever (and the
 //! loop need not end). Here the k-th virtual packet of subflow f is counted as Eq. (10) would
-//! see it once the k packets before it are in flight: EDT_f while they fit in the window, one
-//! more RT_f per further window (docs/DEVIATIONS.md). The allocation is computed in closed form
-//! (how many packets each other subflow takes before f_p's EAT), not packet by packet.
+//! see it once the k packets before it are in flight: EDT_f while they fit in the window; past
+//! the window each waits for one more ACK (Definition 5: the time until the allocated packet is
+//! delivered), the first at RT_f − τ_f, then one every RT_f / window as the ACK clock returns
+//! the window over one RT (docs/DEVIATIONS.md). The allocation is computed in closed form (how
+//! many packets each other subflow takes before f_p's EAT), not packet by packet.
 
 use super::{block_after, by_key, BlockView, PathInfo, Pick, SchedView, Scheduler};
+use crate::redundancy::SubflowLoss;
+use crate::view::SymbolEvent;
+use crate::Instant;
 
 /// FMTCP Algorithm 1.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ExpectedArrival;
+pub struct ExpectedArrival {
+    /// p_f of Eqs. (8) and (9), from each subflow's own symbols (the `fmtcp` mode's estimate).
+    loss: SubflowLoss,
+}
 
 /// Loss rates are capped so that Eq. (8) stays finite.
 const MAX_LOSS: f64 = 0.99;
@@ -54,9 +62,11 @@ pub fn expected_arrival_time(p: &PathInfo) -> f64 {
     }
 }
 
-/// How many of subflow `f`'s virtual packets arrive before `deadline` (or at it, if `ties`):
-/// `room` packets at EDT, then a window per RT after the first response (EDT + RT − τ).
-/// Capped at `cap`.
+/// How many of subflow `f`'s virtual packets arrive before `deadline` (or at it, if `ties`),
+/// capped at `cap`. Eq. (10) packet by packet: the `room` packets that fit in the window go now
+/// and arrive at EDT; each further packet waits for the ACK of one packet in flight, the first
+/// at RT − τ (the oldest), and the window's ACKs return spread over one RT (the ACK clock), so
+/// one more packet may go every RT / window from then on, each arriving EDT after it went.
 fn packets_before(f: &PathInfo, deadline: f64, ties: bool, cap: f64) -> f64 {
     let before = |t: f64| t < deadline || (ties && t <= deadline);
     let edt = expected_delivery_time(f);
@@ -64,11 +74,22 @@ fn packets_before(f: &PathInfo, deadline: f64, ties: bool, cap: f64) -> f64 {
         return 0.0;
     }
     let mut n = f.room_packets() as f64;
-    let first = edt + (response_time(f) - f.oldest_unacked_age.as_secs_f64()).max(0.0);
+    let rt = response_time(f);
+    let first = edt + (rt - f.oldest_unacked_age.as_secs_f64()).max(0.0);
     if before(first) {
-        let rt = response_time(f);
-        let windows = if rt > 0.0 { ((deadline - first) / rt).floor() + 1.0 } else { cap };
-        n += windows * f.window_packets() as f64;
+        let gap = rt / f.window_packets() as f64;
+        n += if gap > 0.0 {
+            // Packets sent at first + k·gap, k = 0, 1, …: those with first + k·gap before the
+            // deadline (a tie at the deadline counts only if `ties`).
+            let k = ((deadline - first) / gap).floor();
+            if before(first + k * gap) {
+                k + 1.0
+            } else {
+                k
+            }
+        } else {
+            cap
+        };
     }
     n.min(cap)
 }
@@ -101,8 +122,21 @@ impl Scheduler for ExpectedArrival {
     /// The ready subflows in order of EAT each run Algorithm 1; the first to be allocated a
     /// packet sends it.
     fn pick(&self, view: &SchedView<'_>) -> Option<Pick> {
-        by_key(view, expected_arrival_time)
-            .find_map(|p| Self::allocate(view, p).map(|b| Pick { path: p.path, block: Some(b) }))
+        // The paths as the view gives them, with p_f from the subflows' own symbols.
+        let mut paths = [PathInfo::default(); 8];
+        let n = view.paths.len().min(paths.len());
+        for (out, p) in paths.iter_mut().zip(view.paths) {
+            *out = *p;
+            out.view.loss = self.loss.rate(p.path as u8, p.view.loss);
+        }
+        let view = SchedView { paths: &paths[..n], ..*view };
+        let pick = by_key(&view, expected_arrival_time)
+            .find_map(|p| Self::allocate(&view, p).map(|b| Pick { path: p.path, block: Some(b) }));
+        pick
+    }
+
+    fn on_symbol(&mut self, _now: Instant, event: SymbolEvent) {
+        self.loss.on_symbol(event);
     }
 }
 
@@ -112,10 +146,9 @@ mod tests {
 
     use super::*;
     use crate::sched::testing::{block, path};
-    use crate::Instant;
 
     fn pick(paths: &[PathInfo], blocks: &[BlockView]) -> Option<Pick> {
-        ExpectedArrival.pick(&SchedView { now: Instant::ZERO, paths, blocks })
+        ExpectedArrival::default().pick(&SchedView { now: Instant::ZERO, paths, blocks })
     }
 
     #[test]
@@ -135,8 +168,9 @@ mod tests {
     #[test]
     fn the_slow_subflow_gets_the_block_the_fast_one_cannot_reach_first() {
         // Fast: 100 ms, 20 packets of room in a 100-packet window. Slow: 500 ms. Before the slow
-        // path's EAT (250 ms) the fast one delivers its 20 at 50 ms and one more window at
-        // 150 ms: 120 packets. Block 0 needs 10, block 1 needs 100, block 2 needs 50.
+        // path's EAT (250 ms) the fast one delivers its 20 at 50 ms and, from 150 ms on, one per
+        // ms as its window's ACKs return: 121 packets. Block 0 needs 10, block 1 needs 100,
+        // block 2 needs 50.
         let fast = path(0, 100, 0.0, 100, 80);
         let slow = path(1, 500, 0.0, 100, 0);
         let blocks = [block(0, 10, 10, 0), block(1, 100, 100, 0), block(2, 50, 50, 0)];
@@ -163,11 +197,61 @@ mod tests {
         let blocks = [lost, block(1, 64, 64, 0)];
         assert_eq!(pick(&[fast, slow], &blocks), Some(Pick { path: 0, block: Some(0) }));
         // The slow one alone may send: before its EAT (181.6 ms) the fast one delivers its 50
-        // of room at 50 ms and a window at 150 ms, more than the 65 the blocks need.
+        // of room at 50 ms and 32 more from 150 ms on, more than the 65 the blocks need.
         let ready_slow_only = [PathInfo { ready: false, ..fast }, slow];
         assert_eq!(pick(&ready_slow_only, &blocks), None);
         // With a fast path that lost its window to a timeout (1 packet) the slow one helps.
         let collapsed = PathInfo { ready: false, ..path(0, 100, 0.001, 1, 1) };
         assert_eq!(pick(&[collapsed, slow], &blocks), Some(Pick { path: 1, block: Some(1) }));
+    }
+
+    #[test]
+    fn past_a_full_window_each_packet_waits_for_one_more_ack() {
+        // Fast: 100 ms, a full 10-packet window whose oldest packet went 50 ms ago: its first ACK
+        // is due in 50 ms, then one every 10 ms, each new packet arriving 50 ms after it goes
+        // (at 100, 110, 120 ms, …). Slow: 250 ms, EAT 125 ms. Three of the fast path's packets
+        // arrive by then, not a whole window at its first ACK, so the slow path is handed the
+        // head block's fourth symbol rather than the next block.
+        let mut fast = path(0, 100, 0.0, 10, 10);
+        fast.oldest_unacked_age = Duration::from_millis(50);
+        let slow = path(1, 250, 0.0, 10, 0);
+        assert!((expected_arrival_time(&fast) - 0.1).abs() < 1e-9);
+        assert_eq!(packets_before(&fast, 0.125, false, 100.0), 3.0);
+        assert_eq!(packets_before(&fast, 0.099, true, 100.0), 0.0);
+        assert_eq!(packets_before(&fast, 10.0, true, 100.0), 100.0, "capped");
+        let blocks = [block(0, 5, 5, 0), block(1, 20, 20, 0)];
+        assert_eq!(pick(&[fast, slow], &blocks), Some(Pick { path: 1, block: Some(0) }));
+    }
+
+    #[test]
+    fn a_subflows_loss_rate_comes_from_its_own_symbols() {
+        // The path's own estimate says 1 %, but 3 of its 4 symbols were lost: Eq. (8) takes
+        // 3 / (4 + 2) = 50 %, EDT = 0.5 · 200 / 0.5 + 50 = 250 ms, and the clean path (EAT
+        // 150 ms past its room) takes what the blocks need first.
+        let clean = path(0, 100, 0.0, 10, 10);
+        let lossy = path(1, 100, 0.01, 10, 0);
+        let blocks = [block(0, 5, 5, 0)];
+        let mut eat = ExpectedArrival::default();
+        assert_eq!(
+            eat.pick(&SchedView { now: Instant::ZERO, paths: &[clean, lossy], blocks: &blocks })
+                .map(|p| p.path),
+            Some(1)
+        );
+        for lost in [true, true, false, true] {
+            let (block, path, sent_at) = (0, 1, Instant::ZERO);
+            eat.on_symbol(
+                Instant::ZERO,
+                if lost {
+                    SymbolEvent::Lost { block, path, sent_at }
+                } else {
+                    SymbolEvent::Acked { block, path, sent_at }
+                },
+            );
+        }
+        assert!((eat.loss.rate(1, 0.01) - 0.5).abs() < 1e-9);
+        assert_eq!(
+            eat.pick(&SchedView { now: Instant::ZERO, paths: &[clean, lossy], blocks: &blocks }),
+            None
+        );
     }
 }

@@ -222,7 +222,7 @@ impl SchedulerKind {
             SchedulerKind::RoundRobin => Box::<RoundRobin>::default(),
             SchedulerKind::Redundant => Box::new(Redundant),
             SchedulerKind::Ctcp => Box::<CtcpBlocks>::default(),
-            SchedulerKind::Eat => Box::new(ExpectedArrival),
+            SchedulerKind::Eat => Box::<ExpectedArrival>::default(),
             SchedulerKind::Braid => Box::new(ArrivalTime),
         }
     }
