@@ -49,20 +49,38 @@ const LOSS_SPAN: u32 = 64;
 /// a handful of symbols because the allocation shuns it, read 5–6 % after 20 of them
 /// (FMTCP Table II case 4), so Eq. (8) ranked it nearly as fast as a clean subflow and Eq. (4)
 /// counted its symbols as arriving. Without a symbol resolved yet, the path's own estimate.
+///
+/// At most two symbols (`LOSSES_AT_ONCE`) of a path declared lost at one instant count: a probe
+/// timeout presumes a whole flight lost at once (an outage, not the path's loss rate; the
+/// connection's estimate leaves it out, as RFC 8899 black-hole detection counts it as two), and
+/// a subflow judged from one would never be allocated a symbol again to correct it. A lone
+/// symbol lost on a sparse subflow, found by its probe timeout, still counts.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SubflowLoss {
     rate: [f64; MAX_PATHS],
     resolved: [u32; MAX_PATHS],
+    /// The instant of each path's latest loss, and how many counted at it.
+    losses_at: [(Instant, u32); MAX_PATHS],
 }
 
+/// Losses of one path declared at one instant that [`SubflowLoss`] counts.
+const LOSSES_AT_ONCE: u32 = 2;
+
 impl SubflowLoss {
-    pub fn on_symbol(&mut self, event: SymbolEvent) {
+    pub fn on_symbol(&mut self, now: Instant, event: SymbolEvent) {
         let (path, lost) = match event {
             SymbolEvent::Sent { .. } => return,
             SymbolEvent::Acked { path, .. } => (path, false),
             SymbolEvent::Lost { path, .. } => (path, true),
         };
         let i = usize::from(path);
+        if lost {
+            let Some(at) = self.losses_at.get_mut(i) else { return };
+            if at.0 == now && at.1 >= LOSSES_AT_ONCE {
+                return;
+            }
+            *at = if at.0 == now { (now, at.1 + 1) } else { (now, 1) };
+        }
         let (Some(rate), Some(n)) = (self.rate.get_mut(i), self.resolved.get_mut(i)) else { return };
         *n = n.saturating_add(1);
         let weight = 1.0 / f64::from(n.saturating_add(2).min(LOSS_SPAN));
@@ -231,8 +249,8 @@ impl RedundancyController for Fmtcp {
         }
     }
 
-    fn on_symbol(&mut self, _now: Instant, event: SymbolEvent) {
-        self.subflow_loss.on_symbol(event);
+    fn on_symbol(&mut self, now: Instant, event: SymbolEvent) {
+        self.subflow_loss.on_symbol(now, event);
         match event {
             SymbolEvent::Sent { block, path, .. } => {
                 if let Some(n) = self.flight.entry(block).or_default().get_mut(usize::from(path)) {
@@ -388,24 +406,34 @@ mod tests {
         let mut loss = SubflowLoss::default();
         assert_eq!(loss.rate(1, 0.01), 0.01, "nothing resolved: the path's own estimate");
         let at = Instant::ZERO;
-        loss.on_symbol(SymbolEvent::Lost { block: 0, path: 1, sent_at: at });
+        loss.on_symbol(at, SymbolEvent::Lost { block: 0, path: 1, sent_at: at });
         assert!((loss.rate(1, 0.01) - 1.0 / 3.0).abs() < 1e-9, "losses / (n + 2)");
-        for i in 0..19 {
+        for i in 0..19u64 {
+            let now = Instant::from_micros(1000 * (i + 1));
             let event = if i % 2 == 0 {
                 SymbolEvent::Acked { block: 0, path: 1, sent_at: at }
             } else {
                 SymbolEvent::Lost { block: 0, path: 1, sent_at: at }
             };
-            loss.on_symbol(event);
+            loss.on_symbol(now, event);
         }
         // 10 of 20 lost: 10 / 22. An EWMA of weight 1/64 from zero would read about 0.07.
         assert!((loss.rate(1, 0.01) - 10.0 / 22.0).abs() < 1e-9);
         assert_eq!(loss.rate(0, 0.02), 0.02, "each path its own");
         // Past 62 symbols, a plain EWMA of weight 1/64.
         for _ in 0..200 {
-            loss.on_symbol(SymbolEvent::Acked { block: 0, path: 1, sent_at: at });
+            loss.on_symbol(at, SymbolEvent::Acked { block: 0, path: 1, sent_at: at });
         }
-        assert!(loss.rate(1, 0.0) < 0.02);
+        let calm = loss.rate(1, 0.0);
+        assert!(calm < 0.02);
+        // A probe timeout presuming 100 symbols lost at one instant counts as two losses.
+        let timeout = Instant::from_micros(5_000_000);
+        for _ in 0..100 {
+            loss.on_symbol(timeout, SymbolEvent::Lost { block: 0, path: 1, sent_at: at });
+        }
+        let w = 1.0 / 64.0;
+        let two = 1.0 - (1.0 - calm) * (1.0 - w) * (1.0 - w);
+        assert!((loss.rate(1, 0.0) - two).abs() < 1e-9, "{}", loss.rate(1, 0.0));
     }
 
     /// Eq. (4) for the subflow a block is at risk on: a block sent on the clean subflow keeps its

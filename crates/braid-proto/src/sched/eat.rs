@@ -135,8 +135,8 @@ impl Scheduler for ExpectedArrival {
         pick
     }
 
-    fn on_symbol(&mut self, _now: Instant, event: SymbolEvent) {
-        self.loss.on_symbol(event);
+    fn on_symbol(&mut self, now: Instant, event: SymbolEvent) {
+        self.loss.on_symbol(now, event);
     }
 }
 
@@ -237,10 +237,10 @@ mod tests {
                 .map(|p| p.path),
             Some(1)
         );
-        for lost in [true, true, false, true] {
+        for (i, lost) in [true, true, false, true].into_iter().enumerate() {
             let (block, path, sent_at) = (0, 1, Instant::ZERO);
             eat.on_symbol(
-                Instant::ZERO,
+                Instant::from_micros(i as u64),
                 if lost {
                     SymbolEvent::Lost { block, path, sent_at }
                 } else {
