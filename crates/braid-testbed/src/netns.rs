@@ -235,3 +235,17 @@ impl Drop for Testbed {
         self.teardown();
     }
 }
+
+/// What every subcommand that builds a testbed needs: root, the TUN device, iproute2.
+pub fn preflight() -> Result<(), String> {
+    if !sys::is_root() {
+        return Err("must run as root (network namespaces, TUN devices)".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err("/dev/net/tun is missing (CONFIG_TUN)".into());
+    }
+    if std::process::Command::new("ip").arg("-V").output().is_err() {
+        return Err("`ip` not found: apt-get install iproute2".into());
+    }
+    Ok(())
+}

@@ -246,44 +246,44 @@ pub fn write_json(rows: &[Row], path: &Path) -> io::Result<()> {
     std::fs::write(path, text)
 }
 
+/// The CSV's columns: the run's, then the workloads' ([`CSV_COLUMNS`]).
+const BASE_COLUMNS: &str = "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,\
+goodput_mbps,steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain";
+
+/// The rows as CSV: [`BASE_COLUMNS`] and [`CSV_COLUMNS`], a line per row; lists inside a cell
+/// are `;`-separated, a missing value is an empty cell.
 pub fn write_csv(rows: &[Row], path: &Path) -> io::Result<()> {
-    let mut out = String::from(
-        "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,goodput_mbps,\
-         steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain,",
-    );
-    out.push_str(CSV_COLUMNS);
-    out.push('\n');
+    let mut out = csv::Writer::from_path(path)?;
+    out.write_record(BASE_COLUMNS.split(',').chain(CSV_COLUMNS.split(',')))?;
     let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(";");
     for r in rows {
-        out.push_str(&format!(
-            "{},\"{}\",{},{},{},{},{},{:.3},{:.4},{},{:.4},{:.4},{},{},{},\"{}\",\"{}\",\"{}\",\"{}\",{},{}",
-            r.scenario,
-            r.label,
-            r.seed,
-            r.contender,
-            r.transfer_bytes,
-            r.received_bytes,
+        let mut record = vec![
+            r.scenario.clone(),
+            r.label.clone(),
+            r.seed.to_string(),
+            r.contender.clone(),
+            r.transfer_bytes.to_string(),
+            r.received_bytes.to_string(),
             r.completion_s.map(|c| format!("{c:.3}")).unwrap_or_default(),
-            r.elapsed_s,
-            r.goodput_mbps,
+            format!("{:.3}", r.elapsed_s),
+            format!("{:.4}", r.goodput_mbps),
             r.steady_mbps.map(|s| format!("{s:.4}")).unwrap_or_default(),
-            r.ideal_mbps,
-            r.ratio,
+            format!("{:.4}", r.ideal_mbps),
+            format!("{:.4}", r.ratio),
             join(&r.path_fwd_tx_bytes),
             join(&r.path_fwd_rx_bytes),
-            r.tun_drops,
-            r.ss_check,
-            r.load,
-            r.error.clone().unwrap_or_default().replace('"', "'"),
-            r.mix,
-            r.flow,
+            r.tun_drops.to_string(),
+            r.ss_check.clone(),
+            r.load.clone(),
+            r.error.clone().unwrap_or_default(),
+            r.mix.clone(),
+            r.flow.to_string(),
             r.jain.map(|j| format!("{j:.4}")).unwrap_or_default(),
-        ));
-        out.push(',');
-        out.push_str(&csv_fields(r));
-        out.push('\n');
+        ];
+        record.extend(csv_fields(r));
+        out.write_record(&record)?;
     }
-    std::fs::write(path, out)
+    out.flush()
 }
 
 /// The workload's metrics for the one-line table (empty for bulk).
@@ -374,12 +374,15 @@ tun_part,tcp_intact,udp_on_time_within_deadline,udp_p50_ms,udp_p99_ms,udp_wire_o
 udp_repair_overhead,udp_longest_miss_run,udp_longest_miss_ms,udp_misses_worst_1s,ping_rtt_p50_ms,\
 ping_rtt_p99_ms,teardown";
 
-pub fn csv_fields(r: &Row) -> String {
+/// A row's cells under [`CSV_COLUMNS`] (empty ones for the workloads it did not run).
+pub fn csv_fields(r: &Row) -> Vec<String> {
     let o = |v: Option<f64>, d: usize| {
         v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")).unwrap_or_default()
     };
     // A workload's cells, or as many empty ones for a row without it.
-    let cells = |values: Option<[String; 8]>| values.map_or_else(|| ",".repeat(7), |v| v.join(","));
+    fn cells<const N: usize>(values: Option<[String; N]>) -> [String; N] {
+        values.unwrap_or_else(|| std::array::from_fn(|_| String::new()))
+    }
     let web = cells(r.web.as_ref().map(|w| {
         [
             w.page.to_string(),
@@ -404,33 +407,88 @@ pub fn csv_fields(r: &Row) -> String {
             o(v.max_ms, 1),
         ]
     }));
-    let probe = r.probe.as_ref().map_or_else(
-        || ",".repeat(5),
-        |p| {
-            let q = [p.p50_ms, p.p99_ms, p.max_ms, p.p99_after_2s_ms].map(|v| o(v, 1)).join(",");
-            format!("{},{},{q}", p.probes, p.unanswered)
-        },
-    );
-    let tun = r.tun.as_ref().map_or_else(
-        || ",".repeat(12),
-        |t| {
-            [
-                t.part.clone(),
-                t.tcp_intact.map(|b| b.to_string()).unwrap_or_default(),
-                o(t.udp_on_time_within_deadline, 5),
-                o(t.udp_p50_ms, 2),
-                o(t.udp_p99_ms, 2),
-                o(t.udp_wire_overhead, 4),
-                o(t.udp_repair_overhead, 4),
-                t.udp_longest_miss_run.map(|n| n.to_string()).unwrap_or_default(),
-                o(t.udp_longest_miss_ms, 1),
-                t.udp_misses_worst_1s.map(|n| n.to_string()).unwrap_or_default(),
-                o(t.ping_rtt_p50_ms, 2),
-                o(t.ping_rtt_p99_ms, 2),
-                t.teardown.clone().unwrap_or_default().replace([',', '"'], ";"),
-            ]
-            .join(",")
-        },
-    );
-    format!("{},{web},{video},{probe},{tun}", r.workload)
+    let probe = cells(r.probe.as_ref().map(|p| {
+        let [p50, p99, max, p99_after_2s] =
+            [p.p50_ms, p.p99_ms, p.max_ms, p.p99_after_2s_ms].map(|v| o(v, 1));
+        [p.probes.to_string(), p.unanswered.to_string(), p50, p99, max, p99_after_2s]
+    }));
+    let tun = cells(r.tun.as_ref().map(|t| {
+        [
+            t.part.clone(),
+            t.tcp_intact.map(|b| b.to_string()).unwrap_or_default(),
+            o(t.udp_on_time_within_deadline, 5),
+            o(t.udp_p50_ms, 2),
+            o(t.udp_p99_ms, 2),
+            o(t.udp_wire_overhead, 4),
+            o(t.udp_repair_overhead, 4),
+            t.udp_longest_miss_run.map(|n| n.to_string()).unwrap_or_default(),
+            o(t.udp_longest_miss_ms, 1),
+            t.udp_misses_worst_1s.map(|n| n.to_string()).unwrap_or_default(),
+            o(t.ping_rtt_p50_ms, 2),
+            o(t.ping_rtt_p99_ms, 2),
+            // A list of what was left behind, `;`-separated like the other lists.
+            t.teardown.clone().unwrap_or_default().replace([',', '"'], ";"),
+        ]
+    }));
+    [r.workload.clone()].into_iter().chain(web).chain(video).chain(probe).chain(tun).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header, byte for byte as scripts/make-report.py and earlier result files know it.
+    const HEADER: &str = "scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,\
+goodput_mbps,steady_mbps,ideal_mbps,ratio,path_fwd_tx_bytes,path_fwd_rx_bytes,tun_drops,ss_check,load,error,mix,flow,jain,\
+workload,page,page_objects,page_bytes,loads,loads_ok,page_median_s,page_p90_s,page_times_s,frames,frames_received,\
+frames_on_time,on_time_share,on_time_share_after_2s,frame_p50_ms,frame_p99_ms,frame_max_ms,probes,probes_unanswered,\
+probe_p50_ms,probe_p99_ms,probe_max_ms,probe_p99_after_2s_ms,tun_part,tcp_intact,udp_on_time_within_deadline,\
+udp_p50_ms,udp_p99_ms,udp_wire_overhead,udp_repair_overhead,udp_longest_miss_run,udp_longest_miss_ms,\
+udp_misses_worst_1s,ping_rtt_p50_ms,ping_rtt_p99_ms,teardown";
+
+    /// Cells with spaces, commas, quotes and a line break come back as they went in; numbers keep
+    /// their precision; a row without a workload's metrics has empty cells there.
+    #[test]
+    fn csv_keeps_the_header_and_every_cell() {
+        let row = Row {
+            scenario: "dfec-table3".into(),
+            label: "path.B1.loss=0.05 path.B2.rtt=25ms".into(),
+            seed: 3,
+            contender: "mptcp-bbr".into(),
+            transfer_bytes: 1000,
+            received_bytes: 900,
+            completion_s: None,
+            elapsed_s: 12.34567,
+            goodput_mbps: 1.0 / 3.0,
+            ideal_mbps: 29.0,
+            ratio: 0.5,
+            path_fwd_tx_bytes: vec![5, 6],
+            path_fwd_rx_bytes: vec![4, 6],
+            ss_check: "ok".into(),
+            load: "0.52 0.58 0.59".into(),
+            error: Some("connect 10.0.0.1:80: \"refused\", twice\nthen gave up".into()),
+            mix: "cubic:1,bbr:1".into(),
+            flow: 1,
+            jain: Some(0.98765),
+            workload: "bulk".into(),
+            ..Row::default()
+        };
+        let path = std::env::temp_dir().join(format!("braid-testbed-report-{}.csv", std::process::id()));
+        write_csv(&[row.clone(), row], &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(text.lines().next(), Some(HEADER));
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(records.len(), 2);
+        let columns: Vec<&str> = HEADER.split(',').collect();
+        let cell = |name: &str| &records[1][columns.iter().position(|c| *c == name).unwrap()];
+        assert_eq!(records[1].len(), columns.len());
+        assert_eq!(cell("label"), "path.B1.loss=0.05 path.B2.rtt=25ms");
+        assert_eq!(cell("error"), "connect 10.0.0.1:80: \"refused\", twice\nthen gave up");
+        assert_eq!((cell("mix"), cell("load")), ("cubic:1,bbr:1", "0.52 0.58 0.59"));
+        assert_eq!((cell("completion_s"), cell("elapsed_s"), cell("goodput_mbps")), ("", "12.346", "0.3333"));
+        assert_eq!((cell("path_fwd_tx_bytes"), cell("jain")), ("5;6", "0.9877"));
+        assert_eq!((cell("workload"), cell("page"), cell("probes"), cell("teardown")), ("bulk", "", "", ""));
+    }
 }

@@ -77,18 +77,14 @@ impl PageSpec {
     }
 }
 
-/// Pages picked by object count: `6,26,111`.
-pub fn parse_pages(s: &str) -> Result<Vec<PageSpec>, String> {
-    s.split(',')
-        .map(|p| {
-            let n: usize = p.trim().parse().map_err(|_| format!("--pages: `{p}` is not a number"))?;
-            TABLE_II
-                .iter()
-                .find(|t| t.objects == n)
-                .copied()
-                .ok_or_else(|| format!("--pages: no Table II page has {n} objects (6, 26, 111)"))
-        })
-        .collect()
+/// A page picked by its object count (`--pages 6,26,111`).
+pub fn parse_page(p: &str) -> Result<PageSpec, String> {
+    let n: usize = p.trim().parse().map_err(|_| format!("`{p}` is not a number"))?;
+    TABLE_II
+        .iter()
+        .find(|t| t.objects == n)
+        .copied()
+        .ok_or_else(|| format!("no Table II page has {n} objects (6, 26, 111)"))
 }
 
 #[derive(Debug, Clone)]
@@ -427,8 +423,8 @@ mod tests {
         assert_eq!(TABLE_II[2].object_sizes()[0] / 1024, 1147, "1,147.6 KiB");
         assert_eq!(TABLE_II[0].object_sizes()[5] / 1024, 73);
         assert_eq!(TABLE_II[1].name(), "26x3204KiB");
-        assert_eq!(parse_pages("6,111").unwrap(), vec![TABLE_II[0], TABLE_II[2]]);
-        assert!(parse_pages("7").is_err());
+        assert_eq!((parse_page("6"), parse_page("111")), (Ok(TABLE_II[0]), Ok(TABLE_II[2])));
+        assert!(parse_page("7").is_err());
     }
 
     const OUT: &str = "starting benchmark...

@@ -152,21 +152,12 @@ impl Default for TunOptions {
     }
 }
 
-/// `--tun-parts tcp,udp`.
-pub fn parse_parts(s: &str) -> Result<Vec<Part>, String> {
-    let parts: Vec<Part> = s.split(',').map(str::parse).collect::<Result<_, _>>()?;
-    if parts.is_empty() {
-        return Err("--tun-parts: name at least one of tcp, udp, ping".into());
-    }
-    Ok(parts)
-}
-
 /// `--tun-ip 4` or `4,6`: whether the tunnel rows run over IPv6 too.
 pub fn parse_ip(s: &str) -> Result<bool, String> {
     match s {
         "4" => Ok(false),
         "4,6" | "6,4" => Ok(true),
-        _ => Err(format!("--tun-ip: expected 4 or 4,6 (got `{s}`)")),
+        _ => Err(format!("expected 4 or 4,6 (got `{s}`)")),
     }
 }
 
@@ -611,8 +602,8 @@ mod tests {
 
     #[test]
     fn parts_parse() {
-        assert_eq!(parse_parts("tcp,ping").unwrap(), vec![Part::Tcp, Part::Ping]);
-        assert!(parse_parts("tcp,dns").is_err());
+        assert_eq!(["tcp", "ping"].map(str::parse::<Part>), [Ok(Part::Tcp), Ok(Part::Ping)]);
+        assert!("dns".parse::<Part>().is_err());
         assert_eq!((parse_ip("4"), parse_ip("4,6")), (Ok(false), Ok(true)));
         assert!(parse_ip("6").is_err());
     }
