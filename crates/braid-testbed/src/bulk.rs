@@ -45,7 +45,7 @@ pub fn send(
     from: Option<SocketAddrV4>,
     mptcp: bool,
     cc: Option<String>,
-    notsent_lowat: Option<i32>,
+    notsent_lowat: Option<u32>,
     deadline: Instant,
     progress: Arc<Progress>,
 ) -> io::Result<()> {

@@ -1,36 +1,34 @@
 //! The few raw syscalls the testbed needs: entering a network namespace, opening a TUN device,
 //! sockets with a chosen protocol and congestion control, and the Ctrl-C flag. Through rustix
-//! wherever it has the call; libc only for the signal handler, the TUN ioctl and
-//! TCP_NOTSENT_LOWAT, which it does not wrap.
+//! wherever it has the call; TCP_NOTSENT_LOWAT through socket2 (rustix has no wrapper for it)
+//! and the signal handler through signal-hook. The one unsafe call left is the TUN ioctl
+//! (rustix's `ioctl` with the ifreq layout, which no maintained crate wraps without taking over
+//! the device's configuration too).
 
 use std::fs::File;
 use std::io;
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::num::NonZeroU64;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
+use rustix::ioctl::Updater;
 use rustix::net::{ipproto, AddressFamily, SocketFlags, SocketType};
 use rustix::process::{Pid, Signal};
 use rustix::thread::LinkNameSpaceType;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Catch SIGINT and SIGTERM: every loop of the testbed polls [`interrupted`] and the run unwinds
-/// through its teardown.
+/// through its teardown. (The handler only sets the flag; system calls it interrupts restart.)
 pub fn install_signal_handlers() {
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Fails only for a signal that cannot be caught, which these are not.
+        signal_hook::flag::register(signal, &INTERRUPTED).expect("SIGINT and SIGTERM can be caught");
     }
 }
 
@@ -66,14 +64,6 @@ pub fn transient(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
 }
 
-fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
 /// Move the calling thread into the named network namespace (`ip netns add` made it).
 pub fn enter_netns(name: &str) -> io::Result<()> {
     let file = File::open(format!("/run/netns/{name}"))
@@ -100,14 +90,16 @@ pub fn spawn_in<T: Send + 'static>(
         .expect("spawn thread")
 }
 
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-const IFF_TUN: libc::c_short = 0x0001;
-const IFF_NO_PI: libc::c_short = 0x1000;
+/// `_IOW('T', 202, int)` (linux/if_tun.h); the kernel reads and writes a whole `struct ifreq`.
+const TUNSETIFF: rustix::ioctl::Opcode = 0x4004_54ca;
+const IFF_TUN: i16 = 0x0001;
+const IFF_NO_PI: i16 = 0x1000;
 
+/// `struct ifreq` (linux/if.h, 40 bytes) with the `ifr_flags` member of its union.
 #[repr(C)]
 struct IfReq {
     name: [u8; 16],
-    flags: libc::c_short,
+    flags: i16,
     _pad: [u8; 22],
 }
 
@@ -118,17 +110,15 @@ pub fn open_tun(name: &str) -> io::Result<OwnedFd> {
     if name.len() >= 16 {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("TUN name too long: {name}")));
     }
-    // SAFETY: plain open of a path literal.
-    let fd = check(unsafe {
-        libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC)
-    })?;
-    // SAFETY: fd was just opened and is owned here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let flags = OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open("/dev/net/tun", flags, Mode::empty())
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("/dev/net/tun: {e}")))?;
     let mut req = IfReq { name: [0; 16], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: TUNSETIFF reads and writes an ifreq, which `req` is laid out as.
-    check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq) })
-        .map_err(|e| io::Error::new(e.kind(), format!("TUNSETIFF {name}: {e}")))?;
+    // SAFETY: TUNSETIFF is a valid opcode on a /dev/net/tun descriptor, and the kernel reads and
+    // writes a `struct ifreq` through it, which `IfReq` is laid out as.
+    unsafe { rustix::ioctl::ioctl(&fd, Updater::<TUNSETIFF, IfReq>::new(&mut req)) }
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("TUNSETIFF {name}: {e}")))?;
     Ok(fd)
 }
 
@@ -239,19 +229,8 @@ pub fn udp_rcvbuf_errors() -> u64 {
 
 /// Bound the bytes queued in a socket but not yet sent (TCP_NOTSENT_LOWAT): writes then wait
 /// until the connection can take more, so data is handed out close to when it is sent.
-pub fn set_notsent_lowat(stream: &TcpStream, bytes: i32) -> io::Result<()> {
-    let value = bytes.to_ne_bytes();
-    // SAFETY: `value` is valid for reads of its length (rustix has no TCP_NOTSENT_LOWAT).
-    check(unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            value.as_ptr().cast(),
-            value.len() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
+pub fn set_notsent_lowat(stream: &TcpStream, bytes: u32) -> io::Result<()> {
+    socket2::SockRef::from(stream).set_tcp_notsent_lowat(bytes)
 }
 
 /// SO_LINGER on with a zero timeout: `close` resets the connection and drops unsent data, so a
@@ -270,4 +249,33 @@ pub fn set_congestion(stream: &TcpStream, cc: &str) -> io::Result<()> {
 fn set_tcp_congestion(fd: impl AsFd, cc: &str) -> io::Result<()> {
     rustix::net::sockopt::set_tcp_congestion(fd, cc)
         .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("TCP_CONGESTION {cc}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SIGTERM sets the flag and no longer ends the process. The flag is the whole process's,
+    /// so the signal goes to a child: this test binary again, running only this test.
+    #[test]
+    fn a_signal_sets_the_interrupted_flag() {
+        const CHILD: &str = "BRAID_TESTBED_SIGNAL_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            install_signal_handlers();
+            rustix::process::kill_process(rustix::process::getpid(), Signal::TERM).unwrap();
+            let until = Instant::now() + Duration::from_secs(5);
+            while !interrupted() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(interrupted(), "the handler did not run");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "sys::tests::a_signal_sets_the_interrupted_flag", "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains("1 passed"), "{:?}: {stdout}", out.status);
+    }
 }
