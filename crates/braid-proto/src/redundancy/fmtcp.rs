@@ -281,6 +281,33 @@ mod tests {
     use crate::blocks::BlockSender;
     use crate::wire::Writer;
 
+    /// A RaptorQ block of 6 source symbols, all sent, and the buffer they were written to.
+    fn six_sources_sent() -> (BlockSender, Vec<u8>) {
+        let config =
+            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..6 {
+            tx.push_source(&[1; 16]).unwrap();
+        }
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        (tx, out)
+    }
+
+    /// A subflow of 100 ms with a 100-packet window and no loss.
+    fn clean_subflow() -> PathView {
+        PathView {
+            path: 0,
+            smoothed_rtt: Duration::from_millis(100),
+            min_rtt: Duration::from_millis(100),
+            loss: 0.0,
+            loss_long: 0.0,
+            window: 100_000,
+            in_flight: 0,
+            mss: 1000,
+        }
+    }
+
     #[test]
     fn eq_4_gives_the_papers_appended_symbols() {
         // FMTCP §VI-A: with δ̂ = 5 %, l* = 1 for loss rates 1–5 % and l* = 2 at 10 %. The paper
@@ -310,25 +337,9 @@ mod tests {
 
     #[test]
     fn a_block_gets_symbols_until_it_is_delta_complete_counting_in_flight() {
-        let config =
-            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
-        let mut tx = BlockSender::new(config, 4);
-        for _ in 0..6 {
-            tx.push_source(&[1; 16]).unwrap();
-        }
-        let mut out = Vec::new();
-        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        let (mut tx, mut out) = six_sources_sent();
         // ŵ = min(6-symbol block, 100-packet window) = 6; p = 5 % → one appended symbol.
-        let path = PathView {
-            path: 0,
-            smoothed_rtt: Duration::from_millis(100),
-            min_rtt: Duration::from_millis(100),
-            loss: 0.05,
-            loss_long: 0.05,
-            window: 100_000,
-            in_flight: 0,
-            mss: 1000,
-        };
+        let path = PathView { loss: 0.05, loss_long: 0.05, ..clean_subflow() };
         let fmtcp = Fmtcp::default();
         let wanted = |tx: &BlockSender| fmtcp.repairs_wanted(tx.blocks().next().unwrap(), &path);
         assert_eq!(wanted(&tx), 1);
@@ -355,24 +366,8 @@ mod tests {
     /// second subflow counts.
     #[test]
     fn a_symbol_on_a_lossy_subflow_does_not_complete_its_block() {
-        let config =
-            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
-        let mut tx = BlockSender::new(config.clone(), 4);
-        for _ in 0..6 {
-            tx.push_source(&[1; 16]).unwrap();
-        }
-        let mut out = Vec::new();
-        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
-        let clean = PathView {
-            path: 0,
-            smoothed_rtt: Duration::from_millis(100),
-            min_rtt: Duration::from_millis(100),
-            loss: 0.0,
-            loss_long: 0.0,
-            window: 100_000,
-            in_flight: 0,
-            mss: 1000,
-        };
+        let (mut tx, _) = six_sources_sent();
+        let clean = clean_subflow();
         let lossy = PathView { path: 1, loss: 0.5, loss_long: 0.5, ..clean };
         let at = Instant::ZERO;
         let sent = RedundancyEvent::Sent { repair: false, retransmission: false };
@@ -393,11 +388,7 @@ mod tests {
         fmtcp.on_event(at, sent, &clean);
         fmtcp.on_event(at, sent, &PathView { path: 1, ..clean });
         fmtcp.on_symbol(at, SymbolEvent::Sent { block: 0, path: 1, at });
-        let mut tx2 = BlockSender::new(config, 4);
-        for _ in 0..6 {
-            tx2.push_source(&[1; 16]).unwrap();
-        }
-        while tx2.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        let (tx2, _) = six_sources_sent();
         assert_eq!(wanted(&fmtcp, &tx2), 0);
     }
 
@@ -441,24 +432,8 @@ mod tests {
     /// one while the clean subflow's window is full).
     #[test]
     fn the_margin_is_the_carrying_subflows() {
-        let config =
-            CodecConfig { symbol_size: 16, max_block_len: 6, ..CodecConfig::new(CodeFamily::RaptorQ) };
-        let mut tx = BlockSender::new(config, 4);
-        for _ in 0..6 {
-            tx.push_source(&[1; 16]).unwrap();
-        }
-        let mut out = Vec::new();
-        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
-        let clean = PathView {
-            path: 0,
-            smoothed_rtt: Duration::from_millis(100),
-            min_rtt: Duration::from_millis(100),
-            loss: 0.0,
-            loss_long: 0.0,
-            window: 100_000,
-            in_flight: 0,
-            mss: 1000,
-        };
+        let (tx, _) = six_sources_sent();
+        let clean = clean_subflow();
         let lossy = PathView { path: 1, loss: 0.5, loss_long: 0.5, ..clean };
         let at = Instant::ZERO;
         let sent = RedundancyEvent::Sent { repair: false, retransmission: false };
