@@ -162,6 +162,26 @@ class Reproduce(unittest.TestCase):
             self.assertEqual(v["sato-dumbbell"], rp.PARTLY)
             self.assertIn("best g in 2–3 (measured: 1): **did not hold**", text)
 
+    def test_sato_ns3_rows_are_tabled_by_sack_and_do_not_change_the_verdict(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            fx.sato()
+            d = os.path.join(fx.results, "sato-dumbbell-ns3")
+            os.makedirs(d)
+            keys = dict(transient_mbps=28.0, steady_mbps=35.0, bottleneck_carried=0.9, timeouts=30)
+            with open(os.path.join(d, "rows.jsonl"), "w") as f:
+                for seed, g, fr in ((1, 32.0, 1800), (2, 34.0, 2000)):
+                    f.write(rp.json.dumps(dict(sack=False, seed=seed, goodput_mbps=g, fast_recoveries=fr, **keys)) + "\n")
+                f.write(rp.json.dumps(dict(sack=True, seed=1, goodput_mbps=46.0, fast_recoveries=90, **keys)) + "\n")
+            rep, text = fx.run()
+            v = {exp: verdict for _, exp, verdict in rep.verdicts}
+            self.assertEqual(v["sato-dumbbell"], rp.REPRODUCED)
+            self.assertIn("| NewReno, SACK off (ns-3 up to 3.26: the paper's) | 1, 2 | 33.00 | 28.00 | 35.00 | 90.0 % | "
+                          "1900.0 | 30.0 |", text)
+            self.assertIn("| NewReno, SACK on (ns-3.27 and later's default) | 1 | 46.00 |", text)
+            self.assertIn("the paper's baseline, ns-3's NewReno without SACK, delivers 33.00 Mbit/s", text)
+            self.assertNotIn("ns-3's own NewReno without SACK delivers", text)
+
     def test_bottleneck_use_from_the_link_counters(self):
         """links.csv from braid-sim --json's link counters; the bottleneck's forward bytes over
         rate × duration, per mode, a tagged run's as mode@tag."""
