@@ -1291,12 +1291,15 @@ class Report:
                "NewReno with classic RFC 6582 recovery, initial window 1, delayed ACKs every 2 segments, minimum "
                "RTO 1 s, no pacing, 1000-byte segments, the same access-delay draws and 10 ms stagger; fast "
                "recoveries and timeouts from the senders' congestion-state trace, bottleneck carried from the "
-               "router's transmitted bytes (headers and retransmissions included).")
+               "router's transmitted bytes (headers and retransmissions included)."
+               + (" Rows marked `draft` came from the script before it was committed, with the same settings "
+                  "(the folder's README says how they differ)." if any("draft" in r.get("script", "") for r in rows)
+                  else ""))
         self.w()
         self.w("| TCP in ns-3 | seeds | goodput Mbit/s (all flows) | 0–20 s | 20–60 s | bottleneck carried | "
                "fast recoveries | timeouts |")
         self.w("|---|---|---:|---:|---:|---:|---:|---:|")
-        for sack, label in ((False, "NewReno, SACK off (ns-3 up to 3.26: the paper's)"),
+        for sack, label in ((False, "NewReno, SACK off (ns-3 before 3.27, as `newreno-ns3` assumes of the paper)"),
                             (True, "NewReno, SACK on (ns-3.27 and later's default)")):
             m = out.get(sack)
             if m:
