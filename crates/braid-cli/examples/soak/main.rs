@@ -11,7 +11,9 @@
 //! sizes (1 KiB to 1 MiB) checking every byte that comes back, hold the connection a few
 //! seconds, close it, start again. Every 10 s it prints the server's RSS (and RSS per live
 //! connection above the idle server's), open descriptors, CPU, and transfers done, failed and
-//! corrupted. Then: a replayed first message sent 2,000 times (bytes answered per byte
+//! corrupted. A transfer fails when it has not finished 60 s after it began; the end says how
+//! many of the failed were *stalled* (nothing moved in their last 20 s) rather than slow.
+//! Then: a replayed first message sent 2,000 times (bytes answered per byte
 //! received); a flood of 5,000 first messages with the right key that never finish
 //! (half-open: what the server holds) and 5,000 with a wrong key; a client that asks for a
 //! download and stops reading (the server's memory for it).
@@ -22,20 +24,22 @@
 //! run (not after: the workers still running then are stopped, and their connections time
 //! out on the server).
 
-use std::io::BufRead;
-use std::net::{IpAddr, Ipv4Addr};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_cli::request;
-use braid_proto::wire::ConnectionId;
-use braid_runtime::crypto::{ClientHandshake, Hello};
 use braid_runtime::{ClientConfig, Endpoint, Key, PathSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod host;
+mod hostile;
+mod relay;
+
+use host::{probe, server_view, start_server, udp_drops};
+use relay::{Relay, RELAY_LINGER};
 
 #[derive(Default)]
 struct Tally {
@@ -52,6 +56,9 @@ struct Tally {
     durations: std::sync::Mutex<[[Vec<u32>; 4]; 3]>,
     /// Timed-out transfers per class.
     timeouts: std::sync::Mutex<[[u64; 4]; 3]>,
+    /// Timed-out transfers in which nothing moved for `STALLED_AFTER` before the time ran out
+    /// (the rest were still moving).
+    stalled: AtomicU64,
     /// Connections the server ended by its idle timeout, per link kind (from its log), until
     /// the end of the run.
     idle_ended: [AtomicU64; 3],
@@ -135,146 +142,6 @@ fn die(msg: &str) -> ! {
     std::process::exit(2)
 }
 
-/// A process's RSS (KiB), open descriptors, and CPU time (clock ticks).
-fn probe(pid: u32) -> (u64, usize, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-    (rss, fds, ticks)
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-fn free_tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-/// Datagrams the kernel dropped for a full receive buffer: on the server's socket (its
-/// `/proc/net/udp` line's `drops`, found by port), and on every UDP socket of the host
-/// (`/proc/net/snmp` RcvbufErrors; most of it the soak's client sockets during a run).
-fn udp_drops(server_port: u16) -> (u64, u64) {
-    let port = format!(":{server_port:04X}");
-    let server = std::fs::read_to_string("/proc/net/udp")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let local = f.nth(1)?;
-            if !local.ends_with(&port) {
-                return None;
-            }
-            l.split_whitespace().last()?.parse::<u64>().ok()
-        })
-        .sum();
-    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
-    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
-    let all = udp
-        .first()
-        .zip(udp.get(1))
-        .and_then(|(names, values)| {
-            let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
-            values.split_whitespace().nth(at)?.parse().ok()
-        })
-        .unwrap_or(0);
-    (server, all)
-}
-
-/// The server's own count of its connections (established, handshaking) and of those that ended
-/// by the idle timeout, from its `--metrics` text; zeros if the scrape fails.
-fn server_view(metrics: SocketAddr) -> (u64, u64, u64) {
-    use std::io::{Read, Write};
-    let text = (|| -> std::io::Result<String> {
-        let mut tcp = std::net::TcpStream::connect_timeout(&metrics, Duration::from_secs(2))?;
-        tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
-        tcp.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
-        let mut text = String::new();
-        tcp.read_to_string(&mut text)?;
-        Ok(text)
-    })()
-    .unwrap_or_default();
-    let value = |name: &str| -> u64 {
-        text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok()).map_or(0, |v| v as u64)
-    };
-    (
-        value("braid_connections{state=\"established\"}"),
-        value("braid_connections{state=\"handshake\"}"),
-        value("braid_connections_timed_out_total"),
-    )
-}
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    /// The server's `--metrics` listener.
-    metrics: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts the server with its connection ends logged (`braid_runtime::driver` at debug,
-/// added to `BRAID_LOG`); a thread reads its log, counts the idle-timeout ends per link kind
-/// into `tally` and passes on the rest (all of it when `BRAID_LOG` was set).
-fn start_server(bin: &PathBuf, key_file: &std::path::Path, connections: usize, tally: Arc<Tally>) -> Server {
-    let port = free_port();
-    let metrics = SocketAddr::from(([127, 0, 0, 1], free_tcp_port()));
-    let asked = std::env::var("BRAID_LOG").ok();
-    let filter = format!("{},braid_runtime::driver=debug", asked.as_deref().unwrap_or("warn"));
-    let mut child = Command::new(bin)
-        .args(["server", "--listen", &format!("127.0.0.1:{port}"), "--key"])
-        .arg(key_file)
-        .args(["--max-connections", &(connections + 100).to_string(), "--handshake-rate", "1000"])
-        .args(["--metrics", &metrics.to_string()])
-        .env("BRAID_LOG", filter)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| die(&format!("{}: {e}", bin.display())));
-    let log = child.stderr.take().expect("piped");
-    let pass_all = asked.is_some();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(log).lines() {
-            let Ok(line) = line else { return };
-            let driver = line.contains(" braid_runtime::driver");
-            if driver && line.contains("connection ended") && line.contains("reason=TimedOut") {
-                let kind = idle_ended_peer(&line).and_then(kind_of);
-                if let (Some(k), false) = (kind, tally.over.load(Ordering::Relaxed)) {
-                    tally.idle_ended[k].fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            // The driver's debug and info lines are the soak's addition to what was asked.
-            let added = driver && (line.contains(" DEBUG ") || line.contains(" INFO "));
-            if pass_all || !added {
-                eprintln!("{line}");
-            }
-        }
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    Server { child, addr: SocketAddr::from(([127, 0, 0, 1], port)), metrics }
-}
-
-/// The peer's address in the server's "connection ended" log line (`peer=IP:PORT`).
-fn idle_ended_peer(line: &str) -> Option<IpAddr> {
-    let at = line.find(" peer=")? + " peer=".len();
-    let addr = line[at..].split_whitespace().next()?;
-    addr.parse::<SocketAddr>().ok().map(|a| a.ip())
-}
-
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed | 1;
     (0..len)
@@ -288,12 +155,40 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 }
 
 /// How far one echo transfer got (kept by the caller, read when it timed out).
-#[derive(Default)]
 struct Progress {
     written: AtomicU64,
     shut: AtomicU64,
     read: AtomicU64,
+    began: Instant,
+    /// When a byte last went out or came back (ms after `began`).
+    moved_ms: AtomicU64,
 }
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            written: AtomicU64::new(0),
+            shut: AtomicU64::new(0),
+            read: AtomicU64::new(0),
+            began: Instant::now(),
+            moved_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn moved(&self) {
+        self.moved_ms.store(self.began.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long nothing has moved.
+    fn still_for(&self) -> Duration {
+        self.began.elapsed().saturating_sub(Duration::from_millis(self.moved_ms.load(Ordering::Relaxed)))
+    }
+}
+
+/// A timed-out transfer is *stalled* when nothing moved for this long before its time ran
+/// out (more than a probe timeout's 4 s cap several times over, and longer than any RTT the
+/// overloaded runs showed); otherwise it was still moving, only too slowly.
+const STALLED_AFTER: Duration = Duration::from_secs(20);
 
 /// One echo transfer of `len` bytes; whether every byte came back intact.
 async fn echo(
@@ -310,6 +205,7 @@ async fn echo(
         for chunk in data.chunks(16 << 10) {
             wr.write_all(chunk).await?;
             progress.written.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            progress.moved();
         }
         wr.shutdown().await?;
         progress.shut.store(1, Ordering::Relaxed);
@@ -325,6 +221,7 @@ async fn echo(
             }
             back.extend_from_slice(&buf[..n]);
             progress.read.fetch_add(n as u64, Ordering::Relaxed);
+            progress.moved();
         }
     };
     let (s, r) = tokio::join!(send, recv);
@@ -362,10 +259,11 @@ fn describe_stall(
         .collect();
     let st = conn.stats();
     format!(
-        "soak: stall: worker {i} lossy {lossy} len {len}: written {} shut {} read {}; established {}; symbols sent {} repair {} received {}; retransmissions {}; {}",
+        "soak: timed out: worker {i} lossy {lossy} len {len}: written {} shut {} read {}, nothing moved for {:.1} s; established {}; symbols sent {} repair {} received {}; retransmissions {}; {}",
         p.written.load(Ordering::Relaxed),
         p.shut.load(Ordering::Relaxed),
         p.read.load(Ordering::Relaxed),
+        p.still_for().as_secs_f64(),
         conn.is_established(),
         st.source_symbols_sent,
         st.repair_symbols_sent,
@@ -444,8 +342,8 @@ async fn worker(
                 20..=59 => 16 << 10,
                 _ => 1 << 10,
             };
-            let progress = Progress::default();
-            let began = Instant::now();
+            let progress = Progress::new();
+            let began = progress.began;
             let outcome =
                 tokio::time::timeout(Duration::from_secs(60), echo(&conn, len, next(), &progress)).await;
             tally.transfers.fetch_add(1, Ordering::Relaxed);
@@ -465,6 +363,9 @@ async fn worker(
                 }
                 Err(_) => {
                     tally.timeouts.lock().expect("tally")[kind][size_class(len)] += 1;
+                    if progress.still_for() >= STALLED_AFTER {
+                        tally.stalled.fetch_add(1, Ordering::Relaxed);
+                    }
                     if tally.failed.fetch_add(1, Ordering::Relaxed) < 50 {
                         eprintln!("{}", describe_stall(i, lossy, len, &progress, &conn));
                     }
@@ -507,132 +408,6 @@ async fn worker(
             });
         }
     }
-}
-
-/// How long a rebinding worker's relay outlives the connection's close.
-const RELAY_LINGER: Duration = Duration::from_secs(30);
-
-/// A UDP relay between a client and the server standing for a NAT: `rebind` makes it talk to
-/// the server from a new port (what a NAT does when its mapping changes).
-struct Relay {
-    addr: SocketAddr,
-    rebind: tokio::sync::mpsc::UnboundedSender<()>,
-    task: tokio::task::JoinHandle<()>,
-    seed: u64,
-    /// The address the server sees now (the relay's outside port).
-    outside: Arc<std::sync::Mutex<Option<SocketAddr>>>,
-    /// Datagrams carried from the client to the server.
-    up: Arc<AtomicU64>,
-}
-
-impl Relay {
-    /// A relay to `server` whose outside ports are on `ip`.
-    async fn start(server: SocketAddr, ip: IpAddr, seed: u64) -> std::io::Result<Relay> {
-        let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await?;
-        let addr = front.local_addr()?;
-        let (rebind, mut moves) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let mut back = tokio::net::UdpSocket::bind(SocketAddr::new(ip, 0)).await?;
-        let outside = Arc::new(std::sync::Mutex::new(back.local_addr().ok()));
-        let seen = outside.clone();
-        let up_count = Arc::new(AtomicU64::new(0));
-        let carried = up_count.clone();
-
-        let task = tokio::spawn(async move {
-            let mut client: Option<SocketAddr> = None;
-            let (mut up, mut down) = (vec![0u8; 65536], vec![0u8; 65536]);
-            loop {
-                tokio::select! {
-                    r = front.recv_from(&mut up) => {
-                        let (n, from) = match r {
-                            Ok(got) => got,
-                            Err(e) => {
-                                eprintln!("soak: relay: client side: {e}");
-                                return;
-                            }
-                        };
-                        client = Some(from);
-                        carried.fetch_add(1, Ordering::Relaxed);
-                        let _ = back.send_to(&up[..n], server).await;
-                    }
-                    r = back.recv_from(&mut down) => {
-                        let n = match r {
-                            Ok((n, _)) => n,
-                            Err(e) => {
-                                eprintln!("soak: relay: server side: {e}");
-                                return;
-                            }
-                        };
-                        if let Some(c) = client {
-                            let _ = front.send_to(&down[..n], c).await;
-                        }
-                    }
-                    m = moves.recv() => {
-                        if m.is_none() {
-                            return;
-                        }
-                        match tokio::net::UdpSocket::bind(SocketAddr::new(ip, 0)).await {
-                            Ok(b) => back = b,
-                            Err(e) => {
-                                eprintln!("soak: relay: a new port: {e}");
-                                return;
-                            }
-                        }
-                        *seen.lock().expect("relay") = back.local_addr().ok();
-                    }
-                }
-            }
-        });
-        Ok(Relay { addr, rebind, task, seed, outside, up: up_count })
-    }
-
-    fn outside(&self) -> Option<SocketAddr> {
-        *self.outside.lock().expect("relay")
-    }
-
-    /// Moves the relay to a new port every 1–6 s until aborted.
-    fn keep_moving(&self, tally: Arc<Tally>) -> tokio::task::JoinHandle<()> {
-        let rebind = self.rebind.clone();
-        let mut x = self.seed | 1;
-        tokio::spawn(async move {
-            loop {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                tokio::time::sleep(Duration::from_millis(1000 + x % 5000)).await;
-                if rebind.send(()).is_err() {
-                    return;
-                }
-                tally.rebinds.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    }
-}
-
-/// Sends `datagrams` to the server from one socket at about `per_second`; the bytes answered.
-fn send_and_count(server: SocketAddr, datagrams: &[Vec<u8>], per_second: u64) -> (u64, u64) {
-    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    sock.set_read_timeout(Some(Duration::from_millis(1))).expect("timeout");
-    let (mut sent, mut answered) = (0u64, 0u64);
-    let mut buf = [0u8; 2048];
-    let start = Instant::now();
-    for (n, d) in datagrams.iter().enumerate() {
-        let _ = sock.send_to(d, server);
-        sent += d.len() as u64;
-        while let Ok((len, _)) = sock.recv_from(&mut buf) {
-            answered += len as u64;
-        }
-        let due = start + Duration::from_micros(n as u64 * 1_000_000 / per_second);
-        if let Some(wait) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-    }
-    let drain = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < drain {
-        if let Ok((len, _)) = sock.recv_from(&mut buf) {
-            answered += len as u64;
-        }
-    }
-    (sent, answered)
 }
 
 fn main() {
@@ -731,11 +506,13 @@ fn main() {
                 .join(", ")
         );
         println!(
-            "soak: done: peak {peak_live} live connections, peak RSS {:.1} MiB, at most {max_per_conn:.1} KiB per connection (≥ 90 % live), peak {peak_fds} fds; {} transfers ({:.1} MB echoed), {} failed, {} corrupted; {} connects, {} failed; {} rebinds",
+            "soak: done: peak {peak_live} live connections, peak RSS {:.1} MiB, at most {max_per_conn:.1} KiB per connection (≥ 90 % live), peak {peak_fds} fds; {} transfers ({:.1} MB echoed), {} failed ({} of them stalled: nothing moved in their last {} s), {} corrupted; {} connects, {} failed; {} rebinds",
             peak_rss as f64 / 1024.0,
             tally.transfers.load(Ordering::Relaxed),
             tally.bytes.load(Ordering::Relaxed) as f64 / 1e6,
             tally.failed.load(Ordering::Relaxed),
+            tally.stalled.load(Ordering::Relaxed),
+            STALLED_AFTER.as_secs(),
             tally.corrupted.load(Ordering::Relaxed),
             tally.connects.load(Ordering::Relaxed),
             tally.connect_failures.load(Ordering::Relaxed),
@@ -777,66 +554,6 @@ fn main() {
         rss as f64 / 1024.0
     );
 
-    // A replayed first message.
-    let hello = Hello { paths: 1, ..Hello::default() };
-    let one = ClientHandshake::new(&key, ConnectionId([9; 8]), &hello).init_datagram().to_vec();
-    let (sent, answered) = send_and_count(server.addr, &vec![one; 2000], 2000);
-    println!(
-        "hostile: one first message sent 2,000 times: {sent} bytes in, {answered} answered ({:.3}×)",
-        answered as f64 / sent as f64
-    );
-
-    // Half-open: first messages with the right key that never go further, and with a wrong one.
-    let before = probe(pid).0;
-    let good: Vec<Vec<u8>> = (0..5000u64)
-        .map(|n| {
-            ClientHandshake::new(&key, ConnectionId((n + 100).to_be_bytes()), &hello).init_datagram().to_vec()
-        })
-        .collect();
-    let (sent, answered) = send_and_count(server.addr, &good, 1000);
-    let (after, _, _) = probe(pid);
-    println!(
-        "hostile: 5,000 authenticated first messages never finished (1,000/s): {sent} bytes in, {answered} answered ({:.3}×); server RSS {:.1} → {:.1} MiB",
-        answered as f64 / sent as f64,
-        before as f64 / 1024.0,
-        after as f64 / 1024.0
-    );
-    let wrong = Key::generate().expect("key");
-    let bad: Vec<Vec<u8>> = (0..5000u64)
-        .map(|n| {
-            ClientHandshake::new(&wrong, ConnectionId((n + 10_000).to_be_bytes()), &hello)
-                .init_datagram()
-                .to_vec()
-        })
-        .collect();
-    let (sent, answered) = send_and_count(server.addr, &bad, 1000);
-    println!(
-        "hostile: 5,000 first messages with a wrong key: {sent} bytes in, {answered} answered ({:.4}×); server RSS {:.1} MiB",
-        answered as f64 / sent as f64,
-        probe(pid).0 as f64 / 1024.0
-    );
-
-    // A client that asks for a 20 s download and reads nothing.
-    std::thread::sleep(Duration::from_secs(35)); // the half-open ones time out
-    let before = probe(pid).0;
-    runtime.block_on(async {
-        let conn = Endpoint::connect(ClientConfig::new(key.clone()), server.addr).await.expect("connect");
-        let mut stream = conn.open_stream().expect("stream");
-        let mut req = vec![request::BENCH, 1];
-        req.extend_from_slice(&20_000u32.to_be_bytes());
-        stream.write_all(&req).await.expect("request");
-        let mut peak = 0;
-        for _ in 0..15 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            peak = peak.max(probe(pid).0);
-        }
-        println!(
-            "hostile: a client that stops reading a download: server RSS {:.1} MiB before, at most {:.1} MiB over 15 s (the connection's window is 1 MiB)",
-            before as f64 / 1024.0,
-            peak as f64 / 1024.0
-        );
-        drop(stream);
-        conn.close(0, "done");
-    });
+    hostile::checks(&runtime, server.addr, pid, &key);
     let _ = std::fs::remove_dir_all(&dir);
 }
