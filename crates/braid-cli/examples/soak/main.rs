@@ -92,6 +92,11 @@ struct Args {
     /// Print one line per close: worker, link kind, the client's local address (what the
     /// server sees for plain and lossy workers), to match the server's debug log.
     log_closes: bool,
+    /// Run this command with the server's pid as its argument once the clients have left,
+    /// before the hostile checks, and wait for it (`scripts/heap.sh`: the allocator's view of
+    /// the server's heap, then the free memory given back, so the checks start from the heap
+    /// in use rather than from the soak's peak).
+    after_run: Option<String>,
 }
 
 fn args() -> Args {
@@ -106,6 +111,7 @@ fn args() -> Args {
             .join("braid"),
         qlog: None,
         log_closes: false,
+        after_run: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -120,8 +126,9 @@ fn args() -> Args {
             "--server-bin" => a.server_bin = value().into(),
             "--qlog" => a.qlog = Some(value().into()),
             "--log-closes" => a.log_closes = true,
+            "--after-run" => a.after_run = Some(value()),
             _ => die(&format!(
-                "unknown flag {flag} (--connections N, --seconds S, --server-bin PATH, --qlog DIR, --log-closes)"
+                "unknown flag {flag} (--connections N, --seconds S, --server-bin PATH, --qlog DIR, --log-closes, --after-run CMD)"
             )),
         }
     }
@@ -553,6 +560,14 @@ fn main() {
         "soak: after the clients left: RSS {:.1} MiB, {fds} fds (idle: {idle_fds})",
         rss as f64 / 1024.0
     );
+    if let Some(cmd) = &a.after_run {
+        match std::process::Command::new(cmd).arg(pid.to_string()).status() {
+            Ok(status) if status.success() => {}
+            Ok(status) => eprintln!("soak: --after-run {cmd}: {status}"),
+            Err(e) => eprintln!("soak: --after-run {cmd}: {e}"),
+        }
+        println!("soak: after --after-run: RSS {:.1} MiB", probe(pid).0 as f64 / 1024.0);
+    }
 
     hostile::checks(&runtime, server.addr, pid, &key);
     let _ = std::fs::remove_dir_all(&dir);
