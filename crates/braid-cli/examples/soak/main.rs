@@ -59,6 +59,8 @@ struct Tally {
     /// Timed-out transfers in which nothing moved for `STALLED_AFTER` before the time ran out
     /// (the rest were still moving).
     stalled: AtomicU64,
+    /// Timed-out transfers still moving that were described.
+    slow_shown: AtomicU64,
     /// Connections the server ended by its idle timeout, per link kind (from its log), until
     /// the end of the run.
     idle_ended: [AtomicU64; 3],
@@ -241,7 +243,7 @@ async fn echo(
 /// connection's paths were doing.
 fn describe_stall(
     i: usize,
-    lossy: bool,
+    kind: &str,
     len: usize,
     p: &Progress,
     conn: &braid_runtime::Connection,
@@ -266,7 +268,7 @@ fn describe_stall(
         .collect();
     let st = conn.stats();
     format!(
-        "soak: timed out: worker {i} lossy {lossy} len {len}: written {} shut {} read {}, nothing moved for {:.1} s; established {}; symbols sent {} repair {} received {}; retransmissions {}; {}",
+        "soak: timed out: worker {i} ({kind}) len {len}: written {} shut {} read {}, nothing moved for {:.1} s; established {}; symbols sent {} repair {} received {}; retransmissions {}; {}",
         p.written.load(Ordering::Relaxed),
         p.shut.load(Ordering::Relaxed),
         p.read.load(Ordering::Relaxed),
@@ -370,11 +372,15 @@ async fn worker(
                 }
                 Err(_) => {
                     tally.timeouts.lock().expect("tally")[kind][size_class(len)] += 1;
-                    if progress.still_for() >= STALLED_AFTER {
-                        tally.stalled.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if tally.failed.fetch_add(1, Ordering::Relaxed) < 50 {
-                        eprintln!("{}", describe_stall(i, lossy, len, &progress, &conn));
+                    // Every stalled one is described (up to 100), and the first 20 slow ones.
+                    let shown = if progress.still_for() >= STALLED_AFTER {
+                        tally.stalled.fetch_add(1, Ordering::Relaxed) < 100
+                    } else {
+                        tally.slow_shown.fetch_add(1, Ordering::Relaxed) < 20
+                    };
+                    tally.failed.fetch_add(1, Ordering::Relaxed);
+                    if shown {
+                        eprintln!("{}", describe_stall(i, KINDS[kind], len, &progress, &conn));
                     }
                 }
             }
