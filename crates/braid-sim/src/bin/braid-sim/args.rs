@@ -20,9 +20,7 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[arg(long, value_name = "MODE,...", value_delimiter = ',', help = modes_help())]
     pub modes: Option<Vec<Mode>>,
-    /// Every path's congestion controller, one of braid, cubic, newreno, bbr, ctcp, lia
-    /// (default: the mode's own).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help = cc_help())]
     pub cc: Option<CcAlgorithm>,
     #[arg(long, value_name = "NAME", help = scheduler_help())]
     pub scheduler: Option<SchedulerKind>,
@@ -92,6 +90,13 @@ fn modes_help() -> String {
         "The modes to run, comma-separated, of {} (default: all; mptcp and mptcp-dfec run only on \
          scenarios with two paths or more, unless named here)",
         Mode::ALL.map(|m| m.name()).join(", ")
+    )
+}
+
+fn cc_help() -> String {
+    format!(
+        "Every path's congestion controller, one of {} (default: the mode's own)",
+        CcAlgorithm::ALL.map(|a| a.name()).join(", ")
     )
 }
 
