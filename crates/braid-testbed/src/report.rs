@@ -133,6 +133,14 @@ pub struct TunMetrics {
     pub braid_datagrams_sent: Option<u64>,
     pub braid_repairs_sent: Option<u64>,
     pub braid_client_dropped: Option<u64>,
+    /// Of the repairs sent, those answering a loss detected from ACKs or a path's silence;
+    /// datagrams and repairs given up as lost on a path that fell silent, of them those whose
+    /// repairs the takeover allowance paid (beyond the repair credit), and those acknowledged
+    /// after all (the silence was a slow path or host, not a death).
+    pub braid_loss_repairs: Option<u64>,
+    pub braid_suspected: Option<u64>,
+    pub braid_suspected_on_allowance: Option<u64>,
+    pub braid_suspected_delivered: Option<u64>,
     /// The server's counts for the tunnel (its `tunnel closed` log line): datagrams received,
     /// of them rebuilt from repair, rebuilt too late (dropped), dropped.
     pub braid_server_received: Option<u64>,

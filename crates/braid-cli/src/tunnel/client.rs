@@ -263,13 +263,18 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
     };
     let d = conn.datagram_stats();
     eprintln!(
-        "braid: tunnel down: {} datagrams sent ({} bytes), {} repairs ({} bytes, {:.1} %), {} received, \
+        "braid: tunnel down: {} datagrams sent ({} bytes), {} repairs ({} bytes, {:.1} %; \
+         {} loss-driven, {} suspected, {} on-allowance, {} delivered-anyway), {} received, \
          {} rebuilt, {} late, {} dropped; {} messages split over several datagrams; {} packets dropped as spoofed",
         d.sent,
         d.sent_bytes,
         d.repairs_sent,
         d.repair_bytes,
         d.overhead() * 100.0,
+        d.loss_repairs_sent,
+        d.suspected,
+        d.suspected_on_allowance,
+        d.suspected_delivered,
         d.delivered,
         d.recovered,
         d.late,

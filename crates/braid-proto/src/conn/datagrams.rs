@@ -2,6 +2,7 @@
 //! the path each datagram packet takes, and the hooks the connection calls on frames, losses
 //! and timers. The queue, blocks and decoding are in `crate::datagram`.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::{Connection, PacketType, State};
@@ -33,7 +34,15 @@ pub(super) struct Datagrams {
     /// Until when datagram packets may fill the paths still answering up to twice their
     /// congestion window (after a path carrying datagrams fell silent).
     takeover_until: Option<Instant>,
+    /// Datagram packets given up for their path's silence, newest last: path, packet number,
+    /// what they carried and whether the takeover allowance paid for their repairs. An ACK for
+    /// one of them undoes its loss (`DatagramSender::on_suspected_delivered`).
+    suspected: VecDeque<(usize, u64, SentDatagrams, bool)>,
 }
+
+/// Packets given up for a silence that are remembered for an ACK that may still come: more
+/// than a path carries in flight at a datagram stream's rate (~25 at 425 a second over 60 ms).
+const SUSPECTED_KEPT: usize = 256;
 
 impl Datagrams {
     pub(super) fn new(config: &DatagramConfig) -> Datagrams {
@@ -44,6 +53,7 @@ impl Datagrams {
             newest_on: Vec::new(),
             silent_at: Vec::new(),
             takeover_until: None,
+            suspected: VecDeque::new(),
         }
     }
 
@@ -186,8 +196,14 @@ impl Connection {
             marks[i] = Some(acked);
             let below = self.datagrams.suspected_below.get(i).copied().unwrap_or(0);
             let p = &mut self.paths[i];
-            for sent in p.sent.range_mut(below..).filter_map(|(_, s)| s.datagrams.take()) {
-                self.datagrams.sender.on_suspected(sent);
+            for (&n, sent) in p.sent.range_mut(below..).filter_map(|(n, s)| Some((n, s.datagrams.take()?))) {
+                if let Some(by_allowance) = self.datagrams.sender.on_suspected(sent) {
+                    let kept = &mut self.datagrams.suspected;
+                    if kept.len() >= SUSPECTED_KEPT {
+                        kept.pop_front();
+                    }
+                    kept.push_back((i, n, sent, by_allowance));
+                }
             }
             let next = p.next_number;
             let slots = &mut self.datagrams.suspected_below;
@@ -249,6 +265,22 @@ impl Connection {
     pub(super) fn on_datagram_repair(&mut self, now: Instant, frame: &DatagramRepairFrame<'_>) {
         let one_way = self.min_one_way();
         self.datagrams.receiver.on_repair(now, frame, one_way);
+    }
+
+    /// Hook for ACK processing: packets of path `path` acknowledged. Any given up for the path's
+    /// silence were only late: their losses are undone, and the repairs still owed for them
+    /// are not sent.
+    pub(super) fn on_datagrams_acked(&mut self, path: usize, acked: &[super::path::SentPacket]) {
+        let kept = &mut self.datagrams.suspected;
+        if kept.is_empty() {
+            return;
+        }
+        for p in acked {
+            if let Some(k) = kept.iter().position(|&(q, n, _, _)| q == path && n == p.number) {
+                let (_, _, sent, by_allowance) = kept.remove(k).expect("found");
+                self.datagrams.sender.on_suspected_delivered(sent, by_allowance);
+            }
+        }
     }
 
     /// Hook for loss detection: what a lost packet carried of datagrams.

@@ -250,6 +250,7 @@ impl Connection {
         for sent in lost.iter().filter_map(|p| p.datagrams).filter(|_| !probe) {
             self.on_datagrams_lost(sent);
         }
+        self.on_datagrams_acked(path, &acked);
         let view = self.path_view(path);
         let Some(session) = self.session.as_mut() else { return };
         let path_id = path as u8;

@@ -80,8 +80,14 @@ pub struct DatagramStats {
     /// DATAGRAM_REPAIR frames sent, and their payload bytes.
     pub repairs_sent: u64,
     pub repair_bytes: u64,
-    /// Of `repairs_sent`, those answering a loss detected from ACKs.
+    /// Of `repairs_sent`, those answering a loss detected from ACKs (or a silent path).
     pub loss_repairs_sent: u64,
+    /// Datagrams and repairs given up as lost because their path fell silent, and of them
+    /// those whose repairs the takeover allowance paid.
+    pub suspected: u64,
+    pub suspected_on_allowance: u64,
+    /// Of `suspected`, those acknowledged after all (the silence was a slow path or host).
+    pub suspected_delivered: u64,
     /// Datagrams handed to the application (received or rebuilt).
     pub delivered: u64,
     /// Of `delivered`, those rebuilt from repair.

@@ -18,6 +18,10 @@ const MAX_DEBT: f64 = 2.0;
 /// (see [`DatagramSender::on_suspected`]): 150 ms of a 3.4 Mbit/s stream of 1000-byte
 /// datagrams, more than a 60 ms path carries in flight.
 const TAKEOVER_CAP: f64 = 64.0;
+/// The takeover allowance a connection starts with: half the cap, so a path's death early in a
+/// stream is still repaired, while a host too busy to read its ACKs in time (a silence that was
+/// no death) costs at most this much before the allowance has been earned.
+const TAKEOVER_START: f64 = 32.0;
 /// Takeover allowance earned per datagram sent.
 const TAKEOVER_SHARE: f64 = 0.005;
 /// Weight of each new sample in the loss estimate the repair ratio follows.
@@ -119,7 +123,7 @@ impl DatagramSender {
             blocks: VecDeque::new(),
             next_block: 0,
             credit: 0.0,
-            takeover: TAKEOVER_CAP,
+            takeover: TAKEOVER_START,
             loss: 0.0,
             one_way: Duration::ZERO,
             scratch: Vec::new(),
@@ -412,19 +416,39 @@ impl DatagramSender {
     /// datagrams sent — half a percentage point, the margin [`repair_ratio`] leaves inside the
     /// overhead budget. A silent path may only be slow (a stalled receiver, a CPU-starved
     /// host), and such repairs are spare: the allowance bounds what they cost.
-    pub fn on_suspected(&mut self, sent: SentDatagrams) {
+    ///
+    /// Returns how its repairs are paid: `None` if not at all (nothing is owed for it),
+    /// `Some(true)` by the allowance, `Some(false)` by the credit.
+    pub fn on_suspected(&mut self, sent: SentDatagrams) -> Option<bool> {
         let owed: u32 = self.blocks.iter().map(|b| b.owed).sum();
         let carried = f64::from(sent.datagrams) + f64::from(sent.repairs);
-        let paid = if self.credit + MAX_DEBT - f64::from(owed) >= 1.0 {
-            true
+        let by_allowance = if self.credit + MAX_DEBT - f64::from(owed) >= 1.0 {
+            false
         } else if self.takeover >= carried {
             self.takeover -= carried;
+            self.stats.suspected_on_allowance += carried as u64;
             true
         } else {
-            false
+            return None;
         };
-        if paid {
-            self.on_lost(sent);
+        self.stats.suspected += carried as u64;
+        self.on_lost(sent);
+        Some(by_allowance)
+    }
+
+    /// A packet carrying `sent`, given up when its path fell silent, was acknowledged after all
+    /// (the path, or a host, was slow): its datagrams and repairs no longer count as lost, so
+    /// its block owes the repairs still unsent for them no more, and the allowance that would
+    /// have paid them is given back (`paid_by_allowance`: it was paid from there).
+    pub fn on_suspected_delivered(&mut self, sent: SentDatagrams, paid_by_allowance: bool) {
+        let carried = u32::from(sent.datagrams) + u32::from(sent.repairs);
+        self.stats.suspected_delivered += u64::from(carried);
+        let Some(b) = self.blocks.iter_mut().find(|b| b.id == sent.block) else { return };
+        let owed = b.owed;
+        b.lost = b.lost.saturating_sub(carried);
+        b.owed = b.shortfall().min(owed);
+        if paid_by_allowance {
+            self.takeover = (self.takeover + f64::from(owed - b.owed)).min(TAKEOVER_CAP);
         }
     }
 
@@ -500,5 +524,42 @@ mod tests {
         // Too late: the datagram's deadline passes before a repair could arrive.
         tx.on_lost(SentDatagrams { block: 0, newest: Some(2), datagrams: 1, repairs: 0 });
         assert!(!tx.wants_to_send(Instant::ZERO + Duration::from_millis(140), one_way));
+    }
+
+    #[test]
+    fn a_silence_that_ends_in_an_ack_owes_nothing_more() {
+        let mut tx = DatagramSender::new(DatagramConfig::default());
+        let one_way = Duration::from_millis(20);
+        for i in 0..8u8 {
+            tx.push(Instant::ZERO, &[i; 50]);
+        }
+        let mut buf = Vec::new();
+        while tx.write(Instant::ZERO, &mut buf, 1500, None, 0.0, one_way, 1200).is_some() {}
+        let takeover = tx.takeover;
+        // Four packets of two datagrams each given up for their path's silence: the credit
+        // (nothing earned yet beyond its debt) pays for the first, the allowance for the rest.
+        let packets: Vec<_> = (0..4u16)
+            .map(|k| SentDatagrams { block: 0, newest: Some(2 * k + 1), datagrams: 2, repairs: 0 })
+            .collect();
+        let paid: Vec<_> = packets.iter().map(|&p| tx.on_suspected(p)).collect();
+        assert_eq!(paid, [Some(false), Some(true), Some(true), Some(true)]);
+        assert_eq!(tx.blocks[0].owed, 8);
+        assert_eq!(tx.takeover, takeover - 6.0);
+        let t = Instant::ZERO + Duration::from_millis(30);
+        buf.clear();
+        assert_eq!(
+            tx.write(t, &mut buf, 1500, None, 0.0, one_way, 1200),
+            Some(Written::Repair { block: 0, for_loss: true })
+        );
+        // All were delivered after all: the seven repairs still owed are not sent, and the
+        // allowance gets back what it paid for unsent ones (the credit-paid packet's losses are
+        // undone first, so the one repair sent counts against the allowance).
+        for (&p, by_allowance) in packets.iter().zip(paid) {
+            tx.on_suspected_delivered(p, by_allowance.unwrap());
+        }
+        assert_eq!(tx.blocks[0].owed, 0);
+        assert!(!tx.wants_to_send(t, one_way));
+        assert_eq!(tx.takeover, takeover - 1.0);
+        assert_eq!((tx.stats.suspected, tx.stats.suspected_delivered), (8, 8));
     }
 }

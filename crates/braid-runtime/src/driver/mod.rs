@@ -124,11 +124,14 @@ impl Driver {
                     _ = tokio::time::sleep_until(sleep_to) => { wakes[2] += 1; None }
                 }
             };
+            let now = self.io.now();
             if let Some((i, r)) = woke {
-                let now = self.io.now();
                 self.on_recv(i, r, &buf, now);
-                self.recv_waiting(&mut buf, now);
             }
+            // Woken by a timer or the application too: what arrived meanwhile is read before the
+            // timers run, so a process that was not scheduled for a while does not judge a path
+            // silent or its packets lost while their ACKs wait in the socket.
+            self.recv_waiting(&mut buf, now);
         }
     }
 

@@ -320,9 +320,9 @@ fn interrupt(child: &mut Child) -> bool {
     false
 }
 
-/// Numbers from `braid tun`'s last line (`… 4250 datagrams sent (4296750 bytes), 12 repairs
-/// (12000 bytes, …`): (sent, sent bytes, repairs, repair bytes, rebuilt, late, dropped).
-pub fn parse_tunnel_stats(log: &str) -> Option<[u64; 7]> {
+/// The numbers of `braid tun`'s last line (`… 4250 datagrams sent (4296750 bytes), 12 repairs
+/// (12000 bytes, …`), each named by the word after it (`bytes` by the name before it).
+fn tunnel_numbers(log: &str) -> Option<Vec<(String, u64)>> {
     let line = log.lines().rev().find(|l| l.contains("tunnel down"))?;
     let words: Vec<String> = line
         .split_whitespace()
@@ -331,7 +331,6 @@ pub fn parse_tunnel_stats(log: &str) -> Option<[u64; 7]> {
     let mut found: Vec<(String, u64)> = Vec::new();
     for pair in words.windows(2) {
         if let Ok(n) = pair[0].parse::<u64>() {
-            // `bytes` is named after what precedes it.
             let name = match (pair[1].as_str(), found.last()) {
                 ("bytes", Some((prev, _))) => format!("{prev} bytes"),
                 (w, _) => w.to_owned(),
@@ -339,6 +338,13 @@ pub fn parse_tunnel_stats(log: &str) -> Option<[u64; 7]> {
             found.push((name, n));
         }
     }
+    Some(found)
+}
+
+/// (sent, sent bytes, repairs, repair bytes, rebuilt, late, dropped) from `braid tun`'s last
+/// line.
+pub fn parse_tunnel_stats(log: &str) -> Option<[u64; 7]> {
+    let found = tunnel_numbers(log)?;
     let get = |k: &str| found.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     Some([
         get("datagrams")?,
@@ -349,6 +355,15 @@ pub fn parse_tunnel_stats(log: &str) -> Option<[u64; 7]> {
         get("late")?,
         get("dropped")?,
     ])
+}
+
+/// (loss-driven repairs, datagrams and repairs given up on silent paths, of them paid by the
+/// takeover allowance, of them acknowledged after all) from `braid tun`'s last line, where it
+/// has them.
+pub fn parse_repair_causes(log: &str) -> Option<[u64; 4]> {
+    let found = tunnel_numbers(log)?;
+    let get = |k: &str| found.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    Some([get("loss-driven")?, get("suspected")?, get("on-allowance")?, get("delivered-anyway")?])
 }
 
 /// (received, rebuilt, late, dropped) from the server's `tunnel closed … received=N rebuilt=N
@@ -590,6 +605,11 @@ mod tests {
                    4200 received, 12 rebuilt, 1 late, 3 dropped; 0 packets dropped as spoofed\n";
         assert_eq!(parse_tunnel_stats(log), Some([4250, 4296750, 97, 98000, 12, 1, 3]));
         assert_eq!(parse_tunnel_stats("braid: tunnel up\n"), None);
+        assert_eq!(parse_repair_causes(log), None);
+        let log = "braid: tunnel down: 4250 datagrams sent (4296750 bytes), 97 repairs (98000 bytes, 2.3 %; \
+                   40 loss-driven, 30 suspected, 10 on-allowance, 20 delivered-anyway), 4200 received, 12 rebuilt, 1 late, 3 dropped\n";
+        assert_eq!(parse_tunnel_stats(log), Some([4250, 4296750, 97, 98000, 12, 1, 3]));
+        assert_eq!(parse_repair_causes(log), Some([40, 30, 10, 20]));
     }
 
     #[test]

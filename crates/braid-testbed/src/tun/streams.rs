@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::teardown::{net_state, teardown_verdict};
-use super::{interrupt, parse_tunnel_stats, Family, Part, Setup};
+use super::{interrupt, parse_repair_causes, parse_tunnel_stats, Family, Part, Setup};
 use crate::contender::Contender;
 use crate::netns::{client_addr, server_addr};
 use crate::percentile::percentile;
@@ -124,6 +124,12 @@ pub(super) fn udp_braid(s: &Setup, family: Family) -> io::Result<Row> {
         t.braid_repairs_sent = Some(repairs);
         t.braid_client_dropped = Some(dropped);
         t.udp_repair_overhead = Some(repair_bytes as f64 / sent_bytes.max(1) as f64);
+    }
+    if let Some([loss_driven, suspected, on_allowance, delivered]) = parse_repair_causes(&log_text) {
+        t.braid_loss_repairs = Some(loss_driven);
+        t.braid_suspected = Some(suspected);
+        t.braid_suspected_on_allowance = Some(on_allowance);
+        t.braid_suspected_delivered = Some(delivered);
     }
     if let Some([received, rebuilt, late, dropped]) = s.server_tunnel_stats(closed_before) {
         t.braid_server_received = Some(received);
