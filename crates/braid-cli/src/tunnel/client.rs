@@ -19,6 +19,51 @@ use crate::request;
 /// IPv6's minimum link MTU (RFC 8200 §5): Linux gives a device below it no IPv6 address.
 const IPV6_MIN_MTU: u16 = 1280;
 
+/// The most the device's MTU grows to as the paths' MTU grows, and the userspace stack's own
+/// MTU from the start (it reads the device with a buffer this large, and writes TCP segments
+/// up to it, which the kernel takes from a TUN device whatever its MTU): Ethernet's, which
+/// the paths themselves rarely exceed, so the tunnel's datagrams stay below it.
+const DEVICE_MTU_CEILING: u16 = 1500;
+
+/// How often the device's MTU is compared with the largest datagram the paths carry.
+const MTU_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The device's MTU for a tunnel whose paths carry datagrams of `largest` bytes: that (each
+/// packet from the device becomes a message smaller than the packet: its IP and UDP or ICMP
+/// headers are left out), capped by `--mtu` and [`DEVICE_MTU_CEILING`], at least 576 (IPv4's
+/// minimum) and, for a tunnel carrying IPv6, at least 1280 (larger messages go in pieces).
+fn device_mtu(largest: usize, cap: Option<u16>, v6: bool) -> u16 {
+    let largest = largest.min(usize::from(DEVICE_MTU_CEILING)) as u16;
+    let mtu = cap.map_or(largest, |c| c.min(largest)).max(576);
+    if v6 {
+        mtu.max(IPV6_MIN_MTU)
+    } else {
+        mtu
+    }
+}
+
+/// Keeps the device's MTU at [`device_mtu`] of the largest datagram the paths carry as path
+/// MTU discovery raises it (or a black hole lowers it), checked every [`MTU_CHECK`].
+async fn follow_path_mtu(conn: Connection, name: String, cap: Option<u16>, v6: bool, mut mtu: u16) {
+    let mut tick = tokio::time::interval(MTU_CHECK);
+    loop {
+        tick.tick().await;
+        let want = device_mtu(conn.max_datagram_size(), cap, v6);
+        if want == mtu {
+            continue;
+        }
+        let dev = name.clone();
+        let set = tokio::task::spawn_blocking(move || {
+            ip(&["link", "set", "dev", &dev, "mtu", &want.to_string()]).map(drop)
+        });
+        // If the device is gone (the tunnel is closing) or `ip` failed, it is tried again.
+        if let Ok(Ok(())) = set.await {
+            eprintln!("braid: tunnel mtu {mtu} -> {want}");
+            mtu = want;
+        }
+    }
+}
+
 /// `braid tun`'s own options.
 #[derive(clap::Args, Clone)]
 pub struct TunOpts {
@@ -169,8 +214,7 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
             return Err(fail(format!("braid tun: address {} is already in use on {} (the server's --tun-pool or --tun-pool6 overlaps a local network)", i.ip(), i.name)));
         }
     }
-    let largest = conn.max_datagram_size().min(usize::from(u16::MAX)) as u16;
-    let mut mtu = opts.mtu.unwrap_or(largest).min(largest).max(576);
+    let mut mtu = device_mtu(conn.max_datagram_size(), opts.mtu, false);
     if addr6.is_some() {
         match opts.mtu {
             Some(m) if m < IPV6_MIN_MTU => {
@@ -237,13 +281,16 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
     eprintln!("braid: tunnel up: {} {addr}/{prefix}{with6} mtu {mtu} via {server}", opts.name);
     let addr6 = addr6.map(|a| a.0);
     let mut stack_config = IpStackConfig::default();
-    stack_config.mtu_unchecked(mtu).udp_timeout(super::server::FLOW_IDLE);
+    let ceiling = opts.mtu.map_or(DEVICE_MTU_CEILING, |c| c.min(DEVICE_MTU_CEILING)).max(mtu);
+    stack_config.mtu_unchecked(ceiling).udp_timeout(super::server::FLOW_IDLE);
     let mut stack = IpStack::new(stack_config, device);
     let flows: Flows = Arc::default();
     let pings: Pings = Arc::default();
     let spoofed = Arc::new(AtomicU64::new(0));
     let sender = Arc::new(Sender::default());
     tokio::spawn(dispatch(conn.clone(), flows.clone(), pings.clone()));
+    let follow =
+        tokio::spawn(follow_path_mtu(conn.clone(), opts.name.clone(), opts.mtu, addr6.is_some(), mtu));
     let ours = Ours { v4: addr, v6: addr6 };
     let next_id = Arc::new(AtomicU32::new(1));
     let mut control_byte = [0u8; 1];
@@ -261,6 +308,7 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
             e = conn.closed() => break Err(fail(format!("the tunnel's connection ended: {e}"))),
         }
     };
+    follow.abort();
     let d = conn.datagram_stats();
     eprintln!(
         "braid: tunnel down: {} datagrams sent ({} bytes), {} repairs ({} bytes, {:.1} %; \
@@ -465,6 +513,19 @@ async fn dispatch(conn: Connection, flows: Flows, pings: Pings) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_device_follows_the_largest_datagram_within_its_bounds() {
+        // At the base PLPMTU (1280), then after discovery raised the paths to 1500 and 9000.
+        assert_eq!(device_mtu(1216, None, false), 1216);
+        assert_eq!(device_mtu(1436, None, false), 1436);
+        assert_eq!(device_mtu(8936, None, false), DEVICE_MTU_CEILING);
+        // --mtu caps it; IPv6 keeps 1280 (larger messages go in pieces); never below 576.
+        assert_eq!(device_mtu(1436, Some(1300), false), 1300);
+        assert_eq!(device_mtu(1216, None, true), 1280);
+        assert_eq!(device_mtu(1436, None, true), 1436);
+        assert_eq!(device_mtu(400, None, false), 576);
+    }
 
     #[test]
     fn routes_parse_by_family_and_bad_ones_say_what_is_expected() {
