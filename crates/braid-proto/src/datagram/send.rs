@@ -24,6 +24,9 @@ const TAKEOVER_CAP: f64 = 64.0;
 const TAKEOVER_START: f64 = 32.0;
 /// Takeover allowance earned per datagram sent.
 const TAKEOVER_SHARE: f64 = 0.005;
+/// Share of each datagram's repair credit that pays back repairs wasted on a silence that was
+/// no death (see [`DatagramSender::on_suspected_delivered`]) while any are owed.
+const REPAY_SHARE: f64 = 0.5;
 /// Weight of each new sample in the loss estimate the repair ratio follows.
 const LOSS_GAIN: f64 = 0.05;
 /// Bytes a DATAGRAM_REPAIR frame adds to its payload at most: type, block, span, seed, symbol
@@ -107,6 +110,9 @@ pub struct DatagramSender {
     credit: f64,
     /// Repairs a path's death may still cost beyond the credit (see `on_suspected`).
     takeover: f64,
+    /// Repairs sent for datagrams given up on a silent path that arrived after all, not yet
+    /// paid back out of the repair credit.
+    waste: f64,
     /// Loss estimate of the paths the datagrams went on.
     loss: f64,
     /// The latest one-way delay estimate of the path datagrams took.
@@ -124,6 +130,7 @@ impl DatagramSender {
             next_block: 0,
             credit: 0.0,
             takeover: TAKEOVER_START,
+            waste: 0.0,
             loss: 0.0,
             one_way: Duration::ZERO,
             scratch: Vec::new(),
@@ -336,7 +343,10 @@ impl DatagramSender {
         frame.write(&mut Writer::new(buf)).ok()?;
         self.loss += LOSS_GAIN * (loss.clamp(0.0, 1.0) - self.loss);
         let id = b.id;
-        self.credit = (self.credit + self.ratio()).min(4.0);
+        let earned = self.ratio();
+        let repaid = (earned * REPAY_SHARE).min(self.waste);
+        self.waste -= repaid;
+        self.credit = (self.credit + earned - repaid).min(4.0);
         self.takeover = (self.takeover + TAKEOVER_SHARE).min(TAKEOVER_CAP);
         self.stats.sent += 1;
         self.stats.sent_bytes += q.data.len() as u64;
@@ -438,8 +448,11 @@ impl DatagramSender {
 
     /// A packet carrying `sent`, given up when its path fell silent, was acknowledged after all
     /// (the path, or a host, was slow): its datagrams and repairs no longer count as lost, so
-    /// its block owes the repairs still unsent for them no more, and the allowance that would
-    /// have paid them is given back (`paid_by_allowance`: it was paid from there).
+    /// its block owes the repairs still unsent for them no more. If the takeover allowance paid
+    /// for them (`paid_by_allowance`), it gets them back, and the repairs already sent for them
+    /// — spare, since nothing was lost — are paid back out of the repair credit instead
+    /// (`REPAY_SHARE` of what each datagram earns): the allowance is for deaths, and the
+    /// overhead of a stream whose host only stalled comes back to the ratio's.
     pub fn on_suspected_delivered(&mut self, sent: SentDatagrams, paid_by_allowance: bool) {
         let carried = u32::from(sent.datagrams) + u32::from(sent.repairs);
         self.stats.suspected_delivered += u64::from(carried);
@@ -448,7 +461,9 @@ impl DatagramSender {
         b.lost = b.lost.saturating_sub(carried);
         b.owed = b.shortfall().min(owed);
         if paid_by_allowance {
-            self.takeover = (self.takeover + f64::from(owed - b.owed)).min(TAKEOVER_CAP);
+            let spent = carried.saturating_sub(owed - b.owed);
+            self.takeover = (self.takeover + f64::from(carried)).min(TAKEOVER_CAP);
+            self.waste = (self.waste + f64::from(spent)).min(TAKEOVER_CAP);
         }
     }
 
@@ -551,15 +566,25 @@ mod tests {
             tx.write(t, &mut buf, 1500, None, 0.0, one_way, 1200),
             Some(Written::Repair { block: 0, for_loss: true })
         );
-        // All were delivered after all: the seven repairs still owed are not sent, and the
-        // allowance gets back what it paid for unsent ones (the credit-paid packet's losses are
-        // undone first, so the one repair sent counts against the allowance).
+        // All were delivered after all: the seven repairs still owed are not sent, the
+        // allowance gets back all it paid, and the one repair sent is waste (the credit-paid
+        // packet's losses are undone first, so it counts against an allowance-paid one).
         for (&p, by_allowance) in packets.iter().zip(paid) {
             tx.on_suspected_delivered(p, by_allowance.unwrap());
         }
         assert_eq!(tx.blocks[0].owed, 0);
         assert!(!tx.wants_to_send(t, one_way));
-        assert_eq!(tx.takeover, takeover - 1.0);
+        assert_eq!((tx.takeover, tx.waste), (takeover, 1.0));
         assert_eq!((tx.stats.suspected, tx.stats.suspected_delivered), (8, 8));
+        // The waste is paid back with half of what each datagram earns.
+        let credit = tx.credit;
+        tx.push(t, &[9; 50]);
+        buf.clear();
+        assert!(matches!(
+            tx.write(t, &mut buf, 1500, None, 0.0, one_way, 1200),
+            Some(Written::Datagram { .. })
+        ));
+        let half = repair_ratio(0.0) / 2.0;
+        assert!((tx.waste - (1.0 - half)).abs() < 1e-9 && (tx.credit - (credit + half)).abs() < 1e-9);
     }
 }
