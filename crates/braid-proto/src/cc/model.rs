@@ -49,6 +49,10 @@
 //!   the round trip instead of 40 %, so a request on another stream finds room in it. On a
 //!   20 Mbit/s, 100 ms path with a 1-BDP queue, a request beside a bulk transfer from its first
 //!   moment waited up to 143 ms one way before, 68–80 ms after (stream_fairness).
+//! - **Back to Startup when the estimate lags**: a probe that finds 10 % more bandwidth with no
+//!   queue behind it means Startup ended far below the path (a delay spike passes its delay
+//!   test) or the path got faster; Startup finds the rate in a few rounds where ProbeBW's probes
+//!   took a dozen cycles (`estimate_lags`).
 //!
 //! Inputs are clamped so nonsense cannot break it: RTT samples are held to 1 µs – 60 s, rate
 //! samples above 100 Gbit/s or not finite are ignored, and the window stays between four
@@ -109,6 +113,12 @@ const LOSSES_PER_LOSS_ROUND: u64 = 2;
 /// (Linux `tcp_bbr.c`, `bbr_lt_loss_thresh`), the loss rate at which that competitor too
 /// stops calling loss noise.
 const HEAVY_LOSS: f64 = 50.0 / 256.0;
+/// Startup's full-pipe test: the bandwidth estimate still grows if a round raised it by this
+/// factor (BBR's 25 %, draft-ietf-ccwg-bbr §4.3.1.2).
+const FULL_PIPE_GROWTH: f64 = 1.25;
+/// A ProbeBW cycle whose probe raised the bandwidth estimate by this factor, with no queue
+/// behind it, found an estimate far below the path: Startup runs again (see `probe_bw`).
+const LAGGING_GROWTH: f64 = 1.1;
 /// Rounds at gain 1 between bandwidth probes (plus 0–2, varied by cycle).
 const CRUISE_ROUNDS: u64 = 6;
 /// Rounds of the bandwidth max filter.
@@ -192,6 +202,8 @@ pub struct ModelCc {
     in_flight: u64,
     /// What was in flight when UP began.
     up_base: f64,
+    /// The bandwidth estimate when the last UP began.
+    cycle_bandwidth: f64,
     /// ProbeRTT: when the window first reached its floor.
     probe_rtt_done: Option<Instant>,
 }
@@ -235,6 +247,7 @@ impl ModelCc {
             in_flight: 0,
             probe_rtt_done: None,
             up_base: 0.0,
+            cycle_bandwidth: 0.0,
         }
     }
 
@@ -369,10 +382,14 @@ impl ModelCc {
     fn on_round_end(&mut self, now: Instant) {
         let Some(min) = self.min_rtt() else { return };
         let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
+        if matches!(self.state, State::Down | State::Cruise | State::Refill | State::Up) && self.estimate_lags() {
+            self.restart_startup(now);
+            return;
+        }
         match self.state {
             // A round the application left unfilled says nothing about the pipe being full.
             State::Startup if self.bandwidth > 0.0 && !self.sample_app_limited => {
-                if self.bandwidth >= 1.25 * self.full_bandwidth {
+                if self.bandwidth >= FULL_PIPE_GROWTH * self.full_bandwidth {
                     self.full_bandwidth = self.bandwidth;
                     self.full_bandwidth_rounds = 0;
                 } else {
@@ -487,6 +504,9 @@ impl ModelCc {
         match self.state {
             State::Drain if in_flight <= bdp => {
                 self.startup_end = Some(now);
+                // Startup's exit may leave the estimate up to BBR's full-pipe growth (25 %)
+                // below the path; beyond that it lags.
+                self.cycle_bandwidth = FULL_PIPE_GROWTH * self.bandwidth;
                 self.enter(State::Down, now);
             }
             State::Down if in_flight <= bdp || elapsed >= 2 * min => {
@@ -502,6 +522,7 @@ impl ModelCc {
                 }
             }
             State::Refill if self.round > self.state_round => {
+                self.cycle_bandwidth = self.bandwidth;
                 self.up_base = in_flight;
                 // Beside a competitor's queue UP ends after one min RTT, before its round does,
                 // so the growth of the loss bound below never runs there: a bound that binds
@@ -537,6 +558,39 @@ impl ModelCc {
             }
             _ => {}
         }
+    }
+
+    /// The last cycle's probe raised the bandwidth estimate by [`LAGGING_GROWTH`] or more with no
+    /// queue to show for it: the estimate is far below what the path delivers. That happens when
+    /// Startup ended early — a delay spike of a few round trips (a stalled router or host, a
+    /// radio's retransmissions) passes the delay test while the window is still a fraction of
+    /// the pipe — and on a path whose rate rose or whose competitor left. On a path at capacity
+    /// a probe finds under 2 %. ProbeBW's probes grow the estimate by ~20 % a cycle of 9–11
+    /// rounds, so a path left at a tenth of its rate took 12 cycles to climb back (a 160 ms path
+    /// 20 s); Startup finds it in a few rounds. BBRv3's UP gets there by staying in UP while the
+    /// estimate grows (draft-ietf-ccwg-bbr §4.6.4); braid's UP is short for latency's sake.
+    /// Not beside a competitor's queue, whose ebb would read as room.
+    fn estimate_lags(&self) -> bool {
+        let Some(min) = self.min_rtt() else { return false };
+        let queue = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
+        self.cycle_bandwidth > 0.0
+            && self.bandwidth >= LAGGING_GROWTH * self.cycle_bandwidth
+            && !queue
+            && !self.competing
+            && !self.sample_app_limited
+    }
+
+    /// Back to Startup from ProbeBW, from the window in use: Startup's full-pipe and delay tests
+    /// start over, and a loss bound learned below today's rate is dropped.
+    fn restart_startup(&mut self, now: Instant) {
+        self.startup_window = self.window();
+        self.inflight_hi = None;
+        self.full_bandwidth = self.bandwidth;
+        self.full_bandwidth_rounds = 0;
+        self.delayed_samples = 0;
+        self.queued_samples = 0;
+        self.cycle_bandwidth = 0.0;
+        self.enter(State::Startup, now);
     }
 
     /// ProbeRTT (BBRv1 §4.3.4.3, BBRv3 §4.6.5): when the min-RTT estimate has not been

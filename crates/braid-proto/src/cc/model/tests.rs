@@ -195,3 +195,35 @@ fn app_limited_samples_only_raise_the_estimate() {
     }
     assert!(cc.bandwidth >= 2.4e6, "bandwidth fell to {}", cc.bandwidth);
 }
+
+/// Feeds `secs` of ACKs every 10 ms from `start_ms` at the rate `rate(i)` with the RTT at its
+/// minimum, and returns the first time (ms) the controller was in Startup, if any.
+fn run_at(cc: &mut ModelCc, r: &RttEstimator, start_ms: u64, secs: u64, rate: impl Fn(u64) -> f64) -> Option<u64> {
+    let mut startup = None;
+    for i in 0..secs * 100 {
+        let now = start_ms + i * 10;
+        cc.on_ack(&ack(Instant::from_micros(now * 1000), rate(i), 200_000), r);
+        if cc.state == State::Startup && startup.is_none() {
+            startup = Some(now);
+        }
+    }
+    startup
+}
+
+/// An estimate far below the path (Startup ended early, or the path got faster): the first
+/// probe that finds 10 % more without a queue sends the controller back to Startup, which
+/// regrows the window at once; a path at capacity, its samples within ±2 %, never does.
+#[test]
+fn a_lagging_estimate_goes_back_to_startup() {
+    let (mut steady, r) = settled();
+    let jitter = |i: u64| 2.5e6 * (1.0 + 0.02 * ((i % 7) as f64 / 3.0 - 1.0));
+    assert_eq!(run_at(&mut steady, &r, 3_000, 20, jitter), None, "a path at capacity restarted Startup");
+
+    let (mut lagging, r) = settled();
+    let before = lagging.window();
+    // The path delivers 4 MB/s, 1.6 × the estimate, as the next probe shows.
+    let at = run_at(&mut lagging, &r, 3_000, 3, |_| 4e6).expect("never went back to Startup");
+    assert!(at <= 3_000 + 1_500, "back to Startup only at {at} ms");
+    assert!(lagging.inflight_hi.is_none());
+    assert!(lagging.window() > before, "window {} after Startup, {before} before", lagging.window());
+}
