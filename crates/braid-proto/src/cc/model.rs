@@ -382,7 +382,9 @@ impl ModelCc {
     fn on_round_end(&mut self, now: Instant) {
         let Some(min) = self.min_rtt() else { return };
         let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-        if matches!(self.state, State::Down | State::Cruise | State::Refill | State::Up) && self.estimate_lags() {
+        if matches!(self.state, State::Down | State::Cruise | State::Refill | State::Up)
+            && self.estimate_lags()
+        {
             self.restart_startup(now);
             return;
         }

@@ -198,7 +198,13 @@ fn app_limited_samples_only_raise_the_estimate() {
 
 /// Feeds `secs` of ACKs every 10 ms from `start_ms` at the rate `rate(i)` with the RTT at its
 /// minimum, and returns the first time (ms) the controller was in Startup, if any.
-fn run_at(cc: &mut ModelCc, r: &RttEstimator, start_ms: u64, secs: u64, rate: impl Fn(u64) -> f64) -> Option<u64> {
+fn run_at(
+    cc: &mut ModelCc,
+    r: &RttEstimator,
+    start_ms: u64,
+    secs: u64,
+    rate: impl Fn(u64) -> f64,
+) -> Option<u64> {
     let mut startup = None;
     for i in 0..secs * 100 {
         let now = start_ms + i * 10;
