@@ -117,7 +117,7 @@ const HEAVY_LOSS: f64 = 50.0 / 256.0;
 /// factor (BBR's 25 %, draft-ietf-ccwg-bbr §4.3.1.2).
 const FULL_PIPE_GROWTH: f64 = 1.25;
 /// A ProbeBW cycle whose probe raised the bandwidth estimate by this factor, with no queue
-/// behind it, found an estimate far below the path: Startup runs again (see `probe_bw`).
+/// behind it, found an estimate far below the path: Startup runs again (see `estimate_lags`).
 const LAGGING_GROWTH: f64 = 1.1;
 /// Rounds at gain 1 between bandwidth probes (plus 0–2, varied by cycle).
 const CRUISE_ROUNDS: u64 = 6;
@@ -202,7 +202,8 @@ pub struct ModelCc {
     in_flight: u64,
     /// What was in flight when UP began.
     up_base: f64,
-    /// The bandwidth estimate when the last UP began.
+    /// The bandwidth estimate when the last UP began (after Startup, until the first UP:
+    /// [`FULL_PIPE_GROWTH`] × the estimate at Startup's exit).
     cycle_bandwidth: f64,
     /// ProbeRTT: when the window first reached its floor.
     probe_rtt_done: Option<Instant>,
