@@ -161,6 +161,14 @@ fn server_counters(r: &mut Registry, counters: &ServerCounters) {
         "Datagrams sent (handshakes and challenges; packets are per path)",
         get(&counters.datagrams_sent),
     );
+    if let Some(drops) = counters.socket_drops() {
+        counter(
+            r,
+            "socket_receive_drops",
+            "Datagrams the kernel dropped on the server's socket because its receive buffer was full (the server did not read in time; Linux only)",
+            drops,
+        );
+    }
     counter(r, "bytes_received", "UDP payload bytes received", get(&counters.bytes_received));
     counter(r, "bytes_sent", "UDP payload bytes sent (handshakes and challenges)", get(&counters.bytes_sent));
     let limits = Family::<Labels, Counter>::default();

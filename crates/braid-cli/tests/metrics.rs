@@ -58,6 +58,10 @@ async fn a_scrape_shows_connections_paths_handshakes_and_limits() {
     assert_eq!(sample(&body, "braid_connections{state=\"established\"}"), Some(1.0), "{body}");
     assert_eq!(sample(&body, "braid_paths{state=\"active\"}"), Some(2.0), "{body}");
     assert_eq!(sample(&body, "braid_handshakes_accepted_total"), Some(1.0), "{body}");
+    if cfg!(target_os = "linux") {
+        // Read from /proc/net/udp; nothing here fills the socket's buffer.
+        assert_eq!(sample(&body, "braid_socket_receive_drops_total"), Some(0.0), "{body}");
+    }
     assert!(sample(&body, "braid_limit_hits_total{limit=\"max-connections\"}").unwrap() >= 1.0, "{body}");
     assert!(body.contains("braid_path_srtt_seconds{"), "{body}");
     assert!(body.contains("braid_path_loss_ratio{"), "{body}");

@@ -204,6 +204,9 @@ impl Endpoint {
         let listener = Listener::new(config.auth, listener, transport, random, Instant::ZERO);
         let (tx, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(ServerCounters::default());
+        if let Some(inode) = socket::socket_inode(&socket.udp) {
+            ServerCounters::set(&counters.socket_inode, inode);
+        }
         let registry = Registry::default();
         let role = Role::Server { limits: config.limits, registry: registry.clone(), incoming: tx, qlog };
         let (epoch, wake) = (tokio::time::Instant::now(), Arc::new(DriverWake::default()));

@@ -2,7 +2,8 @@
 //! `quinn-udp`): consecutive datagrams to the same address, all of one size but the last, leave
 //! as one system call. Where the kernel has no GSO, `quinn-udp` reports one segment and every
 //! datagram goes alone. Receiving goes through `quinn-udp` too, because it turns on generic
-//! receive offload (GRO): one read may return several datagrams of `stride` bytes each.
+//! receive offload (GRO): one message may hold several datagrams of `stride` bytes each, and
+//! one read (`recvmmsg`) may return several messages.
 //!
 //! Replies leave from the local address the peer wrote to. A server socket bound to the
 //! wildcard address on a multihomed host would otherwise answer a path's datagrams from whatever
@@ -93,39 +94,72 @@ impl Batcher {
     }
 }
 
-/// What one read returned: `len` bytes of datagrams `stride` bytes each (the last may be
-/// shorter), all from `from`.
+/// What one message of a read holds: datagrams `stride` bytes each (the last may be shorter),
+/// all from `from`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Received {
-    pub len: usize,
     pub stride: usize,
     pub from: SocketAddr,
 }
 
-/// Receive buffer size: a full GRO batch (64 segments) of the largest datagram we accept.
-pub(crate) const RECV_BUFFER: usize = 64 * 2048;
+/// One message's buffer: a full GRO batch (64 segments) of the largest datagram we accept.
+const MESSAGE_BUFFER: usize = 64 * 2048;
+
+/// Where reads land: room for `count` messages, each a GRO batch, filled by one `recvmmsg`
+/// (through `quinn-udp`) per read. A server's socket carries every client's datagrams, and one
+/// system call per datagram was a good part of what its driver spent reading them; a client's
+/// socket carries one connection, and a soak runs a thousand of them in one process, so a
+/// client reads one message at a time.
+pub(crate) struct RecvBufs {
+    bytes: Vec<u8>,
+    meta: Vec<RecvMeta>,
+    /// Messages the last read filled.
+    filled: usize,
+}
+
+impl RecvBufs {
+    /// Room for `count` messages (at least one, at most `quinn_udp::BATCH_SIZE`, what one
+    /// `recvmmsg` takes). The memory is allocated zeroed, so pages no read reaches are never
+    /// touched.
+    pub fn new(count: usize) -> RecvBufs {
+        let count = count.clamp(1, quinn_udp::BATCH_SIZE);
+        RecvBufs { bytes: vec![0; count * MESSAGE_BUFFER], meta: vec![RecvMeta::default(); count], filled: 0 }
+    }
+
+    /// The messages of the last read, each with its bytes.
+    pub fn messages(&self) -> impl Iterator<Item = (Received, &[u8])> {
+        self.meta[..self.filled].iter().zip(self.bytes.chunks(MESSAGE_BUFFER)).map(|(m, buf)| {
+            let got = Received { stride: m.stride.max(1), from: m.addr };
+            (got, &buf[..m.len.min(buf.len())])
+        })
+    }
+}
 
 impl Batcher {
-    /// Reads what is waiting, without blocking (`WouldBlock` when nothing is).
-    pub fn try_recv(&self, udp: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
-        udp.try_io(Interest::READABLE, || {
-            let mut meta = [RecvMeta::default()];
-            let mut bufs = [IoSliceMut::new(buf)];
-            let n = self.state.recv(udp.into(), &mut bufs, &mut meta)?;
+    /// Reads what is waiting, up to `bufs`' room, without blocking (`WouldBlock` when nothing
+    /// is); returns the number of messages read.
+    pub fn try_recv(&self, udp: &UdpSocket, bufs: &mut RecvBufs) -> io::Result<usize> {
+        bufs.filled = 0;
+        let n = udp.try_io(Interest::READABLE, || {
+            let mut slices: Vec<IoSliceMut<'_>> =
+                bufs.bytes.chunks_mut(MESSAGE_BUFFER).map(IoSliceMut::new).collect();
+            let n = self.state.recv(udp.into(), &mut slices, &mut bufs.meta)?;
             if n == 0 {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
-            let m = meta[0];
-            if let Some(local) = m.dst_ip {
-                if let Ok(mut map) = self.reply_from.lock() {
-                    if map.len() >= MAX_REPLY_ADDRESSES && !map.contains_key(&m.addr) {
-                        map.clear();
-                    }
-                    map.insert(m.addr, local);
+            Ok(n)
+        })?;
+        bufs.filled = n;
+        if let Ok(mut map) = self.reply_from.lock() {
+            for m in &bufs.meta[..n] {
+                let Some(local) = m.dst_ip else { continue };
+                if map.len() >= MAX_REPLY_ADDRESSES && !map.contains_key(&m.addr) {
+                    map.clear();
                 }
+                map.insert(m.addr, local);
             }
-            Ok(Received { len: m.len, stride: m.stride.max(1), from: m.addr })
-        })
+        }
+        Ok(n)
     }
 
     /// Waits until `udp` may have something, then reads it.
@@ -133,18 +167,67 @@ impl Batcher {
         &self,
         udp: &UdpSocket,
         cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<Received>> {
+        bufs: &mut RecvBufs,
+    ) -> Poll<io::Result<usize>> {
         loop {
             match udp.poll_recv_ready(cx) {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
-            match self.try_recv(udp, buf) {
+            match self.try_recv(udp, bufs) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 r => return Poll::Ready(r),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::socket::bind_udp;
+
+    /// Datagrams waiting on a socket come back in order, several per read when there is room,
+    /// one per read when there is not.
+    #[tokio::test]
+    async fn one_read_takes_what_is_waiting() {
+        let server = bind_udp("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let to = server.local_addr().unwrap();
+        let batch = Batcher::new(&server).unwrap();
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let from = client.local_addr().unwrap();
+        let sent: Vec<Vec<u8>> = (1..=6).map(|i| vec![i as u8; 100 * i]).collect();
+        let read_all = |bufs: &mut RecvBufs, reads: &mut usize| {
+            let mut got = Vec::new();
+            while got.len() < sent.len() {
+                match batch.try_recv(&server, bufs) {
+                    Ok(n) => {
+                        *reads += 1;
+                        assert!(n >= 1 && bufs.messages().count() == n);
+                        for (m, bytes) in bufs.messages() {
+                            assert_eq!(m.from, from);
+                            got.push(bytes.to_vec());
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            got
+        };
+        // A datagram sent on loopback is in the receiver's queue when `send_to` returns.
+        for (room, reads_expected) in [(32, 1), (1, 6)] {
+            for d in &sent {
+                client.send_to(d, to).unwrap();
+            }
+            server.readable().await.unwrap();
+            let mut reads = 0;
+            let got = read_all(&mut RecvBufs::new(room), &mut reads);
+            assert_eq!(got, sent, "room for {room}");
+            assert_eq!(reads, reads_expected, "room for {room}");
         }
     }
 }

@@ -122,6 +122,8 @@ pub struct ServerCounters {
     pub datagrams_sent: AtomicU64,
     pub bytes_received: AtomicU64,
     pub bytes_sent: AtomicU64,
+    /// The server socket's number in `/proc/net/udp` (0: unknown), for [`Self::socket_drops`].
+    pub(crate) socket_inode: AtomicU64,
 }
 
 impl ServerCounters {
@@ -135,6 +137,15 @@ impl ServerCounters {
 
     pub(crate) fn set(gauge: &AtomicU64, n: u64) {
         gauge.store(n, Ordering::Relaxed);
+    }
+
+    /// Datagrams the kernel dropped on the server's socket because its receive buffer was full
+    /// (the server did not read in time); `None` where that is not known (only Linux says).
+    pub fn socket_drops(&self) -> Option<u64> {
+        match self.socket_inode.load(Ordering::Relaxed) {
+            0 => None,
+            inode => crate::socket::kernel_drops(inode),
+        }
     }
 
     pub fn limit_hits(&self, limit: Limit) -> u64 {

@@ -13,7 +13,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
 use crate::emulate::{EmulatedLink, Emulation};
-use crate::gso::{Batcher, Received};
+use crate::gso::{Batcher, RecvBufs};
 use crate::Error;
 
 /// Where a path's socket lives: `--path 192.168.8.10`, `--path 192.168.8.10:4000`, `--path wlan0`.
@@ -111,6 +111,40 @@ pub(crate) fn recv_buffer(udp: &UdpSocket) -> (usize, bool) {
     let got = socket2::SockRef::from(udp).recv_buffer_size().unwrap_or(0);
     let granted = if cfg!(any(target_os = "linux", target_os = "android")) { got / 2 } else { got };
     (got, granted < SOCKET_BUFFER)
+}
+
+/// The kernel's number for `udp` (its inode), to find it in `/proc/net/udp` (Linux only).
+pub(crate) fn socket_inode(udp: &UdpSocket) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // The descriptor's link reads `socket:[INODE]`.
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", udp.as_raw_fd())).ok()?;
+        let link = link.to_str()?;
+        link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = udp;
+        None
+    }
+}
+
+/// Datagrams the kernel dropped on the UDP socket numbered `inode` because its receive buffer
+/// was full (the `drops` column of `/proc/net/udp` or `udp6`, Linux only): what a server that
+/// does not read in time loses before braid sees it. `None` if the socket is not listed.
+pub fn kernel_drops(inode: u64) -> Option<u64> {
+    ["/proc/net/udp", "/proc/net/udp6"].iter().find_map(|table| {
+        let text = std::fs::read_to_string(table).ok()?;
+        text.lines().skip(1).find_map(|line| {
+            // sl local remote st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(9)?.parse::<u64>().ok()? != inode {
+                return None;
+            }
+            fields.last()?.parse().ok()
+        })
+    })
 }
 
 /// The local address a path's socket binds to, for a server at `server`.
@@ -219,12 +253,14 @@ impl PathSocket {
         self.egress.as_ref().map_or(0, dropped) + self.ingress.as_ref().map_or(0, dropped)
     }
 
-    pub fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<Received>> {
-        self.batch.poll_recv(&self.udp, cx, buf)
+    /// Waits for datagrams and reads what is waiting into `bufs`; the number of messages.
+    pub fn poll_recv(&self, cx: &mut Context<'_>, bufs: &mut RecvBufs) -> Poll<io::Result<usize>> {
+        self.batch.poll_recv(&self.udp, cx, bufs)
     }
 
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Received> {
-        self.batch.try_recv(&self.udp, buf)
+    /// Reads what is waiting into `bufs` (`WouldBlock` if nothing); the number of messages.
+    pub fn try_recv(&self, bufs: &mut RecvBufs) -> io::Result<usize> {
+        self.batch.try_recv(&self.udp, bufs)
     }
 }
 
@@ -249,6 +285,25 @@ mod tests {
         let (addr, dev) = resolve_local(&PathSpec::Interface("lo".into()), server).unwrap();
         assert!(addr.ip().is_loopback());
         assert_eq!(dev.as_deref(), Some("lo"));
+    }
+
+    /// Datagrams sent to a socket that is not read, past its receive buffer, are counted as
+    /// the kernel's drops on that socket.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn kernel_drops_are_read_for_the_socket() {
+        let udp = bind_udp("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        socket2::SockRef::from(&udp).set_recv_buffer_size(4096).unwrap();
+        let inode = socket_inode(&udp).expect("inode");
+        assert_eq!(kernel_drops(inode), Some(0));
+        let to = udp.local_addr().unwrap();
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for _ in 0..200 {
+            sender.send_to(&[7; 1000], to).unwrap();
+        }
+        let drops = kernel_drops(inode).expect("listed");
+        assert!((100..=200).contains(&drops), "{drops} drops");
+        assert_eq!(kernel_drops(u64::MAX), None);
     }
 
     #[tokio::test]

@@ -28,8 +28,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::Connection;
 use crate::crypto::ServerAuth;
-use crate::gso::{Received, RECV_BUFFER};
-use crate::limits::{LimitLog, Limits, ServerCounters};
+use crate::gso::RecvBufs;
+use crate::limits::{LimitLog, Limits, ServerCounters, LOG_EVERY};
 use crate::shared::{DriverWake, Registry};
 use crate::socket::PathSocket;
 use crate::Error;
@@ -39,7 +39,7 @@ mod host;
 
 pub(crate) use conn::Conn;
 
-/// Datagrams read per round before the driver sends again.
+/// Messages (datagrams, or GRO batches of them) read per round before the driver sends again.
 const RECV_BATCH: usize = 256;
 
 /// Which end the driver runs, and that end's ties to the application.
@@ -73,6 +73,9 @@ struct Io {
     /// Server: what the operator reads (`braid server --metrics`) and the limits' log lines.
     counters: Arc<ServerCounters>,
     limit_log: LimitLog,
+    /// Server: the kernel's drops on the socket when last looked at, and when that was.
+    drops_seen: u64,
+    drops_checked: Option<Instant>,
 }
 
 pub(crate) struct Driver {
@@ -93,12 +96,28 @@ impl Driver {
         counters: Arc<ServerCounters>,
     ) {
         let limit_log = LimitLog::default();
-        let io = Io { epoch, sockets, role, wake, poked: Vec::new(), refused: false, counters, limit_log };
+        let io = Io {
+            epoch,
+            sockets,
+            role,
+            wake,
+            poked: Vec::new(),
+            refused: false,
+            counters,
+            limit_log,
+            drops_seen: 0,
+            drops_checked: None,
+        };
         tokio::spawn(Driver { sessions, io }.run());
     }
 
     async fn run(mut self) {
-        let mut buf = vec![0u8; RECV_BUFFER];
+        // A server reads as many messages per system call as `recvmmsg` takes (see `RecvBufs`).
+        let per_read = match self.io.role {
+            Role::Server { .. } => quinn_udp::BATCH_SIZE,
+            Role::Client { .. } => 1,
+        };
+        let mut bufs = RecvBufs::new(per_read);
         let mut wakes = [0u64; 3];
         loop {
             let now = self.io.now();
@@ -117,34 +136,36 @@ impl Driver {
             let wake = self.io.wake.clone();
             let woke = {
                 let sockets = &self.io.sockets;
-                let buf = &mut buf;
+                let bufs = &mut bufs;
                 tokio::select! {
-                    r = poll_fn(|cx| poll_recv_any(sockets, cx, buf)) => { wakes[0] += 1; Some(r) }
+                    r = poll_fn(|cx| poll_recv_any(sockets, cx, bufs)) => { wakes[0] += 1; Some(r) }
                     _ = wake.notify.notified() => { wakes[1] += 1; None }
                     _ = tokio::time::sleep_until(sleep_to) => { wakes[2] += 1; None }
                 }
             };
             let now = self.io.now();
+            let mut read = 0;
             if let Some((i, r)) = woke {
-                self.on_recv(i, r, &buf, now);
+                read = self.on_recv(i, r, &bufs, now);
             }
             // Woken by a timer or the application too: what arrived meanwhile is read before the
             // timers run, so a process that was not scheduled for a while does not judge a path
             // silent or its packets lost while their ACKs wait in the socket.
-            self.recv_waiting(&mut buf, now);
+            self.recv_waiting(&mut bufs, read, now);
         }
     }
 
-    /// Reads what else is waiting (up to a batch) before sending again.
-    fn recv_waiting(&mut self, buf: &mut [u8], now: Instant) {
-        for _ in 0..RECV_BATCH {
+    /// Reads what else is waiting (up to `RECV_BATCH` messages in all, `read` of them already
+    /// read) before sending again.
+    fn recv_waiting(&mut self, bufs: &mut RecvBufs, mut read: usize, now: Instant) {
+        while read < RECV_BATCH {
             let mut got = false;
             for i in 0..self.io.sockets.len() {
-                match self.io.sockets[i].try_recv(buf) {
+                match self.io.sockets[i].try_recv(bufs) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     r => {
                         got = true;
-                        self.on_recv(i, r, buf, now);
+                        read += self.on_recv(i, r, bufs, now).max(1);
                     }
                 }
             }
@@ -169,6 +190,9 @@ impl Driver {
         self.sessions.handle_timeout(now, &mut self.io);
         ServerCounters::set(&self.io.counters.connections_closing, self.sessions.closing() as u64);
         self.io.flush_sends();
+        if !is_client {
+            self.io.watch_drops(now);
+        }
     }
 
     fn finished(&self) -> bool {
@@ -187,17 +211,24 @@ impl Driver {
         links.chain(self.sessions.poll_timeout()).min()
     }
 
-    fn on_recv(&mut self, i: usize, r: io::Result<Received>, buf: &[u8], now: Instant) {
+    /// Handles what a read on socket `i` returned; the number of messages.
+    fn on_recv(&mut self, i: usize, r: io::Result<usize>, bufs: &RecvBufs, now: Instant) -> usize {
         match r {
-            Ok(got) => {
-                // GRO: several datagrams of `stride` bytes (the last may be shorter).
-                for data in buf[..got.len.min(buf.len())].chunks(got.stride) {
-                    if !self.io.sockets[i].hold(now, got.from, data) {
-                        self.on_datagram(i, data, got.from, now);
+            Ok(n) => {
+                for (got, bytes) in bufs.messages() {
+                    // GRO: several datagrams of `stride` bytes (the last may be shorter).
+                    for data in bytes.chunks(got.stride) {
+                        if !self.io.sockets[i].hold(now, got.from, data) {
+                            self.on_datagram(i, data, got.from, now);
+                        }
                     }
                 }
+                n
             }
-            Err(e) => self.io.on_socket_error(e),
+            Err(e) => {
+                self.io.on_socket_error(e);
+                0
+            }
         }
     }
 
@@ -249,6 +280,25 @@ impl Io {
         }
     }
 
+    /// Server: at most every [`LOG_EVERY`], one line when the kernel dropped datagrams on the
+    /// socket since the last look. Those are lost before braid sees them, and a peer takes them
+    /// for congestion: an operator should know they are this host's.
+    fn watch_drops(&mut self, now: Instant) {
+        if self.drops_checked.is_some_and(|t| now.saturating_duration_since(t) < LOG_EVERY) {
+            return;
+        }
+        self.drops_checked = Some(now);
+        let Some(total) = self.counters.socket_drops() else { return };
+        let new = total.saturating_sub(self.drops_seen);
+        self.drops_seen = total;
+        if new > 0 {
+            tracing::warn!(
+                "the kernel dropped {new} datagrams on the server's socket in the last {} s ({total} in all): its receive buffer was full, so the server is not reading in time (short of CPU?)",
+                LOG_EVERY.as_secs()
+            );
+        }
+    }
+
     fn on_socket_error(&mut self, e: io::Error) {
         if e.kind() == io::ErrorKind::ConnectionRefused {
             self.refused = true;
@@ -271,14 +321,15 @@ impl Io {
     }
 }
 
-/// Polls every socket for a datagram; returns the first ready (socket index and result).
+/// Polls every socket for datagrams; reads the first ready one's into `bufs` (socket index and
+/// the number of messages).
 fn poll_recv_any(
     sockets: &[PathSocket],
     cx: &mut std::task::Context<'_>,
-    buf: &mut [u8],
-) -> Poll<(usize, io::Result<Received>)> {
+    bufs: &mut RecvBufs,
+) -> Poll<(usize, io::Result<usize>)> {
     for (i, s) in sockets.iter().enumerate() {
-        if let Poll::Ready(r) = s.poll_recv(cx, buf) {
+        if let Poll::Ready(r) = s.poll_recv(cx, bufs) {
             return Poll::Ready((i, r));
         }
     }
