@@ -239,28 +239,48 @@ async fn echo(
     Ok(back == data)
 }
 
+/// A transfer fails when it has not finished this long after it began.
+const TRANSFER_LIMIT: Duration = Duration::from_secs(60);
+
+/// Per path: datagrams sent and received, packets acknowledged.
+fn path_counters(conn: &braid_runtime::Connection) -> Vec<[u64; 3]> {
+    conn.paths().iter().map(|r| [r.datagrams_sent, r.datagrams_received, r.stats.packets_acked]).collect()
+}
+
 /// One line about a transfer that did not finish: which worker, what it moved, what the
-/// connection's paths were doing.
+/// connection's paths were doing, and (given their counters `STALLED_AFTER` before the limit)
+/// what they exchanged in that time.
 fn describe_stall(
     i: usize,
     kind: &str,
     len: usize,
     p: &Progress,
     conn: &braid_runtime::Connection,
+    counters_before: Option<Vec<[u64; 3]>>,
 ) -> String {
+    let before = counters_before.unwrap_or_default();
     let paths: Vec<String> = conn
         .paths()
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(k, r)| {
+            let [out, inn, acked] = before.get(k).copied().unwrap_or_default();
             format!(
-                "path {} {:?} srtt {:.1} ms cwnd {} sent {} lost {} PTOs {} emu-drops {} remote {:?}",
+                "path {} {:?} srtt {:.1} ms cwnd {} sent {} acked {} lost {} PTOs {} datagrams out {} in {} (last {} s: out {}, in {}, acked {}) emu-drops {} remote {:?}",
                 r.id,
                 r.stats.state,
                 r.srtt.as_secs_f64() * 1e3,
                 r.cwnd,
                 r.stats.packets_sent,
+                r.stats.packets_acked,
                 r.stats.packets_lost,
                 r.stats.timeouts,
+                r.datagrams_sent,
+                r.datagrams_received,
+                STALLED_AFTER.as_secs(),
+                r.datagrams_sent - out.min(r.datagrams_sent),
+                r.datagrams_received - inn.min(r.datagrams_received),
+                r.stats.packets_acked - acked.min(r.stats.packets_acked),
                 r.emulated_drops,
                 r.remote
             )
@@ -353,8 +373,18 @@ async fn worker(
             };
             let progress = Progress::new();
             let began = progress.began;
-            let outcome =
-                tokio::time::timeout(Duration::from_secs(60), echo(&conn, len, next(), &progress)).await;
+            // The paths' counters `STALLED_AFTER` before the limit, so a stalled transfer's line
+            // can say what its connection exchanged while nothing moved.
+            let transfer = echo(&conn, len, next(), &progress);
+            tokio::pin!(transfer);
+            let mut counters_before = None;
+            let outcome = tokio::select! {
+                r = &mut transfer => Ok(r),
+                _ = tokio::time::sleep(TRANSFER_LIMIT - STALLED_AFTER) => {
+                    counters_before = Some(path_counters(&conn));
+                    tokio::time::timeout(STALLED_AFTER, &mut transfer).await
+                }
+            };
             tally.transfers.fetch_add(1, Ordering::Relaxed);
             match outcome {
                 Ok(Ok(true)) => {
@@ -380,7 +410,10 @@ async fn worker(
                     };
                     tally.failed.fetch_add(1, Ordering::Relaxed);
                     if shown {
-                        eprintln!("{}", describe_stall(i, KINDS[kind], len, &progress, &conn));
+                        eprintln!(
+                            "{}",
+                            describe_stall(i, KINDS[kind], len, &progress, &conn, counters_before)
+                        );
                     }
                 }
             }
