@@ -19,6 +19,7 @@ Usage: testbed_matrix.py [--quick] [--only SCENARIO]... [--out RAW] [--force] [-
 
 import argparse
 import datetime
+import glob
 import hashlib
 import json
 import os
@@ -49,6 +50,12 @@ MATRIX = [
     # paper's lowest, in every run): braid's ctcp mode beside kernel bbr, the bar for bulk goodput.
     {"file": "ctcp-table4-runs.toml", "transfer": None, "limit": "15s",
      "kernel": ["bbr"], "modes": ["ctcp"], "sim": False},
+    # CTCP after a burst of timeouts (a 500 ms ACK outage at 5 s; the file says why): bytes at the
+    # sink every 100 ms (--timeline), and braid's per-path statistics every 100 ms beside the
+    # rows (`<point>.stats.jsonl`: tokens, timeouts). Three loss seeds at 1, 3 and 5 %.
+    {"file": "ctcp-recovery.toml", "transfer": None, "limit": None, "args": ["--timeline"],
+     "kernel": ["bbr"], "modes": ["ctcp"], "sim": False,
+     "client_args": ["--stats-json", "{base}.stats.jsonl", "--stats-interval", "0.1"]},
     # FMTCP Table II: 15 MB instead of 30 MB (~7.5 s at the ideal 20 Mbit/s), 15 s.
     {"file": "fmtcp-table2-loss.toml", "transfer": "15MB", "limit": "15s"},
     {"file": "fmtcp-table2-delay.toml", "transfer": "15MB", "limit": "15s"},
@@ -122,13 +129,15 @@ def git(*args):
         return ""
 
 
-def ext_args(mode, paths, key):
-    """--ext NAME --server-cmd … --client-cmd … for one braid mode over `paths` paths."""
+def ext_args(mode, paths, key, extra=()):
+    """--ext NAME --server-cmd … --client-cmd … for one braid mode over `paths` paths, `extra`
+    appended to the client's command."""
     name = "braid" if mode == "braid" else f"braid-{mode}"
     server = f"{BRAID} server --listen 0.0.0.0:{{port}} --key {key}"
     client = (f"{BRAID} forward --listen {{entry}} --to {{sink}} --server {{server0}}:{{port}} "
               + " ".join(f"--path {{client{i}}}" for i in range(paths))
-              + f" --key {key}" + ("" if mode == "braid" else f" --mode {mode}"))
+              + f" --key {key}" + ("" if mode == "braid" else f" --mode {mode}")
+              + "".join(f" {shlex.quote(a)}" for a in extra))
     return ["--ext", name, "--server-cmd", server, "--client-cmd", client]
 
 
@@ -244,8 +253,10 @@ def run_testbed(items, raw, key, force, quick):
                 cmd += ext_args("braid" if m == "braid" else m.removeprefix("braid-"), point["paths"], key)
         else:
             cmd += ["--contenders", ",".join(kernel)]
+            # A point's own files beside its rows (`{base}`: the rows' path without extension).
+            extra = [a.replace("{base}", base) for a in entry.get("client_args", [])]
             for m in modes:
-                cmd += ext_args(m, point["paths"], key)
+                cmd += ext_args(m, point["paths"], key, extra)
         cmd += ["--json", base + ".json", "--out-dir", os.path.join(outdir, "ss")]
         # The configuration a finished point must match to be skipped: the command without the
         # key's and binaries' locations.
@@ -261,6 +272,8 @@ def run_testbed(items, raw, key, force, quick):
             except (OSError, ValueError):
                 pass
         print(f"=== {point['scenario']} {point['label'] or '(one point)'}  (expected ~{exp:.0f} s)", flush=True)
+        for f in glob.glob(base + ".*.jsonl"):
+            os.remove(f)  # a point's own files (`client_args`' {base}) are appended to: start empty
         started = time.time()
         meta = {
             "scenario": point["scenario"], "label": point["label"], "config": config,
