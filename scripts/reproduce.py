@@ -44,9 +44,12 @@ def run(args, tag=None):
     return dict(args=args, tag=tag)
 
 
-def experiment(scenario, *runs, seeds=None, keys=None, phases=None, links=False):
-    """`links`: keep each run's link counters (braid-sim --json's metrics.links) in links.csv."""
-    return dict(scenario=scenario, runs=list(runs), seeds=seeds, keys=keys or {}, phases=phases, links=links)
+def experiment(scenario, *runs, seeds=None, keys=None, phases=None, links=False, outage=None):
+    """`links`: keep each run's link counters (braid-sim --json's metrics.links) in links.csv.
+    `outage`: (start s, end s) of an outage in the scenario; each run's recovery from it
+    (`recovery` below) is kept in recovery.csv."""
+    return dict(scenario=scenario, runs=list(runs), seeds=seeds, keys=keys or {}, phases=phases, links=links,
+                outage=outage)
 
 
 # Sato et al. split their 60 s at 20 s into a transient and a steady state (Figs. 8 and 9): a
@@ -64,6 +67,9 @@ FMTCP_TABLE2_KEYS = {"receive_window": '"128KiB"', **FMTCP_BLOCK}
 EXPERIMENTS = OrderedDict([
     ("ctcp-table4", experiment("scenarios/ctcp-table4.toml", run(["--modes", "ctcp,tcp,braid"]))),
     ("ctcp-table5", experiment("scenarios/ctcp-table5.toml", run(["--modes", "ctcp,braid"]))),
+    # The testbed's file: Table IV's path, its ACKs dark from 5 to 5.5 s (CTCP_OUTAGE).
+    ("ctcp-recovery", experiment("scenarios/testbed/ctcp-recovery.toml", run(["--modes", "ctcp,braid"]),
+                                 outage=(5.0, 5.5))),
     # FMTCP Table II at the paper's 128 KB receive buffer; the MPTCP baseline on fmtcp's NewReno.
     ("fmtcp-table2-loss", experiment("scenarios/fmtcp-table2-loss.toml", run(["--modes", "fmtcp,mptcp", *RENO]),
                                      run(["--modes", "mptcp,braid"], tag="default"), seeds=[1, 2, 3],
@@ -111,6 +117,13 @@ CTCP_TABLE4 = OrderedDict([(0.0, (19.04, 20.40)), (0.01, (3.07, 18.99)), (0.02, 
 # The testbed's three-runs-per-point CTCP file and the target every run must meet (Mbit/s).
 CTCP_RUNS_SCENARIO = "ctcp-table4-runs"
 CTCP_RUNS_TARGET = 13.5
+# The recovery target after a burst of timeouts: back to ≥ RECOVERY_SHARE × the rate before the
+# outage within RECOVERY_BY s of its end. The rate: goodput over the RECOVERY_BEFORE s before the
+# outage; back: the end of the first 1-s window (on a 100 ms grid) starting at or after the
+# outage's end that delivers ≥ RECOVERY_SHARE × that rate.
+CTCP_RECOVERY_SCENARIO = "ctcp-recovery"
+CTCP_OUTAGE = (5.0, 5.5)  # the ACK direction's outage in scenarios/testbed/ctcp-recovery.toml
+RECOVERY_SHARE, RECOVERY_BY, RECOVERY_BEFORE, RECOVERY_WINDOW = 0.8, 5.0, 2.0, 1.0
 # CTCP Table V: p → (single-path CTCP, multi-path wlan0, wlan1, combined), Mbit/s, 5 runs.
 CTCP_TABLE5 = OrderedDict([(0.0, (7.75, 6.71, 6.70, 13.60)), (0.01, (7.80, 6.15, 6.12, 12.39)),
                            (0.02, (7.75, 6.23, 6.27, 12.57)), (0.03, (6.09, 5.32, 5.25, 10.45)),
@@ -231,11 +244,13 @@ def b1_share(rows, point, mode):
 
 
 def with_phases(rows, directory):
-    path = os.path.join(directory, "phases.csv")
-    if os.path.exists(path):
-        by_run = {p["run"]: p for p in read_csv(path)}
-        for r in rows:
-            r.update({k: v for k, v in by_run.get(r.get("run"), {}).items() if k != "run"})
+    """Each run's phase goodputs (phases.csv) and outage recovery (recovery.csv) as columns."""
+    for name in ("phases.csv", "recovery.csv"):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            by_run = {p["run"]: p for p in read_csv(path)}
+            for r in rows:
+                r.update({k: v for k, v in by_run.get(r.get("run"), {}).items() if k != "run"})
     return rows
 
 
@@ -266,6 +281,34 @@ def load_testbed(raw):
             done = bool(fnum(r.get("completion_s")))
             out.setdefault(r["scenario"], {})[(r["label"], r["contender"])] = (
                 fnum(r.get("goodput_mbps")), done, (meta.get("commit") or "")[:7])
+    return out
+
+
+def load_timelines(raw, scenario):
+    """The testbed rows of `scenario` that carry a timeline (braid-testbed --timeline), from the
+    JSON files, each with its point's commit and, for braid's rows, the per-path statistics
+    written beside them (`<point>.stats.jsonl`, braid forward --stats-json): the timeouts."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(raw, "testbed", scenario, "*.json"))):
+        if path.endswith(".meta.json"):
+            continue
+        base = path[: -len(".json")]
+        meta = {}
+        if os.path.exists(base + ".meta.json"):
+            with open(base + ".meta.json") as f:
+                meta = json.load(f)
+        timeouts = None
+        if os.path.exists(base + ".stats.jsonl"):
+            with open(base + ".stats.jsonl") as f:
+                lines = [json.loads(x) for x in f if x.strip()]
+            timeouts = max((sum(p.get("timeouts", 0) for p in x.get("paths", [])) for x in lines), default=None)
+        with open(path) as f:
+            for r in json.load(f):
+                if not r.get("timeline"):
+                    continue
+                r["commit"] = (meta.get("commit") or "")[:7]
+                r["stats_timeouts"] = timeouts if r["contender"].startswith("ext:") else None
+                out.append(r)
     return out
 
 
@@ -372,7 +415,8 @@ class Report:
                "(`--mode braid`), shown beside it.")
         self.w("- Testbed rows (namespace testbed, real sockets, `docs/results/raw/testbed/`) are shown where the "
                "matrix measured the mode, with the commit they were measured at; they are older than some of "
-               "the fixes below and are not used in the verdicts.")
+               "the fixes below and are not used in the verdicts, except those of the testbed's own experiments "
+               "(ctcp-table4-testbed, and ctcp-recovery beside the simulator).")
         self.w()
 
     def summary(self):
@@ -421,7 +465,6 @@ class Report:
         if commits:
             self.w(f"Testbed rows measured at {', '.join(commits)} (one run per point).")
             self.w()
-        self.ctcp_testbed_runs()
         v = ratio_verdict(ratios)
         lo = min((r for r in ratios if r is not None), default=None)
         gain = min(over_tcp, default=None)
@@ -430,9 +473,12 @@ class Report:
                      f"Lowest ctcp / paper {fmt(lo)}; ctcp ≥ {fmt(gain, 1)} × the tcp model at every p ≥ 1 % "
                      "(the paper: 4.1–29 × TCP).")
 
-    def ctcp_testbed_runs(self):
+    def ctcp_table4_testbed(self):
         """The project's testbed target for CTCP on one path: ≥ 13.5 Mbit/s (the paper's lowest
         CTCP, at 4–5 %) at 1–5 % loss in every run, three runs (loss seeds) per point."""
+        paper, exp = "CTCP (002)", "ctcp-table4-testbed"
+        self.w(f"### {exp}")
+        self.w()
         runs = self.tb.get(CTCP_RUNS_SCENARIO, {})
         by_p = OrderedDict()
         bbr = {}
@@ -445,32 +491,132 @@ class Report:
                 by_p.setdefault(p, []).append((vals.get("seed", "?"), g, done))
             elif contender == "bbr":
                 bbr.setdefault(p, []).append(g)
-        self.w(f"Testbed, three runs per point (`scenarios/testbed/{CTCP_RUNS_SCENARIO}.toml`, loss seeds 1–3, "
-               "braid's ctcp mode as an external contender beside kernel bbr, 15 s limit; rows in "
-               f"`docs/results/raw/testbed/{CTCP_RUNS_SCENARIO}/`). Target: ≥ {CTCP_RUNS_TARGET:g} Mbit/s (the "
-               "paper's lowest CTCP, at 4–5 %) at 1–5 % loss in every run.")
+        self.w(f"Setting: Table IV's path on the namespace testbed, three runs per point "
+               f"(`scenarios/testbed/{CTCP_RUNS_SCENARIO}.toml`, loss seeds 1–3, braid's ctcp mode as an external "
+               "contender beside kernel bbr, 15 s limit; rows in "
+               f"`docs/results/raw/testbed/{CTCP_RUNS_SCENARIO}/`, each point's command in its `.meta.json`; "
+               f"`scripts/testbed-matrix.sh --only {CTCP_RUNS_SCENARIO}`). Target: ≥ {CTCP_RUNS_TARGET:g} Mbit/s "
+               "(the paper's lowest CTCP, at 4–5 %) at 1–5 % loss in every run.")
         self.w()
         if not by_p:
             self.w("No rows yet: run the command in the scenario file.")
             self.w()
+            self.verdicts.append((paper, exp, NOT_RUN))
             return
         self.w("| p | ctcp, each run (seed: Mbit/s) | lowest | kernel bbr, mean |")
         self.w("|---:|---|---:|---:|")
         total = met = 0
+        medians_met = True
         for p, rs in sorted(by_p.items()):
             rs.sort(key=lambda r: r[0])
             total += len(rs)
-            met += sum(1 for _, g, done in rs if g is not None and done and g >= CTCP_RUNS_TARGET)
+            ok = [g is not None and done and g >= CTCP_RUNS_TARGET for _, g, done in rs]
+            met += sum(ok)
+            medians_met &= sum(ok) * 2 > len(ok)
             cells = ", ".join(f"{seed}: {fmt(g)}{'' if done else '*'}" for seed, g, done in rs)
             low = min((g for _, g, _ in rs if g is not None), default=None)
             b = [x for x in bbr.get(p, []) if x is not None]
             self.w(f"| {p * 100:g} % | {cells} | {fmt(low)} | {fmt(statistics.mean(b) if b else None)} |")
         self.w()
         commits = self.testbed_commits(CTCP_RUNS_SCENARIO)
+        loads = self.testbed_loads(CTCP_RUNS_SCENARIO)
         self.w(f"Target ≥ {CTCP_RUNS_TARGET:g} Mbit/s in every run: **{'met' if met == total else 'not met'}** "
-               f"({met} of {total} runs; `*` = unfinished at the limit){'; measured at ' + ', '.join(commits) if commits else ''}. "
-               "Not a verdict on the paper (the verdicts use the simulator's rows).")
+               f"({met} of {total} runs; `*` = unfinished at the limit)"
+               f"{'; measured at ' + ', '.join(commits) if commits else ''}"
+               f"{'; load average (1 min) at the points’ starts ' + loads if loads else ''}.")
         self.w()
+        v = REPRODUCED if met == total else PARTLY if medians_met else NOT
+        self.verdict(paper, exp, v, f"reproduced when every run is ≥ {CTCP_RUNS_TARGET:g} Mbit/s; partly when "
+                     "most runs at every point are; not otherwise.", "")
+
+    def ctcp_recovery(self):
+        """The target's second half: after a burst of timeouts, back to ≥ 0.8 × the rate within
+        5 s, in the simulator and on the testbed, on the same scenario file."""
+        paper, exp = "CTCP (002)", CTCP_RECOVERY_SCENARIO
+        start, end = CTCP_OUTAGE
+        self.w(f"### {exp}")
+        self.w()
+        self.w(f"Setting: Table IV's path (20 Mbit/s, 100 ms RTT, one-BDP queue, random loss p on the data "
+               f"direction) with its ACK direction dark from {start:g} s to {end:g} s "
+               f"(`scenarios/testbed/{exp}.toml`, a 30 MB transfer): the sender's probe timeout, ~1.5 × srtt, "
+               "doubles with each one in a row, so it times out about twice before the ACKs return, and "
+               "Algorithm 2 restarts slow start each time. Target: back to ≥ "
+               f"{RECOVERY_SHARE:g} × its rate within {RECOVERY_BY:g} s after the burst, in every run. Rule, the same "
+               f"for the simulator and the testbed: its rate = goodput over the {RECOVERY_BEFORE:g} s before the "
+               f"outage; back = the end of the first {RECOVERY_WINDOW:g}-s window (on a 100 ms grid) starting at or "
+               f"after the outage's end that delivers ≥ {RECOVERY_SHARE:g} × that rate, counted from the outage's "
+               "end. The paper has no such experiment: its testbed shows CTCP holding its rate over a run, "
+               "not a measured outage.")
+        self.w()
+        results = []  # (where, back) of every ctcp run
+        rows = self.rows(exp)
+        if rows:
+            self.source_line(exp, rows)
+            self.w("Simulator (time zero = the connection's start; `timeouts` = the run's probe timeouts):")
+            self.w()
+            self.w("| p | mode | seed | rate before | back after | least 1-s window until back | timeouts |")
+            self.w("|---:|---|---:|---:|---:|---:|---:|")
+            for pt in rows.points:
+                p = fnum(parse_point(pt).get("wifi.loss"))
+                for mode in ("ctcp", "braid"):
+                    for r in rows.runs(pt, mode):
+                        back = fnum(r.get("back_s"))
+                        if mode == "ctcp":
+                            results.append(("sim", back))
+                        self.w(f"| {p * 100:g} % | {mode} | {r['seed']} | {fmt(fnum(r.get('rate_before_mbps')))} | "
+                               f"{'never' if back is None else f'{back:.1f} s'} | "
+                               f"{fmt(fnum(r.get('least_window_mbps')))} | {r.get('timeouts') or '—'} |")
+            self.w()
+        else:
+            self.w(f"No simulator rows in `docs/results/repro/{exp}/`: run `scripts/reproduce.py --only {exp}`.")
+            self.w()
+        tl = load_timelines(self.raw, exp)
+        if tl:
+            commits = sorted({r["commit"] for r in tl if r["commit"]})
+            loads = self.testbed_loads(exp)
+            self.w(f"Testbed (`scripts/testbed-matrix.sh --only {exp}`; rows with `--timeline`, the bytes at the sink "
+                   f"every 100 ms, in `docs/results/raw/testbed/{exp}/`; time zero = the links' start, the sender "
+                   "connects about 0.6 s later; `timeouts` from braid's per-path statistics beside the rows, "
+                   "`braid forward --stats-json`; measured at "
+                   f"{', '.join(commits) or 'an unrecorded commit'}"
+                   f"{', load average (1 min) ' + loads + ' at the points’ starts' if loads else ''}):")
+            self.w()
+            self.w("| p | contender | seed | rate before | back after | least 1-s window until back | timeouts | completion |")
+            self.w("|---:|---|---:|---:|---:|---:|---:|---:|")
+            tl.sort(key=lambda r: (fnum(parse_point(r["label"]).get("wifi.loss")) or 0, r["contender"], r["seed"]))
+            for r in tl:
+                p = fnum(parse_point(r["label"]).get("wifi.loss"))
+                rate, back, least = recovery([tuple(x) for x in r["timeline"]], start, end)
+                if r["contender"] == "ext:braid-ctcp":
+                    results.append(("testbed", back))
+                done = r.get("completion_s")
+                self.w(f"| {p * 100:g} % | {r['contender']} | {r['seed']} | {fmt(rate)} | "
+                       f"{'never' if back is None else f'{back:.1f} s'} | {fmt(least)} | "
+                       f"{'—' if r.get('stats_timeouts') is None else r['stats_timeouts']} | "
+                       f"{'—' if done is None else f'{done:.1f} s'} |")
+            self.w()
+        else:
+            self.w(f"No testbed rows yet: `scripts/testbed-matrix.sh --only {exp}`.")
+            self.w()
+        if not results:
+            self.verdicts.append((paper, exp, NOT_RUN))
+            return
+        ok = {w: [b is not None and b <= RECOVERY_BY for ww, b in results if ww == w] for w in ("sim", "testbed")}
+        every = {w: bool(v) and all(v) for w, v in ok.items()}
+        v = REPRODUCED if every["sim"] and every["testbed"] else PARTLY if any(every.values()) else NOT
+        said = "; ".join(f"{w}: {sum(v)} of {len(v)} ctcp runs back within {RECOVERY_BY:g} s" for w, v in ok.items() if v)
+        self.verdict(paper, exp, v, f"reproduced when every ctcp run, in the simulator and on the testbed, is back "
+                     f"within {RECOVERY_BY:g} s; partly when every run of one of them is; not otherwise.", said + ".")
+
+    def testbed_loads(self, scenario):
+        """The range of the 1-min load average at the start of the scenario's points (.meta.json)."""
+        xs = []
+        for path in glob.glob(os.path.join(self.raw, "testbed", scenario, "*.meta.json")):
+            with open(path) as f:
+                x = fnum((json.load(f).get("load_before") or "").split(" ")[0])
+            if x is not None:
+                xs.append(x)
+        return f"{min(xs):.1f}–{max(xs):.1f}" if xs else ""
 
     def ctcp_table5(self):
         paper, exp = "CTCP (002)", "ctcp-table5"
@@ -1396,6 +1542,8 @@ class Report:
         self.w("## CTCP: Coded TCP using multiple paths (Kim, Médard et al.)")
         self.w()
         self.ctcp_table4()
+        self.ctcp_table4_testbed()
+        self.ctcp_recovery()
         self.ctcp_table5()
         self.w("## FMTCP: fountain-code multipath TCP (Cui et al.)")
         self.w()
@@ -1495,6 +1643,8 @@ def run_experiment(name, results, sim):
         if os.path.exists(ts):
             if e.get("phases"):
                 write_phases(ts, os.path.join(dest, "phases.csv"), e["phases"])
+            if e.get("outage"):
+                write_recovery(ts, os.path.join(dest, "recovery.csv"), e["outage"])
             os.remove(ts)
         # A video run writes its rows to video.csv; summary.csv is then a header alone.
         summary = os.path.join(dest, "summary.csv")
@@ -1538,6 +1688,66 @@ def phase_goodput(timeseries, phases):
             xs = [g for t, g in series.items() if t > start and (end is None or t <= end)]
             out[run_id][name] = statistics.mean(xs) if xs else None
     return out
+
+
+def bytes_at(series, t):
+    """Bytes delivered by time `t`, linear between the samples of `series` ((s, bytes), by time)."""
+    if not series or t <= series[0][0]:
+        return series[0][1] if series else 0.0
+    for (t0, b0), (t1, b1) in zip(series, series[1:]):
+        if t <= t1:
+            return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
+    return series[-1][1]
+
+
+def recovery(series, start, end):
+    """Recovery from an outage [start, end] (s) of a transfer whose delivered bytes are `series`
+    ((s, bytes), increasing, ending with the transfer): (rate before, Mbit/s; back, s after the
+    outage's end, or None if no window made it by the series' end; the least 1-s window's goodput
+    from the outage's end to `back`, Mbit/s). Rule: RECOVERY_* above."""
+    if not series or series[0][0] > start - RECOVERY_BEFORE:
+        return None, None, None
+    rate = (bytes_at(series, start) - bytes_at(series, start - RECOVERY_BEFORE)) * 8 / RECOVERY_BEFORE / 1e6
+    last = series[-1][0]
+    least = None
+    k = 0
+    while True:
+        w0 = end + k * 0.1
+        w1 = w0 + RECOVERY_WINDOW
+        if w1 > last + 1e-9:
+            return rate, None, least
+        got = (bytes_at(series, w1) - bytes_at(series, w0)) * 8 / RECOVERY_WINDOW / 1e6
+        least = got if least is None else min(least, got)
+        if got >= RECOVERY_SHARE * rate:
+            return rate, round(w1 - end, 3), least
+        k += 1
+
+
+def sim_series(timeseries):
+    """run → [(s, bytes delivered)] from braid-sim's timeseries.csv (100 ms bins; the goodput
+    column is the run's, repeated on each path's row)."""
+    bins = OrderedDict()
+    for r in timeseries:
+        t, g = fnum(r.get("time_s")), fnum(r.get("goodput_mbps"))
+        if t is not None and g is not None:
+            bins.setdefault(r["run"], OrderedDict())[t] = g
+    out = OrderedDict()
+    for run_id, by_t in bins.items():
+        total, series = 0.0, [(0.0, 0.0)]
+        for t, g in by_t.items():
+            total += g * 1e6 * 0.1 / 8
+            series.append((round(t + 0.1, 3), total))
+        out[run_id] = series
+    return out
+
+
+def write_recovery(timeseries_path, dest, outage):
+    with open(dest, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "rate_before_mbps", "back_s", "least_window_mbps"])
+        for run_id, series in sim_series(read_csv(timeseries_path)).items():
+            rate, back, least = recovery(series, *outage)
+            w.writerow([run_id] + ["" if v is None else f"{v:.6g}" for v in (rate, back, least)])
 
 
 def write_phases(timeseries_path, dest, phases):

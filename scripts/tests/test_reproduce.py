@@ -4,6 +4,7 @@ Run: python3 -m unittest discover -s scripts/tests (or this file)."""
 
 import importlib.util
 import io
+import json
 import os
 import sys
 import tempfile
@@ -137,9 +138,53 @@ class Reproduce(unittest.TestCase):
                               f'ctcp-table4-runs,"{label}",{seed},bbr,7.0,14.0,bulk,']
             with open(os.path.join(d, "runs.csv"), "w") as f:
                 f.write("\n".join(lines) + "\n")
-            _, text = fx.run()
+            rep, text = fx.run()
             self.assertIn("| 5 % | 1: 14.00, 2: 14.00, 3: 12.50 | 12.50 | 14.00 |", text)
             self.assertIn("in every run: **not met** (5 of 6 runs", text)
+            # Two of three runs at 5 % meet it: partly.
+            self.assertIn(("CTCP (002)", "ctcp-table4-testbed", rp.PARTLY), rep.verdicts)
+
+    def test_recovery_after_an_outage(self):
+        # 20 Mbit/s until 5 s, nothing to 6 s, 10 Mbit/s to 7 s, 18 after; the outage 5-5.5 s.
+        series, total = [(0.0, 0.0)], 0.0
+        for i in range(150):
+            t = i / 10
+            total += (20 if t < 5 else 0 if t < 6 else 10 if t < 7 else 18) * 1e6 * 0.1 / 8
+            series.append((round(t + 0.1, 3), total))
+        rate, back, least = rp.recovery(series, 5.0, 5.5)
+        self.assertAlmostEqual(rate, 20.0)
+        # The first 1-s window from 5.5 s on with >= 16 Mbit/s is [6.8, 7.8]: 2.3 s after the end.
+        self.assertAlmostEqual(back, 2.3)
+        self.assertAlmostEqual(least, 5.0)
+        # Never back before the series ends.
+        self.assertIsNone(rp.recovery(series[:70], 5.0, 5.5)[1])
+
+    def test_ctcp_recovery_verdict_from_the_sim_and_testbed_rows(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            write(fx.results, "ctcp-recovery", [row("ctcp-recovery", "seed=1 path.wifi.loss=0.01", "ctcp", 15.0,
+                                                    timeouts=2, run=0)])
+            with open(os.path.join(fx.results, "ctcp-recovery", "recovery.csv"), "w") as f:
+                f.write("run,rate_before_mbps,back_s,least_window_mbps\n0,17.5,1.2,3.0\n")
+            d = os.path.join(fx.raw, "testbed", "ctcp-recovery")
+            os.makedirs(d)
+            # Testbed: 18 Mbit/s, nothing from 5 s to 6 s, then 18 again: [5.8, 6.8] is the first window back.
+            timeline, total = [], 0.0
+            for i in range(120):
+                t = i / 10
+                timeline.append([round(t, 3), total])
+                total += (0 if 5 <= t < 6 else 18) * 1e6 * 0.1 / 8
+            rows = [{"label": "seed=1 path.wifi.loss=0.01", "seed": 1, "contender": "ext:braid-ctcp",
+                     "completion_s": 12.0, "timeline": timeline}]
+            with open(os.path.join(d, "seed=1_path.wifi.loss=0.01.json"), "w") as f:
+                json.dump(rows, f)
+            with open(os.path.join(d, "seed=1_path.wifi.loss=0.01.stats.jsonl"), "w") as f:
+                f.write('{"t":1.0,"paths":[{"timeouts":0}]}\n{"t":6.0,"paths":[{"timeouts":2}]}\n')
+            rep, text = fx.run()
+            v = {exp: verdict for _, exp, verdict in rep.verdicts}
+            self.assertEqual(v["ctcp-recovery"], rp.REPRODUCED)
+            self.assertIn("| 1 % | ext:braid-ctcp | 1 | 18.00 | 1.3 s | 9.00 | 2 | 12.0 s |", text)
+            self.assertIn("| 1 % | ctcp | 1 | 17.50 | 1.2 s | 3.00 | 2 |", text)
 
     def test_sato_headline_and_trends(self):
         with tempfile.TemporaryDirectory() as tmp:
