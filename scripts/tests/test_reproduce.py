@@ -216,8 +216,8 @@ class Reproduce(unittest.TestCase):
             keys = dict(transient_mbps=28.0, steady_mbps=35.0, bottleneck_carried=0.9, timeouts=30)
             with open(os.path.join(d, "rows.jsonl"), "w") as f:
                 for seed, g, fr in ((1, 32.0, 1800), (2, 34.0, 2000)):
-                    f.write(rp.json.dumps(dict(sack=False, seed=seed, goodput_mbps=g, fast_recoveries=fr, **keys)) + "\n")
-                f.write(rp.json.dumps(dict(sack=True, seed=1, goodput_mbps=46.0, fast_recoveries=90, **keys)) + "\n")
+                    f.write(json.dumps(dict(sack=False, seed=seed, goodput_mbps=g, fast_recoveries=fr, **keys)) + "\n")
+                f.write(json.dumps(dict(sack=True, seed=1, goodput_mbps=46.0, fast_recoveries=90, **keys)) + "\n")
             rep, text = fx.run()
             v = {exp: verdict for _, exp, verdict in rep.verdicts}
             self.assertEqual(v["sato-dumbbell"], rp.REPRODUCED)

@@ -1,0 +1,1 @@
+"""scripts/reproduce.py's modules (docs/REPRODUCTION.md from rows); see that script."""

@@ -1,0 +1,190 @@
+"""Reading rows: the simulator's (averaged over seeds per point and mode), the testbed's, and
+recovery from an outage in a series of delivered bytes."""
+
+import glob
+import json
+import os
+import statistics
+from collections import OrderedDict
+
+from .common import fnum, parse_point, read_csv, same_value
+from .papers import RECOVERY_BEFORE, RECOVERY_SHARE, RECOVERY_WINDOW
+
+
+class Rows:
+    """The simulator rows of one experiment, averaged over seeds per (point, mode)."""
+
+    def __init__(self, rows):
+        # braid-sim labels a point with its seed too (`seed=2 path.wifi.loss=0.01`): the seed is a
+        # column of its own, and a point is the same point whatever the seed.
+        for r in rows:
+            r["point"] = " ".join(t for t in r["point"].split() if not t.startswith("seed="))
+        self.rows = rows
+        self.points = list(OrderedDict.fromkeys(r["point"] for r in rows))
+
+    @classmethod
+    def load(cls, results, exp):
+        """The experiment's rows: its untagged run's, and each tagged run's with `@tag` on the mode;
+        a run's phase goodputs (phases.csv beside its summary) become columns of its row."""
+        rows = []
+        for name in ("summary.csv", "video.csv"):
+            path = os.path.join(results, exp, name)
+            if os.path.exists(path):
+                rows += with_phases(read_csv(path), os.path.join(results, exp))
+        for path in sorted(glob.glob(os.path.join(results, exp, "*", "summary.csv"))):
+            tag = os.path.basename(os.path.dirname(path))
+            for r in with_phases(read_csv(path), os.path.dirname(path)):
+                r["mode"] = f"{r['mode']}@{tag}"
+                rows.append(r)
+        return cls(rows)
+
+    def __bool__(self):
+        return bool(self.rows)
+
+    def runs(self, point, mode):
+        return [r for r in self.rows if r["point"] == point and r["mode"] == mode]
+
+    def mean(self, point, mode, col="goodput_mbps"):
+        xs = [fnum(r.get(col)) for r in self.runs(point, mode)]
+        xs = [x for x in xs if x is not None]
+        return statistics.mean(xs) if xs else None
+
+    def median(self, point, mode, col="goodput_mbps"):
+        xs = [fnum(r.get(col)) for r in self.runs(point, mode)]
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
+
+    def seeds(self):
+        return sorted({r["seed"] for r in self.rows}, key=lambda s: int(s) if s.isdigit() else s)
+
+    def unfinished(self, point, mode):
+        return sum(1 for r in self.runs(point, mode) if not fnum(r.get("completion_s")) or r.get("stalled_at_s"))
+
+    def point_where(self, **want):
+        """The first point whose sweep values match `want` (values compared as numbers where they are)."""
+        for p in self.points:
+            vals = parse_point(p)
+            if all(same_value(vals.get(k), v) for k, v in want.items()):
+                return p
+        return None
+
+
+def b1_share(rows, point, mode):
+    """Mean over seeds of path 0's share of the acknowledged packets (`path_share` is `a;b`)."""
+    xs = []
+    for r in rows.runs(point, mode):
+        first = (r.get("path_share") or "").split(";")[0]
+        if fnum(first) is not None:
+            xs.append(fnum(first))
+    return statistics.mean(xs) if xs else None
+
+
+def with_phases(rows, directory):
+    """Each run's phase goodputs (phases.csv) and outage recovery (recovery.csv) as columns."""
+    for name in ("phases.csv", "recovery.csv"):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            by_run = {p["run"]: p for p in read_csv(path)}
+            for r in rows:
+                r.update({k: v for k, v in by_run.get(r.get("run"), {}).items() if k != "run"})
+    return rows
+
+
+def load_testbed(raw):
+    """Testbed rows by scenario: (label, contender) → (goodput, commit); the last run wins."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(raw, "testbed", "*", "*.csv"))):
+        meta = {}
+        mpath = path[: -len(".csv")] + ".meta.json"
+        if os.path.exists(mpath):
+            try:
+                with open(mpath) as f:
+                    meta = json.load(f)
+            except ValueError:
+                pass
+        for r in read_csv(path):
+            if (r.get("workload") or "bulk") != "bulk" or (r.get("mix") or "").strip():
+                continue
+            done = bool(fnum(r.get("completion_s")))
+            out.setdefault(r["scenario"], {})[(r["label"], r["contender"])] = (
+                fnum(r.get("goodput_mbps")), done, (meta.get("commit") or "")[:7])
+    return out
+
+
+def load_timelines(raw, scenario):
+    """The testbed rows of `scenario` that carry a timeline (braid-testbed --timeline), from the
+    JSON files, each with its point's commit and, for braid's rows, the per-path statistics
+    written beside them (`<point>.stats.jsonl`, braid forward --stats-json): the timeouts."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(raw, "testbed", scenario, "*.json"))):
+        if path.endswith(".meta.json"):
+            continue
+        base = path[: -len(".json")]
+        meta = {}
+        if os.path.exists(base + ".meta.json"):
+            with open(base + ".meta.json") as f:
+                meta = json.load(f)
+        timeouts = None
+        if os.path.exists(base + ".stats.jsonl"):
+            with open(base + ".stats.jsonl") as f:
+                lines = [json.loads(x) for x in f if x.strip()]
+            timeouts = max((sum(p.get("timeouts", 0) for p in x.get("paths", [])) for x in lines), default=None)
+        with open(path) as f:
+            for r in json.load(f):
+                if not r.get("timeline"):
+                    continue
+                r["commit"] = (meta.get("commit") or "")[:7]
+                r["stats_timeouts"] = timeouts if r["contender"].startswith("ext:") else None
+                out.append(r)
+    return out
+
+
+def bytes_at(series, t):
+    """Bytes delivered by time `t`, linear between the samples of `series` ((s, bytes), by time)."""
+    if not series or t <= series[0][0]:
+        return series[0][1] if series else 0.0
+    for (t0, b0), (t1, b1) in zip(series, series[1:]):
+        if t <= t1:
+            return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
+    return series[-1][1]
+
+
+def recovery(series, start, end):
+    """Recovery from an outage [start, end] (s) of a transfer whose delivered bytes are `series`
+    ((s, bytes), increasing, ending with the transfer): (rate before, Mbit/s; back, s after the
+    outage's end, or None if no window made it by the series' end; the least 1-s window's goodput
+    from the outage's end to `back`, Mbit/s). Rule: RECOVERY_* above."""
+    if not series or series[0][0] > start - RECOVERY_BEFORE:
+        return None, None, None
+    rate = (bytes_at(series, start) - bytes_at(series, start - RECOVERY_BEFORE)) * 8 / RECOVERY_BEFORE / 1e6
+    last = series[-1][0]
+    least = None
+    k = 0
+    while True:
+        w0 = end + k * 0.1
+        w1 = w0 + RECOVERY_WINDOW
+        if w1 > last + 1e-9:
+            return rate, None, least
+        got = (bytes_at(series, w1) - bytes_at(series, w0)) * 8 / RECOVERY_WINDOW / 1e6
+        least = got if least is None else min(least, got)
+        if got >= RECOVERY_SHARE * rate:
+            return rate, round(w1 - end, 3), least
+        k += 1
+
+
+def sim_series(timeseries):
+    """run → [(s, bytes delivered)] from braid-sim's timeseries.csv (100 ms bins; the goodput
+    column is the run's, repeated on each path's row)."""
+    bins = OrderedDict()
+    for r in timeseries:
+        t, g = fnum(r.get("time_s")), fnum(r.get("goodput_mbps"))
+        if t is not None and g is not None:
+            bins.setdefault(r["run"], OrderedDict())[t] = g
+    out = OrderedDict()
+    for run_id, by_t in bins.items():
+        total, series = 0.0, [(0.0, 0.0)]
+        for t, g in by_t.items():
+            total += g * 1e6 * 0.1 / 8
+            series.append((round(t + 0.1, 3), total))
+        out[run_id] = series
+    return out
