@@ -58,6 +58,14 @@ pub struct Row {
     /// Latency under load: probe round trips beside the transfer (the `latency` workload).
     pub probe: Option<ProbeMetrics>,
     pub tun: Option<TunMetrics>,
+    /// `--timeline`: when the first sender connected, in seconds from the links' time zero
+    /// (where the scenario's outages and changes count from).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_s: Option<f64>,
+    /// `--timeline`: (seconds from the links' time zero, bytes at the sink), every 100 ms
+    /// from the run's start to its end. JSON only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<(f64, u64)>,
 }
 
 /// One tun-workload row's metrics (crate::tun): one row per part and contender. In the row's bulk

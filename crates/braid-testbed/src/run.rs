@@ -37,7 +37,12 @@ pub struct RunOptions {
     /// Latency under load: probe round trips on a second connection beside the transfer
     /// ([`crate::probe`]).
     pub probes: bool,
+    /// Sample the bytes at the sink every [`TIMELINE_STEP`] into the row's `timeline`.
+    pub timeline: bool,
 }
+
+/// The spacing of a row's `timeline` samples.
+pub const TIMELINE_STEP: Duration = Duration::from_millis(100);
 
 pub(crate) struct Helpers(pub(crate) Vec<Child>);
 
@@ -408,8 +413,16 @@ pub fn run_one(
     let ss_file = ss_file(opts, scenario, &contender.to_string());
     let mut ss_text: Option<String> = None;
     let started = Instant::now();
+    let mut timeline = Vec::new();
+    let mut next_sample = started;
     loop {
         std::thread::sleep(Duration::from_millis(10));
+        // Times from the links' time zero, where the scenario's outages and changes count from.
+        if opts.timeline && Instant::now() >= next_sample {
+            let at = fwd.epoch.elapsed().as_secs_f64();
+            timeline.push(((at * 1e3).round() / 1e3, flow.received()));
+            next_sample += TIMELINE_STEP;
+        }
         // (time, bytes) at the first sample 2 s after the first connect: the start of the
         // steady-state window (TESTBED.md's iperf3 numbers skip the first 2 s likewise).
         flow.maybe_mark(STEADY_FROM);
@@ -425,10 +438,14 @@ pub fn run_one(
             break;
         }
     }
+    if opts.timeline {
+        timeline.push(((fwd.epoch.elapsed().as_secs_f64() * 1e3).round() / 1e3, flow.received()));
+    }
     if ss_text.is_none() {
         ss_text = Some(snapshot_ss(tb, &ss_file));
     }
     let (error, probe) = flow.stop();
+    let fwd_epoch = fwd.epoch;
     let fwd_stats = fwd.finish();
     let after = counters(tb, paths)?;
     let (tx, rx, tun_drops) = counter_delta(&before, &after);
@@ -472,6 +489,8 @@ pub fn run_one(
         forwarders: fwd_stats,
         workload: if opts.probes { "latency" } else { "bulk" }.into(),
         probe,
+        connect_s: opts.timeline.then(|| t0.saturating_duration_since(fwd_epoch).as_secs_f64()),
+        timeline,
         ..Row::default()
     })
 }

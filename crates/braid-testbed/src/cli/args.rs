@@ -156,6 +156,10 @@ struct RunArgs {
     /// in `ss`, and (multipath) used every path.
     #[arg(long)]
     assert_setup: bool,
+    /// bulk: record the bytes at the sink every 100 ms (the row's `timeline`, JSON only), to
+    /// see a transfer through a scenario's outages and changes.
+    #[arg(long)]
+    timeline: bool,
 }
 
 /// The flags of `check`.
@@ -195,6 +199,8 @@ pub struct Args {
     pub json: Option<PathBuf>,
     pub out_dir: Option<PathBuf>,
     pub assert_setup: bool,
+    /// `--timeline`: bulk rows carry the bytes at the sink every 100 ms.
+    pub timeline: bool,
     pub workload: Option<Workload>,
     pub wopts: WorkloadOptions,
     /// `--video-duration` given (else the scenario's `duration`, else 30 s).
@@ -296,6 +302,7 @@ fn resolve(r: RunArgs, matches: &ArgMatches) -> Result<Args, String> {
         json: r.json,
         out_dir: r.out_dir,
         assert_setup: r.assert_setup,
+        timeline: r.timeline,
         workload: r.workload,
         wopts,
         video_duration_set: r.video_duration.is_some(),

@@ -43,6 +43,7 @@ pub fn run(a: &Args) -> Result<(), String> {
             limit: a.limit.or(scenario.duration).unwrap_or(Duration::from_secs(120)),
             out_dir: out_dir.clone(),
             probes: workload == Workload::Latency,
+            timeline: a.timeline,
         };
         run_point(a, scenario, workload, &contenders, &opts, &mut rows)?;
     }

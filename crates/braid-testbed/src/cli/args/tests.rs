@@ -102,6 +102,7 @@ fn every_flag_reaches_its_option() {
         "--pings",
         "7",
         "--assert-setup",
+        "--timeline",
     ])
     .unwrap();
     assert_eq!((a.transfer, a.limit), (Some(3_000_000), Some(Duration::from_secs(30))), "the last --limit");
@@ -117,13 +118,13 @@ fn every_flag_reaches_its_option() {
     assert_eq!(a.tun.parts, [Part::Udp, Part::Ping]);
     assert_eq!((a.tun.stream.rate_bps, a.tun.stream.size, a.tun.pings), (2e6, 500, 7));
     assert_eq!(a.tun.stream.duration, Duration::from_secs(3));
-    assert!(a.assert_setup);
+    assert!(a.assert_setup && a.timeline);
     let d = args(&[]).unwrap();
     assert_eq!(
         (d.wopts.video.deadline, d.tun.stream.deadline),
         (Duration::from_millis(200), Duration::from_millis(150))
     );
-    assert!(!d.video_duration_set && d.workload.is_none() && d.contenders.is_none());
+    assert!(!d.video_duration_set && d.workload.is_none() && d.contenders.is_none() && !d.timeline);
 }
 
 /// A wrong flag or value is named, with what it should be.
