@@ -85,7 +85,7 @@ class CtcpSections:
                "(the paper's lowest CTCP, at 4–5 %) at 1–5 % loss in every run.")
         self.w()
         if not by_p:
-            self.w("No rows yet: run the command in the scenario file.")
+            self.w(f"No rows yet: `scripts/testbed-matrix.sh --only {CTCP_RUNS_SCENARIO}`.")
             self.w()
             self.verdicts.append((paper, exp, NOT_RUN))
             return
