@@ -64,6 +64,60 @@ async fn follow_path_mtu(conn: Connection, name: String, cap: Option<u16>, v6: b
     }
 }
 
+/// The datagram sender's drops and waits, for the exit and `--stats-every` lines: why datagrams were
+/// dropped before they were sent, how long they waited, and what held them.
+fn sender_counts(d: &braid_runtime::DatagramStats) -> String {
+    format!(
+        "{} queue full, {} expired, {} hopeless; {} waited over 10 ms, {} over 50 ms, longest {:.1} ms; \
+         held {} ms by windows, {} ms by pacers, {} ms by the host",
+        d.dropped_full,
+        d.dropped_expired,
+        d.dropped_hopeless,
+        d.waited_10ms,
+        d.waited_50ms,
+        d.wait_max_us as f64 / 1000.0,
+        d.blocked_window_us / 1000,
+        d.blocked_pacer_us / 1000,
+        d.blocked_host_us / 1000
+    )
+}
+
+/// `--stats-every`: every `every`, the datagram counters so far and each path's state.
+async fn stats_lines(conn: Connection, every: std::time::Duration) {
+    let start = std::time::Instant::now();
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let d = conn.datagram_stats();
+        let paths: Vec<String> = conn
+            .paths()
+            .iter()
+            .map(|p| {
+                format!(
+                    "path {}: srtt {:.1} ms, cwnd {}, loss {:.3}, {} sent, {} lost",
+                    p.id,
+                    p.srtt.as_secs_f64() * 1e3,
+                    p.cwnd,
+                    p.loss,
+                    p.stats.packets_sent,
+                    p.stats.packets_lost
+                )
+            })
+            .collect();
+        eprintln!(
+            "braid: tunnel stats at {:.1} s: {} datagrams sent, {} queued, {} repairs, {} dropped ({}); {}",
+            start.elapsed().as_secs_f64(),
+            d.sent,
+            d.queued,
+            d.repairs_sent,
+            d.dropped,
+            sender_counts(&d),
+            paths.join("; ")
+        );
+    }
+}
+
 /// `braid tun`'s own options.
 #[derive(clap::Args, Clone)]
 pub struct TunOpts {
@@ -79,6 +133,10 @@ pub struct TunOpts {
     /// (default route mode; IPv6 too when the tunnel has it).
     #[arg(long = "route", value_name = "PREFIX|all")]
     pub routes: Vec<String>,
+    /// Print the datagram counters and each path's state every this many seconds (the same
+    /// counters as the exit line).
+    #[arg(long, value_name = "SECONDS")]
+    pub stats_every: Option<f64>,
 }
 
 type Flows = Arc<Mutex<HashMap<u32, mpsc::Sender<Vec<u8>>>>>;
@@ -296,6 +354,11 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
     let mut control_byte = [0u8; 1];
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| fail(format!("signals: {e}")))?;
+    let stats = opts
+        .stats_every
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .filter(|s| !s.is_zero())
+        .map(|s| tokio::spawn(stats_lines(conn.clone(), s)));
     let result = loop {
         tokio::select! {
             s = stack.accept() => {
@@ -309,11 +372,14 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
         }
     };
     follow.abort();
+    if let Some(t) = stats {
+        t.abort();
+    }
     let d = conn.datagram_stats();
     eprintln!(
         "braid: tunnel down: {} datagrams sent ({} bytes), {} repairs ({} bytes, {:.1} %; \
          {} loss-driven, {} suspected, {} on-allowance, {} delivered-anyway), {} received, \
-         {} rebuilt, {} late, {} dropped; {} messages split over several datagrams; {} packets dropped as spoofed",
+         {} rebuilt, {} late, {} dropped ({}); {} messages split over several datagrams; {} packets dropped as spoofed",
         d.sent,
         d.sent_bytes,
         d.repairs_sent,
@@ -327,6 +393,7 @@ pub async fn run(opts: &TunOpts, client: &ClientOpts) -> Result<(), Fail> {
         d.recovered,
         d.late,
         d.dropped,
+        sender_counts(&d),
         sender.split_messages(),
         spoofed.load(Ordering::Relaxed)
     );

@@ -38,6 +38,18 @@ pub(super) struct Datagrams {
     /// what they carried and whether the takeover allowance paid for their repairs. An ACK for
     /// one of them undoes its loss (`DatagramSender::on_suspected_delivered`).
     suspected: VecDeque<(usize, u64, SentDatagrams, bool)>,
+    /// Since when the send queue has held datagrams that could not go out, and what held them
+    /// (counted into the sender's stats at the next poll).
+    blocked: Option<(Instant, Blocked)>,
+}
+
+/// What held queued datagrams back at a poll.
+#[derive(Clone, Copy)]
+enum Blocked {
+    /// No path had room in its congestion window.
+    Window,
+    /// The chosen path's pacer releases the next packet at this time.
+    Pacer(Instant),
 }
 
 /// Packets given up for a silence that are remembered for an ACK that may still come: more
@@ -54,7 +66,25 @@ impl Datagrams {
             silent_at: Vec::new(),
             takeover_until: None,
             suspected: VecDeque::new(),
+            blocked: None,
         }
+    }
+
+    /// Counts the time since the last poll into what held the queue then, and notes what
+    /// holds it now (`None`: nothing queued, or a packet went out).
+    fn account_blocked(&mut self, now: Instant, next: Option<Blocked>) {
+        if let Some((since, why)) = self.blocked.take() {
+            let stats = &mut self.sender.stats;
+            let us = |d: Duration| d.as_micros() as u64;
+            match why {
+                Blocked::Window => stats.blocked_window_us += us(now - since),
+                Blocked::Pacer(ready) => {
+                    stats.blocked_pacer_us += us(ready.min(now) - since);
+                    stats.blocked_host_us += us(now - ready.max(since));
+                }
+            }
+        }
+        self.blocked = next.map(|why| (now, why));
     }
 
     /// Whether path `i` carried datagram packets not yet given up for its silence.
@@ -132,6 +162,7 @@ impl Connection {
             recovered: r.recovered,
             late: r.late,
             dropped: s.dropped + r.dropped,
+            queued: self.datagrams.sender.queued() as u64,
             ..*s
         }
     }
@@ -160,6 +191,14 @@ impl Connection {
     /// left out whenever some path that may carry data is not silent, even one without room
     /// now: the datagrams wait for its window rather than go where nothing answers. Only when
     /// every path is silent (a stalled peer or host, not one dead path) do they all count.
+    ///
+    /// With [`DatagramConfig::pacer_wait`] set, a datagram that has waited that long no longer
+    /// waits for the pacer, only for the window: the pacer runs at the bandwidth estimate, and
+    /// for a stream that leaves the path mostly idle that estimate is about the stream's own
+    /// rate (rate samples taken while application-limited may only raise it), so a backlog —
+    /// the datagrams a host that was not scheduled for a while hands over at once — drains
+    /// only at the pacer's margin over the stream, none in CRUISE, which paces up to 10 %
+    /// below the estimate.
     fn datagram_path(&self, now: Instant) -> Option<(usize, Instant)> {
         let mss = self.config.max_datagram as u64;
         let any_live = (0..self.paths.len()).any(|i| self.paths[i].can_send() && !self.is_silent(i, now));
@@ -172,9 +211,13 @@ impl Connection {
                 self.data_room(i)
             }
         };
+        let unpaced = self.datagrams.sender.unpaced_from();
         (0..self.paths.len())
             .filter(|&i| room(i) >= mss && !(any_live && self.is_silent(i, now)))
-            .map(|i| (i, self.paths[i].next_send.max(now)))
+            .map(|i| {
+                let paced = self.paths[i].next_send;
+                (i, unpaced.map_or(paced, |u| paced.min(u)).max(now))
+            })
             .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
     }
 
@@ -328,14 +371,20 @@ impl Connection {
         }
         self.suspect_silent_paths(now);
         if !self.datagrams.sender.has_work() {
+            self.datagrams.account_blocked(now, None);
             return None;
         }
         if let Some(t) = self.probe_silent_path(now, buf) {
             return Some(t);
         }
-        let (path, ready) = self.datagram_path(now)?;
+        let queued = self.datagrams.sender.queued() > 0;
+        let Some((path, ready)) = self.datagram_path(now) else {
+            self.datagrams.account_blocked(now, queued.then_some(Blocked::Window));
+            return None;
+        };
         let one_way = self.paths[path].rtt.smoothed() / 2;
         if ready > now || !self.datagrams.sender.wants_to_send(now, one_way) {
+            self.datagrams.account_blocked(now, queued.then_some(Blocked::Pacer(ready)));
             return None;
         }
         // The path's propagation delay, not its smoothed RTT: a datagram is only given up when
@@ -375,6 +424,7 @@ impl Connection {
             buf.clear();
             return None;
         };
+        self.datagrams.account_blocked(now, None);
         self.write_control(now, path, buf, 2, limit);
         let number = self.paths[path].next_number;
         let t = self.end_packet(now, path, buf, true, Vec::new());

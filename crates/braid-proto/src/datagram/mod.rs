@@ -38,6 +38,13 @@ pub struct DatagramConfig {
     pub max_block_len: usize,
     /// Repair per datagram. Default: adaptive ([`repair_ratio`] of the measured loss).
     pub redundancy: DatagramRedundancy,
+    /// How long a queued datagram waits for its path's pacer at most; past it, it goes out as
+    /// soon as a path's congestion window has room. Default `None`: datagrams always wait for
+    /// the pacer. The pacer runs at the bandwidth estimate, which for a stream that leaves the
+    /// path mostly idle is about the stream's own rate, so a backlog (what a host that was not
+    /// scheduled for a while hands over at once) drains only at the pacer's margin over the
+    /// stream; a bound such as 10 ms caps those waits (`braid-sim --test datagram_stalls`).
+    pub pacer_wait: Option<Duration>,
 }
 
 impl Default for DatagramConfig {
@@ -48,6 +55,7 @@ impl Default for DatagramConfig {
             recv_queue: 1024,
             max_block_len: 32,
             redundancy: DatagramRedundancy::Adaptive,
+            pacer_wait: None,
         }
     }
 }
@@ -97,6 +105,24 @@ pub struct DatagramStats {
     /// Datagrams dropped: past their deadline before they could be sent, pushed out of a full
     /// send or receive queue.
     pub dropped: u64,
+    /// Of `dropped`, at the sender: pushed out of a full send queue, past their deadline in
+    /// the queue, and given up as unable to arrive in time over the chosen path.
+    pub dropped_full: u64,
+    pub dropped_expired: u64,
+    pub dropped_hopeless: u64,
+    /// Datagrams sent after waiting in the send queue more than 10 ms, and more than 50 ms;
+    /// the longest wait, in microseconds.
+    pub waited_10ms: u64,
+    pub waited_50ms: u64,
+    pub wait_max_us: u64,
+    /// Time the send queue held datagrams that could not go out, by what held them, in
+    /// microseconds: no path had room in its congestion window; the chosen path's pacer; and
+    /// past the pacer's release while nothing was sent (the host did not run the connection).
+    pub blocked_window_us: u64,
+    pub blocked_pacer_us: u64,
+    pub blocked_host_us: u64,
+    /// Datagrams waiting in the send queue now.
+    pub queued: u64,
 }
 
 impl DatagramStats {

@@ -45,6 +45,8 @@ pub const DATAGRAM_ROOM: usize = if DATAGRAM_FRAME_OVERHEAD > REPAIR_FRAME_OVERH
 
 struct Queued {
     data: Vec<u8>,
+    /// When the application handed it over.
+    pushed: Instant,
     /// Past this it is of no use.
     expires: Instant,
     deadline_ms: u16,
@@ -153,9 +155,11 @@ impl DatagramSender {
         if self.queue.len() >= self.config.send_queue.max(1) {
             self.queue.pop_front();
             self.stats.dropped += 1;
+            self.stats.dropped_full += 1;
         }
         self.queue.push_back(Queued {
             data: data.to_vec(),
+            pushed: now,
             expires: now + deadline,
             deadline_ms: deadline.as_millis() as u16,
         });
@@ -171,11 +175,19 @@ impl DatagramSender {
         self.queue.len()
     }
 
+    /// From when the oldest datagram waiting no longer waits for the pacer
+    /// ([`DatagramConfig::pacer_wait`]), if one waits and the pacer's wait is bounded.
+    pub fn unpaced_from(&self) -> Option<Instant> {
+        Some(self.queue.front()?.pushed + self.config.pacer_wait?)
+    }
+
     /// Drops queued datagrams past their deadline.
     pub fn expire(&mut self, now: Instant) {
         let before = self.queue.len();
         self.queue.retain(|q| q.expires > now);
-        self.stats.dropped += (before - self.queue.len()) as u64;
+        let gone = (before - self.queue.len()) as u64;
+        self.stats.dropped += gone;
+        self.stats.dropped_expired += gone;
     }
 
     /// Drops queued datagrams that cannot arrive before their deadline even if sent now over a
@@ -185,7 +197,9 @@ impl DatagramSender {
         let before = self.queue.len();
         let arrival = now + one_way;
         self.queue.retain(|q| q.expires > arrival);
-        self.stats.dropped += (before - self.queue.len()) as u64;
+        let gone = (before - self.queue.len()) as u64;
+        self.stats.dropped += gone;
+        self.stats.dropped_hopeless += gone;
     }
 
     /// The earliest time something queued expires.
@@ -350,6 +364,10 @@ impl DatagramSender {
         self.takeover = (self.takeover + TAKEOVER_SHARE).min(TAKEOVER_CAP);
         self.stats.sent += 1;
         self.stats.sent_bytes += q.data.len() as u64;
+        let waited = (now - q.pushed).as_micros() as u64;
+        self.stats.waited_10ms += u64::from(waited > 10_000);
+        self.stats.waited_50ms += u64::from(waited > 50_000);
+        self.stats.wait_max_us = self.stats.wait_max_us.max(waited);
         Some(Written::Datagram { block: id, index })
     }
 
