@@ -26,9 +26,10 @@
 //!   yielding to it would starve braid. Beside such a queue a loss cut keeps 0.85 of braid's rate
 //!   at the RTT the queue sets (a window at the minimum RTT halves the rate when the queue
 //!   doubles the RTT), and a competitor whose queue loses packets in most rounds (BBRv1, blind
-//!   to loss) is not yielded to at all unless the loss passes BBRv1's own policer threshold.
-//!   Competition ends only when a drain empties the queue, not in the few rounds a BBR
-//!   competitor's ProbeRTT empties it.
+//!   to loss) is not yielded to at all unless the loss passes BBRv1's own policer threshold;
+//!   once judged so, it stays so until competition ends. Competition ends only when two drains
+//!   in a row, a cycle apart, empty the queue, not in the few rounds a BBR competitor's
+//!   ProbeRTT empties it.
 //! - **Draining what it sees.** In CRUISE the pacer runs below the bandwidth estimate by the
 //!   queue the last round's smallest RTT shows (as a fraction of the min RTT, at most 10 %):
 //!   a max-filtered estimate a little above the path's rate otherwise kept a standing queue of
@@ -194,7 +195,11 @@ pub struct ModelCc {
     /// that did not empty the queue.
     high_rtt_rounds: u32,
     failed_drains: u32,
+    /// Drains in a row that emptied the queue.
+    emptied_drains: u32,
     competing: bool,
+    /// The competitor was seen losing packets round after round (see `on_round_losses`).
+    blind_competitor: bool,
     /// Bytes acknowledged so far, and the count up to which samples are app-limited.
     delivered: u64,
     app_limited_until: u64,
@@ -241,7 +246,9 @@ impl ModelCc {
             round_delivered: 0,
             high_rtt_rounds: 0,
             failed_drains: 0,
+            emptied_drains: 0,
             competing: false,
+            blind_competitor: false,
             delivered: 0,
             app_limited_until: 0,
             sample_app_limited: false,
@@ -416,6 +423,7 @@ impl ModelCc {
                 let own_bdp = self.bdp().unwrap_or(0.0) + self.mss as f64;
                 if (self.in_flight as f64) <= own_bdp {
                     self.failed_drains += 1;
+                    self.emptied_drains = 0;
                     self.competing = self.failed_drains >= 2 * COMPETING_DRAINS;
                     return;
                 }
@@ -439,10 +447,20 @@ impl ModelCc {
         let high = self.down_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
         if high {
             self.failed_drains += 1;
+            self.emptied_drains = 0;
             self.competing |= self.failed_drains >= COMPETING_DRAINS;
         } else {
+            // A BBR competitor empties the queue for its ProbeRTT (200 ms and a round, every
+            // 10 s). One drain that falls there does not end competition: braid then cut its
+            // loss bound by β at the competitor's returning queue and never regrew it (beside
+            // two kernel BBR flows at 1 % loss, fair share 5 Mbit/s, its estimate fell from 6.1
+            // to 3.0 Mbit/s in the next 4 s). Drains a cycle apart that both empty it do.
             self.failed_drains = 0;
-            self.competing = false;
+            self.emptied_drains += 1;
+            if self.emptied_drains >= COMPETING_DRAINS {
+                self.competing = false;
+                self.blind_competitor = false;
+            }
         }
     }
 
@@ -455,6 +473,11 @@ impl ModelCc {
         let losses = self.round_losses;
         let packets = self.round_delivered / self.mss + losses;
         self.loss_rounds = (self.loss_rounds << 1) | u32::from(losses >= LOSSES_PER_LOSS_ROUND);
+        // Once judged, the competitor stays loss-blind until competition ends: its ProbeRTT
+        // and the refill after it bring a dozen rounds without overflow, and braid, cutting at
+        // every loss again, lost so much rate that its own rounds no longer saw two losses.
+        let recent = self.loss_rounds & ((1u32 << LOSS_HISTORY) - 1);
+        self.blind_competitor |= self.competing && recent.count_ones() >= LOSS_BLIND_ROUNDS;
         if self.loss_blind_competitor() && losses as f64 > HEAVY_LOSS * packets as f64 {
             self.cut_inflight_hi(COMPETING_BETA);
         }
@@ -494,8 +517,7 @@ impl ModelCc {
     /// A competitor's queue stands and congestion losses came in most recent rounds: the
     /// competitor does not back off on loss (see [`LOSS_BLIND_ROUNDS`]).
     fn loss_blind_competitor(&self) -> bool {
-        let recent = self.loss_rounds & ((1u32 << LOSS_HISTORY) - 1);
-        self.competing && recent.count_ones() >= LOSS_BLIND_ROUNDS
+        self.competing && self.blind_competitor
     }
 
     /// ProbeBW's phases (BBRv3 §4.6.4), on every ACK.

@@ -139,8 +139,14 @@ fn a_loss_blind_competitor_is_not_yielded_to() {
     let bound = cc.inflight_hi;
     queued_rounds(&mut cc, now + 10_000, 16, |_| 2);
     assert_eq!(cc.inflight_hi, bound, "a loss-blind competitor's losses still cut");
+    // Rounds without overflow (the competitor's ProbeRTT and its refill), then one loss a
+    // round: the competitor is still the loss-blind one, and braid does not start cutting.
+    let now = queued_rounds(&mut cc, now + 1_700_000, 16, |_| 0);
+    assert!(cc.loss_blind_competitor(), "forgotten after quiet rounds: {:#b}", cc.loss_rounds);
+    let now = queued_rounds(&mut cc, now + 10_000, 16, |_| 1);
+    assert_eq!(cc.inflight_hi, bound, "single losses after the quiet rounds cut");
     // Heavy loss (a quarter of a round's packets) cuts all the same.
-    queued_rounds(&mut cc, now + 1_700_000, 2, |_| 4);
+    queued_rounds(&mut cc, now + 10_000, 2, |_| 4);
     assert!(cc.inflight_hi < bound, "heavy loss did not cut: {:?} vs {bound:?}", cc.inflight_hi);
 
     let (mut cc, _) = settled();
@@ -154,6 +160,31 @@ fn a_loss_blind_competitor_is_not_yielded_to() {
     single.competing = true;
     queued_rounds(&mut single, 3_000_000, 16, |_| 1);
     assert!(!single.loss_blind_competitor(), "one loss a round counted: {:#b}", single.loss_rounds);
+}
+
+/// One drain that empties the queue (a BBR competitor's ProbeRTT) does not end competition,
+/// nor forget that the competitor is loss-blind; two in a row do. A drain that finds the queue
+/// again starts the count over.
+#[test]
+fn competition_ends_after_two_drains_that_empty_the_queue() {
+    let (mut cc, _) = settled();
+    let min = cc.min_rtt().unwrap();
+    // Competition begins as a drain fails, which starts the count of empty ones over.
+    cc.competing = true;
+    cc.blind_competitor = true;
+    cc.emptied_drains = 0;
+    let mut drain = |cc: &mut ModelCc, queue_ms: u64| {
+        cc.down_min_rtt = Some(min + Duration::from_millis(queue_ms));
+        cc.on_drained();
+    };
+    drain(&mut cc, 0);
+    assert!(cc.competing && cc.loss_blind_competitor(), "one empty drain ended competition");
+    drain(&mut cc, 50);
+    drain(&mut cc, 0);
+    assert!(cc.competing, "the count did not start over after a drain that found the queue");
+    drain(&mut cc, 0);
+    assert!(!cc.competing, "two empty drains in a row left competition on");
+    assert!(!cc.blind_competitor, "a later competitor inherits the verdict on this one");
 }
 
 /// A cut beside a competitor's queue keeps most of braid's rate at the RTT that queue sets
