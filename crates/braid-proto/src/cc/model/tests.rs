@@ -173,7 +173,7 @@ fn competition_ends_after_two_drains_that_empty_the_queue() {
     cc.competing = true;
     cc.blind_competitor = true;
     cc.emptied_drains = 0;
-    let mut drain = |cc: &mut ModelCc, queue_ms: u64| {
+    let drain = |cc: &mut ModelCc, queue_ms: u64| {
         cc.down_min_rtt = Some(min + Duration::from_millis(queue_ms));
         cc.on_drained();
     };
