@@ -1,11 +1,11 @@
 //! braid's adaptive redundancy.
 //!
-//! FMTCP's δ̂-completeness rule (Cui et al., Eq. 4), applied to what a block still lacks rather
-//! than to whole blocks: keep in flight the smallest number n of symbols such that, with the
-//! path's current loss estimate p, at least the missing degrees of freedom r arrive with
-//! probability ≥ 1 − δ̂:  P[Binomial(n, 1 − p) ≥ r] ≥ 1 − δ̂. Sent right after a block's sources
-//! this is proactive repair; when losses are detected, in-flight symbols drop and the same rule
-//! asks for new repairs at once — no round trip per loss beyond detection.
+//! FMTCP's δ̂-completeness rule (Cui et al., Eq. 4), sized once per block: a closed block of k
+//! sources gets a margin m, the smallest such that with the path's current loss estimate p,
+//! P[Binomial(k + m, 1 − p) ≥ k] ≥ 1 − δ̂. Sent right after a block's sources this is proactive
+//! repair. Each loss of one of the block's symbols uses up one unit of the margin, and losses
+//! beyond it are replaced one for one at once, with no round trip beyond detection
+//! (`Redundancy::deficit`).
 
 use super::{RedundancyController, SatoConfig};
 use crate::blocks::SendBlock;
