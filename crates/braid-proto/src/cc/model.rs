@@ -514,8 +514,9 @@ impl ModelCc {
         self.min_rtt().is_some_and(|min| self.latest_rtt > min + Self::delay_threshold(min))
     }
 
-    /// A competitor's queue stands and congestion losses came in most recent rounds: the
-    /// competitor does not back off on loss (see [`LOSS_BLIND_ROUNDS`]).
+    /// A competitor's queue stands and, at some point in this competition, congestion losses
+    /// came in most of 16 rounds: the competitor does not back off on loss (see
+    /// [`LOSS_BLIND_ROUNDS`]; the verdict is kept until competition ends, `on_round_losses`).
     fn loss_blind_competitor(&self) -> bool {
         self.competing && self.blind_competitor
     }
