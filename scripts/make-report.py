@@ -2,7 +2,7 @@
 """docs/RESULTS.md and its plots from the matrix's raw rows (scripts/testbed-matrix.sh).
 
 Reads RAW/testbed/<scenario>/*.csv (braid-testbed rows; each point's .meta.json beside them for
-the commit) and RAW/sim/<scenario>/<model>/summary.csv (braid-sim), and writes OUT/RESULTS.md and
+the commit; both packed in the scenario's rows.tar.gz, scripts/raw_pack.py) and RAW/sim/<scenario>/<model>/summary.csv (braid-sim), and writes OUT/RESULTS.md and
 OUT/results/*.png. Every number in the report, and every target's met / not met, is computed
 here from those rows. Rows of other workloads (a `workload` column other than bulk, e.g. web or
 video) get sections of their own; absent workloads are reported as not measured.
@@ -13,6 +13,7 @@ Usage: make-report.py [--raw docs/results/raw] [--out docs]
 import argparse
 import csv
 import glob
+import io
 import json
 import math
 import os
@@ -28,6 +29,9 @@ try:
     import matplotlib.pyplot as plt
 except ImportError:  # the tables do not need it
     plt = None
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import raw_pack  # noqa: E402  (beside this script)
 
 # The kernel contenders, and braid's default (the external contender named `braid`).
 BRAID = "ext:braid"
@@ -90,18 +94,19 @@ def read_csv(path):
 
 
 def load_testbed(raw):
-    """Testbed rows, each with `_meta` (its point's .meta.json, or {})."""
+    """Testbed rows, each with `_meta` (its point's .meta.json, or {}); read through raw_pack.Raw
+    (each scenario's rows.tar.gz and any loose files)."""
     rows = []
-    for path in sorted(glob.glob(os.path.join(raw, "testbed", "*", "*.csv"))):
+    tb = raw_pack.Raw(os.path.join(raw, "testbed"))
+    for path in tb.glob("*", "*.csv"):
         meta_path = path[: -len(".csv")] + ".meta.json"
         meta = {}
-        if os.path.exists(meta_path):
+        if tb.exists(meta_path):
             try:
-                with open(meta_path) as f:
-                    meta = json.load(f)
+                meta = json.loads(tb.read_text(meta_path))
             except ValueError:
                 meta = {}
-        for r in read_csv(path):
+        for r in csv.DictReader(io.StringIO(tb.read_text(path), newline="")):
             r["_meta"] = meta
             rows.append(r)
     return rows

@@ -6,10 +6,11 @@ contender over the same emulated paths, one after the other: the kernel's (cubic
 MPTCP cubic/bbr, 2-TCP bbr and bbr on the best single path on several) and braid's (`braid
 forward`/`braid server`, the default mode and every seed mode, as external contenders). The
 fairness scenario runs flow mixes instead. Raw rows go to RAW/testbed/<scenario>/<point>.{json,csv}
-with RAW/testbed/<scenario>/<point>.meta.json (commit, seed, command, date, load); a point whose
-.meta.json records the same configuration is skipped (resume). Each run's `ss -tinM` snapshot,
-written into RAW/testbed/<scenario>/ss/, is then packed into RAW/testbed/<scenario>/ss.txt
-(scripts/ss_pack.py: one text file per scenario, not one per run). Then braid-sim runs its `tcp` and
+with RAW/testbed/<scenario>/<point>.meta.json (commit, seed, command, date, load) and each run's
+`ss -tinM` snapshot in RAW/testbed/<scenario>/ss/; after every point they are packed into
+RAW/testbed/<scenario>/rows.tar.gz (scripts/raw_pack.py: one file per scenario, not hundreds), and
+a point whose .meta.json there records the same configuration is skipped (resume). Then braid-sim
+runs its `tcp` and
 `mptcp` models (cubic and bbr, as the kernel) and braid on the same scenario files with the same
 transfer and limit, into RAW/sim/<scenario>/<model>/summary.csv.
 
@@ -19,7 +20,6 @@ Usage: testbed_matrix.py [--quick] [--only SCENARIO]... [--out RAW] [--force] [-
 
 import argparse
 import datetime
-import glob
 import hashlib
 import json
 import os
@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ss_pack  # noqa: E402  (beside this script)
+import raw_pack  # noqa: E402  (beside this script)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTBED = os.path.join(ROOT, "target/release/braid-testbed")
@@ -262,9 +262,10 @@ def run_testbed(items, raw, key, force, quick):
         # key's and binaries' locations.
         config = hashlib.sha256(" ".join(cmd).replace(key, "KEY").replace(ROOT, ".").encode()).hexdigest()[:16]
         meta_file = base + ".meta.json"
-        if not force and os.path.exists(meta_file) and os.path.exists(base + ".csv"):
+        done = raw_pack.Raw(os.path.dirname(outdir))
+        if not force and done.exists(meta_file) and done.exists(base + ".csv"):
             try:
-                meta = json.load(open(meta_file))
+                meta = json.loads(done.read_text(meta_file))
                 if meta.get("config") == config and meta.get("complete"):
                     skipped += 1
                     print(f"skip {point['scenario']} {point['label']} (done {meta.get('finished')})")
@@ -272,8 +273,10 @@ def run_testbed(items, raw, key, force, quick):
             except (OSError, ValueError):
                 pass
         print(f"=== {point['scenario']} {point['label'] or '(one point)'}  (expected ~{exp:.0f} s)", flush=True)
-        for f in glob.glob(base + ".*.jsonl"):
-            os.remove(f)  # a point's own files (`client_args`' {base}) are appended to: start empty
+        stem = os.path.basename(base)
+        for f in raw_pack.point_members(os.listdir(outdir), stem):
+            if f.endswith(".jsonl"):  # a point's own files (`client_args`' {base}) are appended to
+                os.remove(os.path.join(outdir, f))
         started = time.time()
         meta = {
             "scenario": point["scenario"], "label": point["label"], "config": config,
@@ -284,13 +287,15 @@ def run_testbed(items, raw, key, force, quick):
             "command": shlex.join(cmd).replace(key, "KEY").replace(ROOT + "/", ""),
         }
         rc = subprocess.run(cmd).returncode
-        ss_pack.pack(outdir)
         meta.update({
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1), "exit": rc, "complete": rc == 0,
         })
         with open(meta_file, "w") as f:
             json.dump(meta, f, indent=1)
+        # A finished run's files replace all of the point's earlier ones; a failed run's replace
+        # those it wrote.
+        raw_pack.pack(outdir, point=stem if rc == 0 else None)
         if rc == 130 or rc < 0:
             print("interrupted; rerun the same command to resume", file=sys.stderr)
             sys.exit(130)

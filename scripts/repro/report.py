@@ -1,6 +1,5 @@
 """The report: docs/REPRODUCTION.md's header, verdict table and each paper's sections, in order."""
 
-import glob
 import json
 import os
 from collections import OrderedDict
@@ -10,7 +9,7 @@ from .ctcp import CtcpSections
 from .dfec import DfecSections
 from .experiments import EXPERIMENTS
 from .fmtcp import FmtcpSections
-from .rows import Rows, load_testbed
+from .rows import Rows, load_testbed, testbed_files
 from .sato import SatoSections
 from .verdicts import NOT_RUN
 
@@ -73,9 +72,9 @@ class Report(CtcpSections, FmtcpSections, DfecSections, SatoSections):
     def testbed_loads(self, scenario):
         """The range of the 1-min load average at the start of the scenario's points (.meta.json)."""
         xs = []
-        for path in glob.glob(os.path.join(self.raw, "testbed", scenario, "*.meta.json")):
-            with open(path) as f:
-                x = fnum((json.load(f).get("load_before") or "").split(" ")[0])
+        tb = testbed_files(self.raw)
+        for path in tb.glob(scenario, "*.meta.json"):
+            x = fnum((json.loads(tb.read_text(path)).get("load_before") or "").split(" ")[0])
             if x is not None:
                 xs.append(x)
         return f"{min(xs):.1f}–{max(xs):.1f}" if xs else ""

@@ -1,11 +1,15 @@
 """Reading rows: the simulator's (averaged over seeds per point and mode), the testbed's, and
 recovery from an outage in a series of delivered bytes."""
 
+import csv
 import glob
+import io
 import json
 import os
 import statistics
 from collections import OrderedDict
+
+import raw_pack  # scripts/raw_pack.py (reproduce.py puts scripts/ on the path)
 
 from .common import fnum, parse_point, read_csv, same_value
 from .papers import RECOVERY_BEFORE, RECOVERY_SHARE, RECOVERY_WINDOW
@@ -90,19 +94,24 @@ def with_phases(rows, directory):
     return rows
 
 
+def testbed_files(raw):
+    """RAW/testbed as the matrix left it: each scenario's rows.tar.gz with any loose files over it."""
+    return raw_pack.Raw(os.path.join(raw, "testbed"))
+
+
 def load_testbed(raw):
     """Testbed rows by scenario: (label, contender) → (goodput, commit); the last run wins."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(raw, "testbed", "*", "*.csv"))):
+    tb = testbed_files(raw)
+    for path in tb.glob("*", "*.csv"):
         meta = {}
         mpath = path[: -len(".csv")] + ".meta.json"
-        if os.path.exists(mpath):
+        if tb.exists(mpath):
             try:
-                with open(mpath) as f:
-                    meta = json.load(f)
+                meta = json.loads(tb.read_text(mpath))
             except ValueError:
                 pass
-        for r in read_csv(path):
+        for r in csv.DictReader(io.StringIO(tb.read_text(path), newline="")):
             if (r.get("workload") or "bulk") != "bulk" or (r.get("mix") or "").strip():
                 continue
             done = bool(fnum(r.get("completion_s")))
@@ -116,26 +125,24 @@ def load_timelines(raw, scenario):
     JSON files, each with its point's commit and, for braid's rows, the per-path statistics
     written beside them (`<point>.stats.jsonl`, braid forward --stats-json): the timeouts."""
     out = []
-    for path in sorted(glob.glob(os.path.join(raw, "testbed", scenario, "*.json"))):
+    tb = testbed_files(raw)
+    for path in tb.glob(scenario, "*.json"):
         if path.endswith(".meta.json"):
             continue
         base = path[: -len(".json")]
         meta = {}
-        if os.path.exists(base + ".meta.json"):
-            with open(base + ".meta.json") as f:
-                meta = json.load(f)
+        if tb.exists(base + ".meta.json"):
+            meta = json.loads(tb.read_text(base + ".meta.json"))
         timeouts = None
-        if os.path.exists(base + ".stats.jsonl"):
-            with open(base + ".stats.jsonl") as f:
-                lines = [json.loads(x) for x in f if x.strip()]
+        if tb.exists(base + ".stats.jsonl"):
+            lines = [json.loads(x) for x in tb.read_text(base + ".stats.jsonl").split("\n") if x.strip()]
             timeouts = max((sum(p.get("timeouts", 0) for p in x.get("paths", [])) for x in lines), default=None)
-        with open(path) as f:
-            for r in json.load(f):
-                if not r.get("timeline"):
-                    continue
-                r["commit"] = (meta.get("commit") or "")[:7]
-                r["stats_timeouts"] = timeouts if r["contender"].startswith("ext:") else None
-                out.append(r)
+        for r in json.loads(tb.read_text(path)):
+            if not r.get("timeline"):
+                continue
+            r["commit"] = (meta.get("commit") or "")[:7]
+            r["stats_timeouts"] = timeouts if r["contender"].startswith("ext:") else None
+            out.append(r)
     return out
 
 

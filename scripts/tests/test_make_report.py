@@ -162,6 +162,20 @@ class MakeReport(unittest.TestCase):
             v = {name: verdict for name, verdict, _ in rep.targets}
             self.assertEqual(v[next(k for k in v if k.startswith("Live video"))], "not met (1 of 1)")
 
+    def test_packed_rows_give_the_same_report(self):
+        # The matrix packs each scenario's rows and meta into rows.tar.gz (scripts/raw_pack.py).
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            loose_rows = mr.load_testbed(fx.raw)
+            _, loose = fx.run()
+            self.assertEqual(mr.raw_pack.pack_all(os.path.join(fx.raw, "testbed")), 4)
+            self.assertEqual(sorted(os.listdir(os.path.join(fx.raw, "testbed", "ctcp-table4"))),
+                             [mr.raw_pack.PACKED])
+            self.assertEqual(mr.load_testbed(fx.raw), loose_rows)
+            self.assertEqual(loose_rows[0]["_meta"]["commit"], "0123456789abcdef")
+            _, packed = fx.run()
+            self.assertEqual(packed, loose)
+
     def test_no_rows_at_all(self):
         with tempfile.TemporaryDirectory() as tmp:
             with redirect_stdout(io.StringIO()):

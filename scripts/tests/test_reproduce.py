@@ -143,6 +143,12 @@ class Reproduce(unittest.TestCase):
             self.assertIn("in every run: **not met** (5 of 6 runs", text)
             # Two of three runs at 5 % meet it: partly.
             self.assertIn(("CTCP (002)", "ctcp-table4-testbed", rp.PARTLY), rep.verdicts)
+            # Packed (scripts/raw_pack.py), the rows read the same.
+            from repro import rows as repro_rows
+            repro_rows.raw_pack.pack(d)
+            self.assertFalse(os.path.exists(os.path.join(d, "runs.csv")))
+            _, packed = fx.run()
+            self.assertEqual(packed, text)
 
     def test_recovery_after_an_outage(self):
         # 20 Mbit/s until 5 s, nothing to 6 s, 10 Mbit/s to 7 s, 18 after; the outage 5-5.5 s.
@@ -180,11 +186,21 @@ class Reproduce(unittest.TestCase):
                 json.dump(rows, f)
             with open(os.path.join(d, "seed=1_path.wifi.loss=0.01.stats.jsonl"), "w") as f:
                 f.write('{"t":1.0,"paths":[{"timeouts":0}]}\n{"t":6.0,"paths":[{"timeouts":2}]}\n')
+            with open(os.path.join(d, "seed=1_path.wifi.loss=0.01.meta.json"), "w") as f:
+                json.dump({"commit": "9ccb5f0aaaa", "load_before": "0.30 0.37 1.06"}, f)
             rep, text = fx.run()
             v = {exp: verdict for _, exp, verdict in rep.verdicts}
             self.assertEqual(v["ctcp-recovery"], rp.REPRODUCED)
             self.assertIn("| 1 % | ext:braid-ctcp | 1 | 18.00 | 1.3 s | 9.00 | 2 | 12.0 s |", text)
             self.assertIn("| 1 % | ctcp | 1 | 17.50 | 1.2 s | 3.00 | 2 |", text)
+            self.assertIn("measured at 9ccb5f0, load average (1 min) 0.3–0.3", text)
+            # The same rows, meta and statistics packed into the scenario's rows.tar.gz (as the
+            # matrix leaves them) give the same report.
+            from repro import rows as repro_rows
+            self.assertEqual(repro_rows.raw_pack.pack(d), 3)
+            self.assertEqual(os.listdir(d), [repro_rows.raw_pack.PACKED])
+            _, packed = fx.run()
+            self.assertEqual(packed, text)
 
     def test_sato_headline_and_trends(self):
         with tempfile.TemporaryDirectory() as tmp:
