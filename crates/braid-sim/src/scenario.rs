@@ -63,6 +63,7 @@
 
 mod ideal;
 mod parse;
+mod values;
 mod write;
 
 use std::path::Path;
