@@ -1,6 +1,7 @@
-//! The simulator moves at least a million packets per wall-clock second on one core (release).
-//! The small version checks the workload's bookkeeping in every build; the timed version is
-//! `#[ignore]`d: run it with `cargo test --release -p braid-sim --test throughput -- --ignored`.
+//! The workload the simulator's speed is measured on (target: at least a million packets per
+//! wall-clock second on one core, release) keeps its books: every packet sent is received or
+//! lost. The measurement itself is a benchmark, not a test:
+//! `cargo run --release -p braid-sim --example sim_throughput`.
 
 mod common {
     pub mod blaster;
@@ -31,22 +32,4 @@ fn blaster_workload_accounts_for_every_packet() {
     let loss = lost as f64 / sent as f64;
     assert!((0.005..0.015).contains(&loss), "seed {SEED}: loss {loss}");
     assert_eq!(packets_moved(&net), received + acked);
-}
-
-#[test]
-#[ignore = "timed; meaningful in release only"]
-fn moves_a_million_packets_per_second() {
-    let stop = Instant::from_micros(5_000_000);
-    let mut net = network(SEED, 8, stop);
-    let started = std::time::Instant::now();
-    net.run_until(Instant::from_micros(5_100_000));
-    let wall = started.elapsed().as_secs_f64();
-    let moved = packets_moved(&net);
-    let rate = moved as f64 / wall;
-    println!("seed {SEED}: {moved} packets in {wall:.3} s = {:.2} M packets/s", rate / 1e6);
-    if cfg!(debug_assertions) {
-        println!("(debug build: no assertion)");
-    } else {
-        assert!(rate >= 1e6, "seed {SEED}: {rate:.0} packets/s");
-    }
 }
