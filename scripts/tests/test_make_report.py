@@ -136,7 +136,7 @@ class MakeReport(unittest.TestCase):
                              "not met (1 of 3)")
 
     def test_workload_rows_get_their_own_section(self):
-        # A `workload` column (helper N's web/video rows) in a file of its own.
+        # A `workload` column (the web and video workloads' rows) in a file of its own.
         with tempfile.TemporaryDirectory() as tmp:
             fx = Fixture(tmp)
             d = os.path.join(fx.raw, "testbed", "video")

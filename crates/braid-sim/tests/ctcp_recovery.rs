@@ -35,7 +35,7 @@ fn transfer(seed: u64, loss: f64, outage: bool) -> Transfer {
     Transfer::new(what, config, &[path], seed, BYTES)
 }
 
-/// Over the transfer: at least 0.65 × the ideal. And the target for CTCP on one path,
+/// Over the transfer: at least 0.65 × the ideal. And the project's target for CTCP on one path,
 /// back to 0.8 × its rate within 5 s of a burst of timeouts: its rate is the same transfer's
 /// goodput without the outage, and back means that some 1-s window (on a 100 ms grid) starting
 /// within 5 s of the outage's end delivers 0.8 × that.

@@ -15,7 +15,7 @@
 //! each frame's last byte arrives. Both are threads of this process: one clock.
 //!
 //! Metrics: share of the stream's frames complete by capture + deadline (200 ms by default, the
-//! issue's), frame latency (completion − capture) p50/p99 over all frames, a frame that never
+//! project's target), frame latency (completion − capture) p50/p99 over all frames, a frame that never
 //! arrived counting as infinitely late (p99 is then "never"). The receiver waits until the last
 //! frame's capture + deadline + 3 s at most.
 
