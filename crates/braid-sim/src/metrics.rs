@@ -334,43 +334,50 @@ impl Metrics {
     }
 
     /// `time_s,goodput_mbps` per bin.
-    pub fn write_goodput_csv(&self, mut out: impl Write) -> io::Result<()> {
-        writeln!(out, "time_s,goodput_mbps")?;
+    pub fn write_goodput_csv(&self, out: impl Write) -> io::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(["time_s", "goodput_mbps"])?;
         for (t, bps) in self.goodput_series() {
-            writeln!(out, "{:.3},{:.6}", t.as_micros() as f64 / 1e6, bps / 1e6)?;
+            w.write_record([format!("{:.3}", t.as_micros() as f64 / 1e6), format!("{:.6}", bps / 1e6)])?;
         }
-        Ok(())
+        w.flush()
     }
 
     /// `block,first_sent_us,decoded_us,delay_ms` per block, in recording order.
-    pub fn write_blocks_csv(&self, mut out: impl Write) -> io::Result<()> {
-        writeln!(out, "block,first_sent_us,decoded_us,delay_ms")?;
+    pub fn write_blocks_csv(&self, out: impl Write) -> io::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(["block", "first_sent_us", "decoded_us", "delay_ms"])?;
         for b in &self.blocks {
-            writeln!(
-                out,
-                "{},{},{},{:.3}",
-                b.block,
-                b.first_sent_us,
-                b.decoded_us,
-                b.delay_us() as f64 / 1000.0
-            )?;
+            w.write_record([
+                b.block.to_string(),
+                b.first_sent_us.to_string(),
+                b.decoded_us.to_string(),
+                format!("{:.3}", b.delay_us() as f64 / 1000.0),
+            ])?;
         }
-        Ok(())
+        w.flush()
     }
 
     /// `name,sent,sent_bytes,delivered,delivered_bytes,dropped_queue,lost,lost_outage,duplicated,max_queue_bytes`
-    /// per link recorded by [`record_network`](Self::record_network).
-    pub fn write_links_csv(&self, mut out: impl Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "name,sent,sent_bytes,delivered,delivered_bytes,dropped_queue,lost,lost_outage,duplicated,max_queue_bytes"
-        )?;
+    /// per link recorded by [`record_network`](Self::record_network); a name with a comma or a
+    /// quote is quoted.
+    pub fn write_links_csv(&self, out: impl Write) -> io::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record([
+            "name",
+            "sent",
+            "sent_bytes",
+            "delivered",
+            "delivered_bytes",
+            "dropped_queue",
+            "lost",
+            "lost_outage",
+            "duplicated",
+            "max_queue_bytes",
+        ])?;
         for l in &self.links {
             let s = &l.stats;
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{}",
-                l.name,
+            let counts = [
                 s.sent,
                 s.sent_bytes,
                 s.delivered,
@@ -379,10 +386,11 @@ impl Metrics {
                 s.lost,
                 s.lost_outage,
                 s.duplicated,
-                s.max_queue_bytes
-            )?;
+                s.max_queue_bytes,
+            ];
+            w.write_record(std::iter::once(l.name.clone()).chain(counts.iter().map(u64::to_string)))?;
         }
-        Ok(())
+        w.flush()
     }
 }
 
@@ -438,6 +446,22 @@ mod tests {
         m.write_blocks_csv(&mut csv).unwrap();
         assert!(String::from_utf8(csv).unwrap().contains("1,10000,310000,300.000"));
         assert_eq!(Metrics::new().block_stats(), None);
+    }
+
+    #[test]
+    fn link_rows_quote_a_name_with_a_comma() {
+        let mut m = Metrics::new();
+        let stats = LinkStats { sent: 10, sent_bytes: 12_000, delivered: 9, lost: 1, ..LinkStats::default() };
+        m.links.push(LinkRecord { name: "wifi,up".to_owned(), stats });
+        m.links.push(LinkRecord { name: "lte".to_owned(), stats: LinkStats::default() });
+        let mut csv = Vec::new();
+        m.write_links_csv(&mut csv).unwrap();
+        let text = String::from_utf8(csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("name,sent,sent_bytes,"));
+        assert_eq!(lines[1], "\"wifi,up\",10,12000,9,0,0,1,0,0,0");
+        assert_eq!(lines[2], "lte,0,0,0,0,0,0,0,0,0");
     }
 
     #[test]
