@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use braid_fec::CodeFamily;
+use braid_netem::units::parse_size;
 use braid_proto::cc::CcAlgorithm;
 use braid_proto::conn::Mode;
 use braid_proto::sched::SchedulerKind;
@@ -373,7 +374,8 @@ pub struct LimitOpts {
     pub max_connections: usize,
     /// Bytes of a peer's data one connection may hold (its receive windows, which start at
     /// 1 MiB and grow up to this while the application keeps up): a number with an optional
-    /// KiB, MiB or GiB. Goodput per connection is at most this per round trip.
+    /// unit (KiB, MiB, GiB; kB, MB, GB are decimal). Goodput per connection is at most this per
+    /// round trip.
     #[arg(long, value_name = "BYTES", default_value = "4MiB")]
     pub connection_memory: String,
     /// Streams a peer may open on one connection.
@@ -387,11 +389,14 @@ pub struct LimitOpts {
 
 impl LimitOpts {
     pub fn limits(&self) -> Result<Limits, Fail> {
-        let connection_memory = parse_bytes(&self.connection_memory)
+        // braid's one size grammar (braid-netem's, as in scenario files): KiB/MiB/GiB are binary,
+        // kB/MB/GB decimal.
+        let connection_memory = parse_size(&self.connection_memory)
+            .ok()
             .filter(|&b| (16 << 10..=1 << 40).contains(&b))
             .ok_or_else(|| {
                 fail(format!(
-                    "--connection-memory {}: expected 16KiB to 1TiB, as bytes or with KiB, MiB or GiB (e.g. 4MiB)",
+                    "--connection-memory {}: expected 16KiB to 1TiB, as bytes or with a unit (e.g. 4MiB)",
                     self.connection_memory
                 ))
             })?;
@@ -413,18 +418,28 @@ impl LimitOpts {
     }
 }
 
-/// `1048576`, `1024KiB`, `1MiB`, `1M`, `2GiB` (binary multiples).
-pub fn parse_bytes(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: u64 = number.parse().ok()?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" | "kb" => 10,
-        "m" | "mib" | "mb" => 20,
-        "g" | "gib" | "gb" => 30,
-        _ => return None,
-    };
-    n.checked_mul(1 << shift)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(connection_memory: &str) -> Result<Limits, String> {
+        let opts = LimitOpts {
+            max_connections: 256,
+            connection_memory: connection_memory.to_owned(),
+            max_streams: 100,
+            handshake_rate: 50,
+        };
+        opts.limits().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn connection_memory_takes_the_one_size_grammar() {
+        assert_eq!(limits("4MiB").unwrap().connection_memory, 4 << 20);
+        assert_eq!(limits("64MB").unwrap().connection_memory, 64_000_000);
+        assert_eq!(limits("1048576").unwrap().connection_memory, 1 << 20);
+        for bad in ["15KiB", "2TiB", "4M", "lots"] {
+            let e = limits(bad).unwrap_err();
+            assert!(e.contains(&format!("--connection-memory {bad}: expected 16KiB to 1TiB")), "{bad}: {e}");
+        }
+    }
 }
