@@ -228,6 +228,15 @@ def plan(quick, only):
     return items
 
 
+def load_average():
+    """/proc/loadavg's line, or "" where there is none."""
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def slug(label):
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label) or "all"
 
@@ -282,7 +291,7 @@ def run_testbed(items, raw, key, force, quick):
             "scenario": point["scenario"], "label": point["label"], "config": config,
             "commit": commit, "dirty_tree": dirty, "quick": quick,
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "load_before": open("/proc/loadavg").read().strip() if os.path.exists("/proc/loadavg") else "",
+            "load_before": load_average(),
             "kernel": os.uname().release,
             "command": shlex.join(cmd).replace(key, "KEY").replace(ROOT + "/", ""),
         }
