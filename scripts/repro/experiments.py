@@ -76,6 +76,9 @@ EXPERIMENTS = OrderedDict([
     ("sato-dumbbell", experiment("scenarios/sato-dumbbell.toml", run(["--modes", "tcp,sato", *NS3]),
                                  run(["--modes", "sato,tcp,braid"], tag="default"),
                                  phases=SATO_PHASES, links=True)),
+    # The dumbbell with smaller router buffers, where NewReno leaves more of the link idle.
+    ("sato-buffer", experiment("scenarios/sato-buffer.toml", run(["--modes", "tcp,sato", *NS3]), seeds=[1, 2, 3],
+                               links=True)),
     # The sweeps on 3 of the files' 10 seeds (28 points, each a 60 s run of 16 flows).
     ("sato-sweep-l", experiment("scenarios/sato-sweep-l.toml", run(["--modes", "sato", *NS3]), seeds=[1, 2, 3],
                                 phases=SATO_PHASES)),

@@ -7,6 +7,17 @@ import statistics
 from collections import OrderedDict
 
 from .common import fmt, fnum, parse_point, parse_rate, parse_seconds, pct, read_csv
+
+
+def point_without_seed(point):
+    """A summary row's point with its `seed=` key left out (the seeds' runs of one point)."""
+    return " ".join(k for k in (point or "").split() if not k.startswith("seed="))
+
+
+def parse_rate_packets(queue):
+    """"30packets" → 30 (a buffer in packets; others sort last)."""
+    q = str(queue)
+    return int(q.removesuffix("packets")) if q.removesuffix("packets").isdigit() else float("inf")
 from .verdicts import NOT, NOT_RUN, claims_verdict
 
 
@@ -80,6 +91,7 @@ class SatoSections:
                   ("sato ≥ the baseline in the transient state, 0–20 s (Fig. 8(a))", phase["transient"][2]),
                   ("and in the steady state, 20–60 s (Fig. 9(a))", phase["steady"][2])]
         claims += self.sato_sweeps(t)
+        buffer = self.sato_buffer()
         self.w("Claims: " + "; ".join(f"{c}: **{'held' if ok else 'did not hold' if ok is not None else 'not run'}**"
                                       for c, ok in claims) + ".")
         self.w()
@@ -108,8 +120,10 @@ class SatoSections:
                    f"{rec:,.0f} losses). The losses a parity does repair — single drops at the full buffer — "
                    "cost this link nothing: while one flow recovers, the other 15 fill it. So no l, r, g can "
                    "gain goodput here (the sweeps above: the less parity, the more goodput), and even a scheme "
-                   f"that filled the whole idle share could spend at most {pct(1 - use_t)} on parity. The paper's gain "
-                   "needs a baseline that left more of the bottleneck idle than the parities take, or a "
+                   f"that filled the whole idle share could spend at most {pct(1 - use_t)} on parity."
+                   + self.idle_room_sentence(buffer)
+                   + " The paper's gain needs a baseline that wastes the link — sends segments the receiver "
+                   "already holds, as ns-3's NewReno without SACK does (below) — or a "
                    "throughput that counts the parities received (ns-3's FlowMonitor counts every packet; the "
                    "paper does not say how it measured): by that count sato carried "
                    f"{pct(use_s)} of the link against the baseline's {pct(use_t)}.")
@@ -164,8 +178,8 @@ class SatoSections:
                    f"NewReno without SACK, and there sato is {'ahead' if s5 >= t5 else 'behind'} (0–5 s: "
                    f"{fmt(s5)} against {fmt(t5)} Mbit/s; the 0–20 s column averages that with 15 s of full "
                    "link). The paper's gain "
-                   "therefore needs a baseline that leaves several per cent of the bottleneck unused after "
-                   "its slow start; `newreno-ns3` (ns-3.25–3.26's NewReno: its window arithmetic behind "
+                   "therefore needs a baseline that wastes several per cent of the bottleneck on segments the "
+                   "receiver holds; `newreno-ns3` (ns-3.25–3.26's NewReno: its window arithmetic behind "
                    "delayed ACKs, recovery without SACK, retransmission timer; what was checked against "
                    "ns-3 and the paper is in docs/DEVIATIONS.md) is a model on braid's loss detection, not "
                    "ns-3's code, and does not.")
@@ -181,6 +195,26 @@ class SatoSections:
                      + (f" ns-3's own NewReno without SACK delivers {fmt(ns3[False]['goodput_mbps'])} Mbit/s here "
                         "(ns-3.44): the paper's room for a gain is that TCP's recovery, which braid's connection does "
                         "not have." if ns3.get(False) and headline is False else ""))
+
+    def idle_room_sentence(self, buffer):
+        """The buffer check's reading: room idle under the baseline is not enough for a gain."""
+        small = min(buffer, key=lambda q: parse_rate_packets(q), default=None) if buffer else None
+        m = buffer.get(small) if small else None
+        if not m:
+            return ""
+        need = [("tcp", "carried"), ("sato", "carried"), ("sato", "repair_overhead"), ("tcp", "goodput_mbps"),
+                ("sato", "goodput_mbps"), ("sato", "recovered"), ("sato", "losses")]
+        if any(m.get(k) is None for k in need) or not m[("tcp", "goodput_mbps")] or not m[("sato", "losses")]:
+            return ""
+        won = m[("sato", "carried")] - m[("tcp", "carried")]
+        size = str(small).removesuffix("packets")
+        return (f" Idle room alone does not make the gain either (sato-buffer above): with a {size}-packet buffer "
+                f"the baseline carried {pct(m[('tcp', 'carried')])} of the link, {pct(1 - m[('tcp', 'carried')])} "
+                f"idle; sato carried {fmt(won * 100, 1)} points more but spent {pct(m[('sato', 'repair_overhead')])} of its packets "
+                "on parity (smaller windows, so smaller groups, g parities a window), and its goodput is "
+                f"{fmt(m[('sato', 'goodput_mbps')] / m[('tcp', 'goodput_mbps')])} × the baseline's; its "
+                f"parities repaired {pct(m[('sato', 'recovered')] / m[('sato', 'losses')])} of its losses, the "
+                "rest in groups with a second loss or a lost parity.")
 
     def sato_ns3(self):
         """ns-3's own NewReno in the same dumbbell (scripts/ns3/sato_dumbbell.py's rows): the table,
@@ -222,10 +256,11 @@ class SatoSections:
         self.w()
         return out
 
-    def bottleneck_use(self, exp):
+    def bottleneck_use(self, exp, by_point=False):
         """mode → the share of the scenario's first bottleneck's capacity it carried over the
         run (forward bytes delivered × 8 / (rate × duration)), mean over seeds; a tagged run's
-        modes as `mode@tag`. From links.csv (`links=True` experiments)."""
+        modes as `mode@tag`; with `by_point`, (point without its seed, mode) →. From links.csv
+        (`links=True` experiments); a swept bottleneck rate is not read (the file's first)."""
         scenario = os.path.join(self.results, exp, "scenario.toml")
         if not os.path.exists(scenario):
             return {}
@@ -234,7 +269,7 @@ class SatoSections:
             sc = tomllib.load(f)
         neck = (sc.get("bottleneck") or [{}])[0]
         rate, secs = parse_rate(neck.get("rate")), parse_seconds(sc.get("duration"))
-        if rate is None or secs is None:
+        if isinstance(rate, list) or rate is None or secs is None:
             return {}
         by_mode = {}
         dirs = [(os.path.join(self.results, exp), "")]
@@ -245,11 +280,56 @@ class SatoSections:
             if not (os.path.exists(links) and os.path.exists(summary)):
                 continue
             mode_of = {r["run"]: r["mode"] + tag for r in read_csv(summary)}
+            point_of = {r["run"]: point_without_seed(r.get("point")) for r in read_csv(summary)}
             for r in read_csv(links):
                 if r["link"] == f"{neck.get('name')}.fwd" and fnum(r["delivered_bytes"]) is not None:
-                    by_mode.setdefault(mode_of.get(r["run"]), []).append(
-                        fnum(r["delivered_bytes"]) * 8 / (rate * secs))
+                    key = mode_of.get(r["run"])
+                    if by_point and key:
+                        key = (point_of.get(r["run"]), key)
+                    by_mode.setdefault(key, []).append(fnum(r["delivered_bytes"]) * 8 / (rate * secs))
         return {m: statistics.mean(xs) for m, xs in by_mode.items() if m}
+
+    def sato_buffer(self):
+        """The dumbbell with smaller router buffers (not a paper experiment): the table, and
+        {queue: {(mode, column): mean}} with the bottleneck's carried share as column `carried`."""
+        exp = "sato-buffer"
+        rows = self.rows(exp)
+        self.w(f"#### {exp}")
+        self.w()
+        self.w("Not one of the paper's experiments: the same dumbbell with the router's buffer cut from the "
+               "paper's 300 packets to 100 and 30, where NewReno leaves more of the bottleneck idle — room the "
+               "parities could win back.")
+        self.w()
+        if not rows:
+            self.w(f"No rows: `scripts/reproduce.py --only {exp}`.")
+            self.w()
+            return {}
+        self.source_line(exp, rows)
+        use = self.bottleneck_use(exp, by_point=True)
+        cols = ["goodput_mbps", "repair_overhead", "recovered", "losses", "recovery_rate", "timeouts"]
+        self.w("| buffer | tcp goodput | sato goodput | sato / tcp | tcp carried | sato carried | sato repair | "
+               "sato losses repaired | recovered / repair | timeouts tcp / sato |")
+        self.w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        out = {}
+        for pt in rows.points:
+            queue = parse_point(pt).get("bottleneck.router.queue")
+            m = {(mode, c): rows.mean(pt, mode, c) for mode in ("tcp", "sato") for c in cols}
+            for mode in ("tcp", "sato"):
+                m[(mode, "carried")] = use.get((point_without_seed(pt), mode))
+            out[queue] = m
+            g_t, g_s = m[("tcp", "goodput_mbps")], m[("sato", "goodput_mbps")]
+            rec, lost = m[("sato", "recovered")], m[("sato", "losses")]
+            self.w(f"| {queue} | {fmt(g_t)} | {fmt(g_s)} | "
+                   f"{fmt(g_s / g_t) if None not in (g_s, g_t) and g_t else '—'} | {pct(m[('tcp', 'carried')])} | "
+                   f"{pct(m[('sato', 'carried')])} | {pct(m[('sato', 'repair_overhead')])} | "
+                   f"{pct(rec / lost) if None not in (rec, lost) and lost else '—'} | "
+                   f"{fmt(m[('sato', 'recovery_rate')])} | {fmt(m[('tcp', 'timeouts')], 1)} / "
+                   f"{fmt(m[('sato', 'timeouts')], 1)} |")
+        self.w()
+        self.w("Carried: the router's bytes × 8 over 50 Mbit/s × 60 s (links.csv), parities and retransmissions "
+               "included; losses repaired: the share of sato's detected losses its parities repaired.")
+        self.w()
+        return out
 
     def sato_sweeps(self, baseline):
         """Figs. 6(a)–(c): the sweeps' tables, and the trend claims read from them."""

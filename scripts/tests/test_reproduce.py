@@ -271,6 +271,24 @@ class Reproduce(unittest.TestCase):
             self.assertAlmostEqual(use["tcp"], 0.97)
             self.assertAlmostEqual(use["sato"], 0.99)
             self.assertAlmostEqual(use["tcp@default"], 0.5)
+        # Per point: the seeds' runs of one point together (sato-buffer's buffers).
+        with tempfile.TemporaryDirectory() as tmp:
+            exp = os.path.join(tmp, "sato-buffer")
+            os.makedirs(exp)
+            with open(os.path.join(exp, "scenario.toml"), "w") as f:
+                f.write('duration = "60s"\n[[bottleneck]]\nname = "router"\nrate = "50Mbit/s"\n')
+            full = 50e6 * 60 / 8
+            runs = [("0", "seed=1 q=30packets", "tcp", 0.8), ("1", "seed=2 q=30packets", "tcp", 0.9),
+                    ("2", "seed=1 q=300packets", "tcp", 0.97), ("3", "seed=1 q=30packets", "sato", 0.92)]
+            with open(os.path.join(exp, "summary.csv"), "w") as f:
+                f.write("run,point,mode\n" + "".join(f"{r},{p},{m}\n" for r, p, m, _ in runs))
+            with open(os.path.join(exp, "links.csv"), "w") as f:
+                f.write("run,link,delivered_bytes\n" + "".join(f"{r},router.fwd,{u * full}\n" for r, _, _, u in runs))
+            use = rp.Report(tmp, os.path.join(tmp, "raw"), os.path.join(tmp, "docs")).bottleneck_use(
+                "sato-buffer", by_point=True)
+            self.assertEqual(set(use), {("q=30packets", "tcp"), ("q=300packets", "tcp"), ("q=30packets", "sato")})
+            self.assertAlmostEqual(use[("q=30packets", "tcp")], 0.85)
+            self.assertAlmostEqual(use[("q=30packets", "sato")], 0.92)
         self.assertEqual(rp.parse_rate("50Mbit/s"), 50e6)
         self.assertEqual(rp.parse_seconds("500ms"), 0.5)
         self.assertIsNone(rp.parse_rate("fast"))
