@@ -64,6 +64,10 @@ EXPERIMENTS = OrderedDict([
     # dFEC Table III with the paper's web pages and live video; TCP-dFEC and TCP-IR on one path.
     ("dfec-table3-web", experiment("scenarios/dfec-table3-web.toml", run(["--modes", "mptcp-dfec,mptcp,braid"]),
                                    seeds=[1, 2, 3])),
+    # The same pages with nothing to lose (no loss, 4-BDP queues): what the parities and the
+    # per-path blocks cost by themselves. Without loss the seeds give the same runs: one.
+    ("dfec-table3-web-lossless", experiment("scenarios/dfec-table3-web-lossless.toml",
+                                            run(["--modes", "mptcp-dfec,mptcp"]), seeds=[1])),
     ("dfec-table3-video", experiment("scenarios/dfec-table3-video.toml",
                                      run(["--modes", "mptcp-dfec,mptcp,braid"]), seeds=[1, 2, 3])),
     ("dfec-tcp-bulk", experiment("scenarios/dfec-tcp-bulk.toml", run(["--modes", "dfec,tcp-ir,tcp,braid"]),
