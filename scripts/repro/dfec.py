@@ -207,8 +207,9 @@ class DfecSections:
         self.w("Not only the drops, from the rows of a check with nothing to lose (`scenarios/"
                f"dfec-table3-web-lossless.toml`: the same pages and paths, 0 % loss, 4-BDP queues; "
                f"`braid-sim --modes mptcp-dfec,mptcp`, rows in `docs/results/repro/{exp}/`): "
-               f"{fmt(max(drops), 0)} packets lost in the worst run, and mptcp-dfec still takes "
-               f"{fmt(min(r for r, _ in ratios))}–{fmt(worst)} × mptcp's time ({pct(min(reps))}–{pct(max(reps))} "
+               + ("no packet lost in any run" if max(drops) == 0 else f"at most {fmt(max(drops), 0)} packets lost a run")
+               + ", and mptcp-dfec still takes "
+               + f"{fmt(min(r for r, _ in ratios))}–{fmt(worst)} × mptcp's time ({pct(min(reps))}–{pct(max(reps))} "
                f"repair), worst on {pretty(at)}"
                + (f", where B2 carried {b2[0]:.0f} of mptcp-dfec's packets against {b2[1]:.0f} of mptcp's" if b2 else "")
                + ". A block cut for a path when the scheduler picks it is that path's whole window and stays "

@@ -315,6 +315,23 @@ class Reproduce(unittest.TestCase):
                                  ["run,transient_mbps,steady_mbps,none_mbps", "0,11.000000,16.000000,",
                                   "1,21.000000,26.000000,"])
 
+    def test_dfec_lossless_pages(self):
+        """The lossless check's sentence: the span of time ratios, the worst page, no packet lost."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            rows = [row("dfec-table3-web-lossless", "transfer=1080KiB path.B2.rtt=400ms", "mptcp-dfec", 5.0,
+                        repair=0.08),
+                    row("dfec-table3-web-lossless", "transfer=1080KiB path.B2.rtt=400ms", "mptcp", 10.0),
+                    row("dfec-table3-web-lossless", "transfer=6072KiB path.B2.rtt=25ms", "mptcp-dfec", 9.0,
+                        repair=0.04),
+                    row("dfec-table3-web-lossless", "transfer=6072KiB path.B2.rtt=25ms", "mptcp", 9.9)]
+            write(fx.results, "dfec-table3-web-lossless", rows)
+            rep = rp.Report(fx.results, fx.raw, fx.out)
+            rep.lossless_web()
+            text = "\n".join(rep.lines)
+            self.assertIn("no packet lost in any run, and mptcp-dfec still takes 1.10–2.00 × mptcp's time "
+                          "(4.0 %–8.0 % repair), worst on transfer 1080KiB, B2.rtt 400ms.", text)
+
     def test_dfec_workloads(self):
         """Pages: completion-time ratios from goodput; video: frames on time from video.csv."""
         with tempfile.TemporaryDirectory() as tmp:
