@@ -31,15 +31,15 @@ use braid_netem::link::LinkStats;
 /// A [`Metrics`] shared by the endpoints of a run.
 pub type MetricsHandle = Rc<RefCell<Metrics>>;
 
-/// One decoded block.
+/// One decoded block: when its first symbol went out and when it was decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct BlockRecord {
+pub struct DecodedBlock {
     pub block: u64,
     pub first_sent_us: u64,
     pub decoded_us: u64,
 }
 
-impl BlockRecord {
+impl DecodedBlock {
     pub fn delay_us(&self) -> u64 {
         self.decoded_us.saturating_sub(self.first_sent_us)
     }
@@ -101,7 +101,7 @@ pub struct Metrics {
     last_delivery: Option<Instant>,
     started: Option<Instant>,
     completed: Option<Instant>,
-    blocks: Vec<BlockRecord>,
+    blocks: Vec<DecodedBlock>,
     source_sent: u64,
     repair_sent: u64,
     recovered: u64,
@@ -172,7 +172,7 @@ impl Metrics {
     /// Block `block` had its first symbol sent at `first_sent` and was decoded at `decoded`
     /// (FMTCP's block delivery delay).
     pub fn record_block(&mut self, block: u64, first_sent: Instant, decoded: Instant) {
-        self.blocks.push(BlockRecord {
+        self.blocks.push(DecodedBlock {
             block,
             first_sent_us: first_sent.as_micros(),
             decoded_us: decoded.as_micros(),
@@ -233,7 +233,7 @@ impl Metrics {
             .collect()
     }
 
-    pub fn blocks(&self) -> &[BlockRecord] {
+    pub fn blocks(&self) -> &[DecodedBlock] {
         &self.blocks
     }
 
@@ -243,7 +243,7 @@ impl Metrics {
             return None;
         }
         let ms = |us: u64| us as f64 / 1000.0;
-        let mut delays: Vec<u64> = self.blocks.iter().map(BlockRecord::delay_us).collect();
+        let mut delays: Vec<u64> = self.blocks.iter().map(DecodedBlock::delay_us).collect();
         let n = delays.len();
         let mean = delays.iter().map(|&d| ms(d)).sum::<f64>() / n as f64;
         let variance = delays.iter().map(|&d| (ms(d) - mean).powi(2)).sum::<f64>() / n as f64;
@@ -321,7 +321,7 @@ impl Metrics {
             summary: Summary,
             goodput_bin_ms: f64,
             goodput_bps: Vec<f64>,
-            blocks: &'a [BlockRecord],
+            blocks: &'a [DecodedBlock],
         }
         let doc = Document {
             summary: self.summary(),
