@@ -52,7 +52,7 @@ struct Queued {
     deadline_ms: u16,
 }
 
-struct SendBlock {
+struct DatagramBlock {
     id: u64,
     encoder: BlockEncoder,
     opened: Instant,
@@ -74,7 +74,7 @@ struct SendBlock {
     closed: bool,
 }
 
-impl SendBlock {
+impl DatagramBlock {
     fn len(&self) -> u16 {
         self.encoder.source_count() as u16
     }
@@ -106,7 +106,7 @@ pub enum Written {
 pub struct DatagramSender {
     config: DatagramConfig,
     queue: VecDeque<Queued>,
-    blocks: VecDeque<SendBlock>,
+    blocks: VecDeque<DatagramBlock>,
     next_block: u64,
     /// Repairs earned by datagrams sent and not yet spent.
     credit: f64,
@@ -381,7 +381,7 @@ impl DatagramSender {
             ..CodecConfig::new(CodeFamily::Rlnc)
         };
         let encoder = config.encoder(self.next_block).expect("valid datagram codec parameters");
-        self.blocks.push_back(SendBlock {
+        self.blocks.push_back(DatagramBlock {
             id: self.next_block,
             encoder,
             opened: now,
