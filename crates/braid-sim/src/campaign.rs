@@ -9,8 +9,9 @@
 //! tenth of a BDP to four; outages from 0.2 s on (a path down for a while, or one path for good);
 //! MTU black holes (a
 //! path whose MTU drops below the datagrams in use mid-transfer); receive windows from 16 KiB;
-//! every mode with its default code, controller and scheduler. Paths are not added or removed
-//! mid-connection here.
+//! every mode with its default code, controller and scheduler; paths added and removed
+//! mid-connection (PROTOCOL.md §12: the client opens with fewer and adds the rest, or abandons
+//! one).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -43,6 +44,20 @@ pub struct Draw {
     pub receive_window: u64,
     /// Per path, a one-line summary of its forward (data) direction.
     pub links: Vec<String>,
+    /// Paths the client opens with (the others it adds later).
+    pub initial_paths: usize,
+    /// Paths the client adds or abandons mid-connection, in time order.
+    pub path_events: Vec<PathEvent>,
+}
+
+/// The client opens or abandons a path at `at_s` virtual seconds. A removal the connection
+/// refuses (not yet established, the path not open yet, or the last that can carry data) is
+/// skipped, as an application's would be.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PathEvent {
+    pub at_s: f64,
+    pub add: bool,
+    pub path: u8,
 }
 
 /// The verdict of one run.
@@ -55,6 +70,8 @@ pub struct Outcome {
     /// It passed without completing: still delivering at [`LIMIT`].
     pub unfinished: bool,
     pub received: u64,
+    /// Drawn path removals the connection refused (see [`PathEvent`]).
+    pub removals_refused: usize,
     /// Why it failed; `None`: it passed.
     pub failure: Option<String>,
 }
@@ -70,6 +87,10 @@ pub struct Report {
     pub first_seed: u64,
     /// Runs per mode (the draw is uniform over modes).
     pub per_mode: Vec<(String, usize)>,
+    /// Runs that drew paths added or removed mid-connection, and the drawn removals the
+    /// connection refused.
+    pub with_path_events: usize,
+    pub removals_refused: usize,
 }
 
 fn between(rng: &mut Rng, lo: f64, hi: f64) -> f64 {
@@ -168,8 +189,34 @@ pub fn draw(seed: u64) -> (Draw, ConnectionConfig, Vec<PathConfig>) {
     let bytes = (40_000 + rng.up_to(960_000)).min((slowest_bps * 20.0 / 8.0) as u64).max(20_000);
     let receive_window = if one_in(&mut rng, 3) { 16_384 << below(&mut rng, 8) } else { 16 << 20 };
     let params = TransportParams::default().with_receive_window(receive_window);
-    let config = ConnectionConfig { mode, paths: paths as u8, params, ..ConnectionConfig::default() };
-    let draw = Draw { seed, mode: mode.name(), paths, bytes, receive_window, links };
+    // With two paths or more, one seed in four: the client opens with fewer and adds the others
+    // (each at its own time, in id order), or abandons one, or both. No removal when a path is
+    // down for good: removing the one that lives would stall the transfer by the draw's doing.
+    let (mut initial_paths, mut path_events) = (paths, Vec::new());
+    let at = |rng: &mut Rng| 0.3 + rng.up_to(7_700) as f64 / 1e3;
+    if paths > 1 && one_in(&mut rng, 4) {
+        let (adds, removes) = match below(&mut rng, 3) {
+            0 => (true, false),
+            1 => (false, !permanent_used),
+            _ => (true, !permanent_used),
+        };
+        if adds {
+            initial_paths = 1 + below(&mut rng, paths as u64 - 1) as usize;
+            let mut times: Vec<f64> = (initial_paths..paths).map(|_| at(&mut rng)).collect();
+            times.sort_by(f64::total_cmp);
+            for (p, at_s) in (initial_paths..paths).zip(times) {
+                path_events.push(PathEvent { at_s, add: true, path: p as u8 });
+            }
+        }
+        if removes {
+            let path = below(&mut rng, paths as u64) as u8;
+            path_events.push(PathEvent { at_s: at(&mut rng), add: false, path });
+        }
+        path_events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    }
+    let config = ConnectionConfig { mode, paths: initial_paths as u8, params, ..ConnectionConfig::default() };
+    let draw =
+        Draw { seed, mode: mode.name(), paths, bytes, receive_window, links, initial_paths, path_events };
     (draw, config, configs)
 }
 
@@ -178,6 +225,7 @@ pub fn draw(seed: u64) -> (Draw, ConnectionConfig, Vec<PathConfig>) {
 pub fn run(seed: u64) -> Outcome {
     let (draw, config, paths) = draw(seed);
     let bytes = draw.bytes;
+    let mut removals_refused = 0;
     let result = catch_unwind(AssertUnwindSafe(|| {
         let client = BulkFlow::sender(config.clone(), seed, bytes, Instant::ZERO);
         let server = BulkFlow::receiver(config);
@@ -186,8 +234,23 @@ pub fn run(seed: u64) -> Outcome {
         let rx = net.add_endpoint(server);
         net.connect(tx, rx, &paths).map_err(|e| format!("network: {e}"))?;
         let (mut last, mut progress_at, mut t) = (0u64, Instant::ZERO, Instant::ZERO);
+        let mut events = draw.path_events.iter().peekable();
         loop {
             t += STEP;
+            while let Some(e) = events.next_if(|e| Instant::ZERO + Duration::from_secs_f64(e.at_s) <= t) {
+                let at = Instant::ZERO + Duration::from_secs_f64(e.at_s);
+                net.run_until_condition(at, |n| n.endpoint(rx).done_at().is_some());
+                let conn = net.endpoint_mut(tx).connection_mut();
+                if e.add {
+                    let id = conn.add_path(at).map_err(|err| format!("adding path {}: {err}", e.path))?;
+                    if id != e.path {
+                        return Err(format!("path {} was added as {id}", e.path));
+                    }
+                } else {
+                    // Refused removals are skipped (see `PathEvent`).
+                    removals_refused += usize::from(conn.remove_path(at, e.path).is_err());
+                }
+            }
             let report = net.run_until_condition(t, |n| n.endpoint(rx).done_at().is_some());
             let r = net.endpoint(rx);
             if let Some(at) = r.corrupt_at() {
@@ -242,13 +305,13 @@ pub fn run(seed: u64) -> Outcome {
         }
     };
     let unfinished = failure.is_none() && completed_s.is_none();
-    Outcome { draw, completed_s, unfinished, received, failure }
+    Outcome { draw, completed_s, unfinished, received, removals_refused, failure }
 }
 
 /// Runs seeds `first .. first + count`, calling `progress` after each.
 pub fn campaign(first: u64, count: u64, mut progress: impl FnMut(&Outcome)) -> Report {
     let mut failures = Vec::new();
-    let mut unfinished = 0;
+    let (mut unfinished, mut with_path_events, mut removals_refused) = (0, 0, 0);
     let mut per_mode: Vec<(String, usize)> = Mode::ALL.iter().map(|m| (m.name().to_string(), 0)).collect();
     for seed in first..first + count {
         let outcome = run(seed);
@@ -257,11 +320,21 @@ pub fn campaign(first: u64, count: u64, mut progress: impl FnMut(&Outcome)) -> R
         }
         progress(&outcome);
         unfinished += usize::from(outcome.unfinished);
+        with_path_events += usize::from(!outcome.draw.path_events.is_empty());
+        removals_refused += outcome.removals_refused;
         if outcome.failure.is_some() {
             failures.push(outcome);
         }
     }
-    Report { runs: count as usize, unfinished, failures, first_seed: first, per_mode }
+    Report {
+        runs: count as usize,
+        unfinished,
+        failures,
+        first_seed: first,
+        per_mode,
+        with_path_events,
+        removals_refused,
+    }
 }
 
 #[cfg(test)]
@@ -299,6 +372,32 @@ mod tests {
             .collect();
         assert!(lines.is_empty(), "{} of {} runs failed:\n{}", lines.len(), report.runs, lines.join("\n"));
         assert!(report.per_mode.iter().all(|(_, n)| *n > 0), "{:?}", report.per_mode);
+    }
+
+    /// Paths added and removed mid-connection: among the first 200 seeds some open with fewer
+    /// paths and add the rest (in id order, each once), some abandon one; those runs pass.
+    #[test]
+    fn paths_are_added_and_removed_mid_connection() {
+        let (mut adds, mut removals) = (Vec::new(), Vec::new());
+        for seed in 1..=200 {
+            let (d, config, _) = draw(seed);
+            assert_eq!(usize::from(config.paths), d.initial_paths);
+            let added: Vec<u8> = d.path_events.iter().filter(|e| e.add).map(|e| e.path).collect();
+            let expected: Vec<u8> = (d.initial_paths as u8..d.paths as u8).collect();
+            assert_eq!(added, expected, "seed {seed}: every later path added once, in id order");
+            assert!(d.path_events.windows(2).all(|w| w[0].at_s <= w[1].at_s), "seed {seed}: in time order");
+            if !added.is_empty() {
+                adds.push(seed);
+            }
+            if d.path_events.iter().any(|e| !e.add) {
+                removals.push(seed);
+            }
+        }
+        assert!(adds.len() >= 5 && removals.len() >= 5, "adds {adds:?}, removals {removals:?}");
+        for seed in adds.iter().chain(&removals).take(6) {
+            let outcome = run(*seed);
+            assert_eq!(outcome.failure, None, "seed {seed}: {:?}", outcome.draw);
+        }
     }
 
     /// Seeds that once failed and were fixed (docs/RELIABILITY.md, findings): the probe timeout

@@ -28,12 +28,15 @@ pub fn main(args: CampaignArgs) -> ExitCode {
     });
     let printed = writeln!(
         io::stdout(),
-        "campaign: {} runs (seeds {}..{}), {} failures, {} unfinished but progressing at the limit, {:.1} s of wall time",
+        "campaign: {} runs (seeds {}..{}), {} failures, {} unfinished but progressing at the limit, {} with paths \
+         added or removed ({} removals refused), {:.1} s of wall time",
         report.runs,
         first,
         first + seeds,
         report.failures.len(),
         report.unfinished,
+        report.with_path_events,
+        report.removals_refused,
         started.elapsed().as_secs_f64()
     );
     if let Some(file) = json {
