@@ -192,13 +192,15 @@ impl Connection {
     /// now: the datagrams wait for its window rather than go where nothing answers. Only when
     /// every path is silent (a stalled peer or host, not one dead path) do they all count.
     ///
-    /// With [`DatagramConfig::pacer_wait`] set, a datagram that has waited that long no longer
-    /// waits for the pacer, only for the window: the pacer runs at the bandwidth estimate, and
-    /// for a stream that leaves the path mostly idle that estimate is about the stream's own
-    /// rate (rate samples taken while application-limited may only raise it), so a backlog —
-    /// the datagrams a host that was not scheduled for a while hands over at once — drains
-    /// only at the pacer's margin over the stream, none in CRUISE, which paces up to 10 %
-    /// below the estimate.
+    /// A datagram that has waited [`DatagramConfig::pacer_wait`] no longer waits for the
+    /// pacer, only for the window: the pacer runs at the bandwidth estimate, and for a stream
+    /// that leaves the path mostly idle that estimate is about the stream's own rate (rate
+    /// samples taken while application-limited may only raise it), so a backlog — the
+    /// datagrams a host that was not scheduled for a while hands over at once — drains only at
+    /// the pacer's margin over the stream, none in CRUISE, which paces up to 10 % below the
+    /// estimate. And since the pacer keeps at most 1 ms of credit for a late wake-up, a host
+    /// that wakes a few milliseconds late every time sends about one datagram per wake-up,
+    /// below the stream's rate, and the queue only grows.
     fn datagram_path(&self, now: Instant) -> Option<(usize, Instant)> {
         let mss = self.config.max_datagram as u64;
         let any_live = (0..self.paths.len()).any(|i| self.paths[i].can_send() && !self.is_silent(i, now));
