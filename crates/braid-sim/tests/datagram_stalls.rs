@@ -139,21 +139,28 @@ struct Outcome {
     tx: DatagramStats,
 }
 
-/// `pacer_wait`: [`DatagramConfig::pacer_wait`] (`None`: datagrams always wait for the pacer).
+/// `pacer_wait`: [`DatagramConfig::pacer_wait`] (`None`: datagrams always wait for the pacer),
+/// with the pacer making up for no late wake-up ([`DatagramConfig::late_wake_credit`] zero).
 fn run(seed: u64, secs: u64, period: Duration, stall: Duration, pacer_wait: Option<Duration>) -> Outcome {
-    run_late(seed, secs, period, stall, Duration::ZERO, pacer_wait)
+    let datagrams =
+        DatagramConfig { pacer_wait, late_wake_credit: Duration::ZERO, ..DatagramConfig::default() };
+    run_late(seed, secs, period, stall, Duration::ZERO, datagrams)
 }
 
-/// [`run`] with every wake-up of the sender's host `late`.
+/// The pacer as it was: datagrams always wait for it, and it makes up for no late wake-up.
+fn strict_pacer() -> DatagramConfig {
+    DatagramConfig { pacer_wait: None, late_wake_credit: Duration::ZERO, ..DatagramConfig::default() }
+}
+
+/// [`run`] with every wake-up of the sender's host `late`, and `datagrams`' configuration.
 fn run_late(
     seed: u64,
     secs: u64,
     period: Duration,
     stall: Duration,
     late: Duration,
-    pacer_wait: Option<Duration>,
+    datagrams: DatagramConfig,
 ) -> Outcome {
-    let datagrams = DatagramConfig { pacer_wait, ..DatagramConfig::default() };
     let config = ConnectionConfig { paths: 2, datagrams, ..ConnectionConfig::default() };
     let stop = Instant::ZERO + Duration::from_secs(secs);
     let app = |conn, sender: bool| App {
@@ -242,26 +249,23 @@ fn a_bounded_pacer_wait_drains_a_stalled_hosts_backlog() {
 }
 
 /// Every wake-up of the sender's host comes 5 ms late (a low-priority process beside a busy
-/// one, as on the testbed's loaded host): with datagrams always waiting for the pacer, which
-/// keeps at most 1 ms of credit for a late wake-up, about one datagram leaves per wake-up, every
-/// 7.4 ms against the stream's 2.35 ms, and the stream collapses; with the default bound on the
-/// pacer's wait it stays at its deadline (docs/TUN.md, "Why the stream collapsed on a busy
-/// host").
+/// one, as on the testbed's loaded host): with a pacer that keeps at most 1 ms of credit for a
+/// late wake-up, about one datagram leaves per wake-up, every 7.4 ms against the stream's
+/// 2.35 ms, and the stream collapses; with the default late-wake credit it stays at its
+/// deadline (docs/TUN.md, "Why the stream collapsed on a busy host").
 #[test]
-fn late_wake_ups_need_the_bounded_pacer_wait() {
+fn late_wake_ups_need_the_late_wake_credit() {
     let seed = 7;
-    let late = Duration::from_millis(5);
-    let paced = run_late(seed, 10, Duration::from_secs(1), Duration::ZERO, late, None);
-    show("late 5 ms, paced", seed, &paced);
-    let default = DatagramConfig::default().pacer_wait;
-    assert!(default.is_some_and(|w| w <= PACER_WAIT), "default pacer wait {default:?}");
-    let o = run_late(seed, 10, Duration::from_secs(1), Duration::ZERO, late, default);
+    let (late, period) = (Duration::from_millis(5), Duration::from_secs(1));
+    let strict = run_late(seed, 10, period, Duration::ZERO, late, strict_pacer());
+    show("late 5 ms, strict", seed, &strict);
+    let o = run_late(seed, 10, period, Duration::ZERO, late, DatagramConfig::default());
     show("late 5 ms, default", seed, &o);
-    assert!(paced.on_time < 0.5, "seed {seed}: always paced, on time {:.4}", paced.on_time);
+    assert!(strict.on_time < 0.5, "seed {seed}: strict pacer, on time {:.4}", strict.on_time);
     assert!(
-        paced.tx.blocked_host_us > 5_000_000,
+        strict.tx.blocked_host_us > 5_000_000,
         "seed {seed}: held by the host {} us",
-        paced.tx.blocked_host_us
+        strict.tx.blocked_host_us
     );
     assert!(
         o.sent > 4000 && o.on_time >= 0.995,
@@ -289,17 +293,21 @@ fn stall_sweep() {
 }
 
 /// `cargo test --release -p braid-sim --test datagram_stalls -- --ignored --nocapture`: the
-/// stream with every wake-up of the sender's host 0–20 ms late, with datagrams always waiting
-/// for the pacer and with that wait bounded at 5 and 10 ms.
+/// stream with every wake-up of the sender's host 0–20 ms late, with the pacer as it was
+/// (strict), with the default late-wake credit, and with the pacer's wait bounded at 5 ms
+/// instead.
 #[test]
 #[ignore]
 fn late_wake_sweep() {
     for late in [0, 2, 5, 10, 20] {
         for seed in 1..=2 {
-            for (label, wait) in [
-                ("paced", None),
-                ("wait 5 ms", Some(Duration::from_millis(5))),
-                ("wait 10 ms", Some(PACER_WAIT)),
+            for (label, config) in [
+                ("strict", strict_pacer()),
+                ("default", DatagramConfig::default()),
+                (
+                    "wait 5 ms",
+                    DatagramConfig { pacer_wait: Some(Duration::from_millis(5)), ..strict_pacer() },
+                ),
             ] {
                 let o = run_late(
                     seed,
@@ -307,7 +315,7 @@ fn late_wake_sweep() {
                     Duration::from_secs(1),
                     Duration::ZERO,
                     Duration::from_millis(late),
-                    wait,
+                    config,
                 );
                 show(&format!("late {late} ms {label}"), seed, &o);
             }

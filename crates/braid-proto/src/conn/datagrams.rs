@@ -41,6 +41,10 @@ pub(super) struct Datagrams {
     /// Since when the send queue has held datagrams that could not go out, and what held them
     /// (counted into the sender's stats at the next poll).
     blocked: Option<(Instant, Blocked)>,
+    /// How far the pacer's release of datagram packets may lag behind: the time the host came
+    /// late to a pacer release while datagrams waited (at most
+    /// [`DatagramConfig::late_wake_credit`]), kept until the queue is empty.
+    late_credit: Duration,
 }
 
 /// What held queued datagrams back at a poll.
@@ -67,6 +71,7 @@ impl Datagrams {
             takeover_until: None,
             suspected: VecDeque::new(),
             blocked: None,
+            late_credit: Duration::ZERO,
         }
     }
 
@@ -80,7 +85,10 @@ impl Datagrams {
                 Blocked::Window => stats.blocked_window_us += us(now - since),
                 Blocked::Pacer(ready) => {
                     stats.blocked_pacer_us += us(ready.min(now) - since);
-                    stats.blocked_host_us += us(now - ready.max(since));
+                    let late = now - ready.max(since);
+                    stats.blocked_host_us += us(late);
+                    let cap = self.sender.config().late_wake_credit;
+                    self.late_credit = (self.late_credit + late).min(cap);
                 }
             }
         }
@@ -214,10 +222,11 @@ impl Connection {
             }
         };
         let unpaced = self.datagrams.sender.unpaced_from();
+        let credit = self.datagrams.late_credit;
         (0..self.paths.len())
             .filter(|&i| room(i) >= mss && !(any_live && self.is_silent(i, now)))
             .map(|i| {
-                let paced = self.paths[i].next_send;
+                let paced = self.paths[i].next_send - credit;
                 (i, unpaced.map_or(paced, |u| paced.min(u)).max(now))
             })
             .min_by_key(|&(i, at)| (at + self.paths[i].rtt.smoothed() / 2, i))
@@ -372,6 +381,10 @@ impl Connection {
             return None;
         }
         self.suspect_silent_paths(now);
+        if self.datagrams.sender.queued() == 0 {
+            // The backlog the credit was for has gone out.
+            self.datagrams.late_credit = Duration::ZERO;
+        }
         if !self.datagrams.sender.has_work() {
             self.datagrams.account_blocked(now, None);
             return None;

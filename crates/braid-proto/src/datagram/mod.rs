@@ -39,16 +39,21 @@ pub struct DatagramConfig {
     /// Repair per datagram. Default: adaptive ([`repair_ratio`] of the measured loss).
     pub redundancy: DatagramRedundancy,
     /// How long a queued datagram waits for its path's pacer at most; past it, it goes out as
-    /// soon as a path's congestion window has room (`None`: datagrams always wait for the
-    /// pacer). Default 5 ms. The pacer runs at the bandwidth estimate, which for a stream that
-    /// leaves the path mostly idle is about the stream's own rate, and gives a host that wakes
-    /// late at most 1 ms of credit: a host that wakes a few milliseconds late every time (a
-    /// process at a low priority beside a busy one) then sends about one datagram per wake-up,
-    /// fewer than the stream brings, and the queue grows until its datagrams miss their
-    /// deadline. With every wake-up 5 ms late, always waiting for the pacer delivers 31 % of the
-    /// testbed's stream in time and a 5 ms bound 99.9 % (`braid-sim --test datagram_stalls`,
-    /// docs/TUN.md); a host that wakes on time never meets the bound.
+    /// soon as a path's congestion window has room. Default `None`: datagrams always wait for
+    /// the pacer. The pacer runs at the bandwidth estimate, which for a stream that leaves the
+    /// path mostly idle is about the stream's own rate, so a backlog (what a host that was not
+    /// scheduled for a while hands over at once) drains only at the pacer's margin over the
+    /// stream; a bound such as 10 ms caps those waits (`braid-sim --test datagram_stalls`).
     pub pacer_wait: Option<Duration>,
+    /// The most time the pacer makes up for a host that ran the connection late while
+    /// datagrams waited for it. Default 25 ms; zero turns it off. The pacer itself keeps at
+    /// most 1 ms of credit for a late wake-up, and one datagram's gap at a stream's own rate is
+    /// longer (2.4 ms at 3.4 Mbit/s): a host that wakes a few milliseconds late every time (a
+    /// low-priority process beside busy ones) would send about one datagram per wake-up, fewer
+    /// than the stream brings, until the queue's datagrams miss their deadline. With this
+    /// credit a late wake-up sends what the pacer would have let out on time (docs/TUN.md,
+    /// "Why the stream collapsed on a busy host"); a punctual host never earns any.
+    pub late_wake_credit: Duration,
 }
 
 impl Default for DatagramConfig {
@@ -59,7 +64,8 @@ impl Default for DatagramConfig {
             recv_queue: 1024,
             max_block_len: 32,
             redundancy: DatagramRedundancy::Adaptive,
-            pacer_wait: Some(Duration::from_millis(5)),
+            pacer_wait: None,
+            late_wake_credit: Duration::from_millis(25),
         }
     }
 }
