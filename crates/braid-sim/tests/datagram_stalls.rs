@@ -294,8 +294,8 @@ fn stall_sweep() {
 
 /// `cargo test --release -p braid-sim --test datagram_stalls -- --ignored --nocapture`: the
 /// stream with every wake-up of the sender's host 0–20 ms late, with the pacer as it was
-/// (strict), with the default late-wake credit, and with the pacer's wait bounded at 5 ms
-/// instead.
+/// (strict), the defaults (late-wake credit and the pacer's wait bounded at 5 ms), and each of
+/// the two alone.
 #[test]
 #[ignore]
 fn late_wake_sweep() {
@@ -304,8 +304,9 @@ fn late_wake_sweep() {
             for (label, config) in [
                 ("strict", strict_pacer()),
                 ("default", DatagramConfig::default()),
+                ("credit only", DatagramConfig { pacer_wait: None, ..DatagramConfig::default() }),
                 (
-                    "wait 5 ms",
+                    "wait 5 ms only",
                     DatagramConfig { pacer_wait: Some(Duration::from_millis(5)), ..strict_pacer() },
                 ),
             ] {

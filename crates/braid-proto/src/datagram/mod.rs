@@ -39,20 +39,21 @@ pub struct DatagramConfig {
     /// Repair per datagram. Default: adaptive ([`repair_ratio`] of the measured loss).
     pub redundancy: DatagramRedundancy,
     /// How long a queued datagram waits for its path's pacer at most; past it, it goes out as
-    /// soon as a path's congestion window has room. Default `None`: datagrams always wait for
-    /// the pacer. The pacer runs at the bandwidth estimate, which for a stream that leaves the
-    /// path mostly idle is about the stream's own rate, so a backlog (what a host that was not
-    /// scheduled for a while hands over at once) drains only at the pacer's margin over the
-    /// stream; a bound such as 10 ms caps those waits (`braid-sim --test datagram_stalls`).
+    /// soon as a path's congestion window has room (`None`: datagrams always wait for the
+    /// pacer). Default 5 ms. The pacer runs at the bandwidth estimate, which for a stream that
+    /// leaves the path mostly idle is about the stream's own rate, and keeps at most 1 ms of
+    /// credit for a late wake-up, while one datagram's gap at that rate is longer (2.4 ms at
+    /// 3.4 Mbit/s): a host that wakes late every time (a low-priority process beside busy
+    /// ones) would send about one datagram per wake-up, fewer than the stream brings, until
+    /// the queue's datagrams miss their deadline; and a backlog (what a host that was not
+    /// scheduled for a while hands over at once) would drain only at the pacer's margin over
+    /// the stream (docs/TUN.md, "Why the stream collapsed on a busy host"). A punctual host
+    /// never meets the bound.
     pub pacer_wait: Option<Duration>,
     /// The most time the pacer makes up for a host that ran the connection late while
-    /// datagrams waited for it. Default 25 ms; zero turns it off. The pacer itself keeps at
-    /// most 1 ms of credit for a late wake-up, and one datagram's gap at a stream's own rate is
-    /// longer (2.4 ms at 3.4 Mbit/s): a host that wakes a few milliseconds late every time (a
-    /// low-priority process beside busy ones) would send about one datagram per wake-up, fewer
-    /// than the stream brings, until the queue's datagrams miss their deadline. With this
-    /// credit a late wake-up sends what the pacer would have let out on time (docs/TUN.md,
-    /// "Why the stream collapsed on a busy host"); a punctual host never earns any.
+    /// datagrams waited for it: a late wake-up then sends what the pacer would have let out on
+    /// time, datagrams and repairs alike, before any datagram meets [`Self::pacer_wait`].
+    /// Default 25 ms; zero turns it off. A punctual host never earns any.
     pub late_wake_credit: Duration,
 }
 
@@ -64,7 +65,7 @@ impl Default for DatagramConfig {
             recv_queue: 1024,
             max_block_len: 32,
             redundancy: DatagramRedundancy::Adaptive,
-            pacer_wait: None,
+            pacer_wait: Some(Duration::from_millis(5)),
             late_wake_credit: Duration::from_millis(25),
         }
     }
