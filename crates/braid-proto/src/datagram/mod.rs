@@ -40,20 +40,22 @@ pub struct DatagramConfig {
     pub redundancy: DatagramRedundancy,
     /// How long a queued datagram waits for its path's pacer at most; past it, it goes out as
     /// soon as a path's congestion window has room (`None`: datagrams always wait for the
-    /// pacer). Default 5 ms. The pacer runs at the bandwidth estimate, which for a stream that
+    /// pacer). Default `None`. The pacer runs at the bandwidth estimate, which for a stream that
     /// leaves the path mostly idle is about the stream's own rate, and keeps at most 1 ms of
     /// credit for a late wake-up, while one datagram's gap at that rate is longer (2.4 ms at
     /// 3.4 Mbit/s): a host that wakes late every time (a low-priority process beside busy
     /// ones) would send about one datagram per wake-up, fewer than the stream brings, until
     /// the queue's datagrams miss their deadline; and a backlog (what a host that was not
     /// scheduled for a while hands over at once) would drain only at the pacer's margin over
-    /// the stream (docs/TUN.md, "Why the stream collapsed on a busy host"). A punctual host
-    /// never meets the bound.
+    /// the stream (docs/TUN.md, "Why the stream collapsed on a busy host"). A bound such as
+    /// 5 ms ends both, but at a failover lets the backlog and the dead path's repairs burst
+    /// onto the path taking over (braid-sim's `datagrams` failover test: 23 misses around the
+    /// death, against at most 12), so it is off and [`Self::late_wake_credit`] does the work.
     pub pacer_wait: Option<Duration>,
     /// The most time the pacer makes up for a host that ran the connection late while
     /// datagrams waited for it: a late wake-up then sends what the pacer would have let out on
-    /// time, datagrams and repairs alike, before any datagram meets [`Self::pacer_wait`].
-    /// Default 25 ms; zero turns it off. A punctual host never earns any.
+    /// time, datagrams and repairs alike. Default 25 ms; zero turns it off. A punctual host
+    /// never earns any.
     pub late_wake_credit: Duration,
 }
 
@@ -65,7 +67,7 @@ impl Default for DatagramConfig {
             recv_queue: 1024,
             max_block_len: 32,
             redundancy: DatagramRedundancy::Adaptive,
-            pacer_wait: Some(Duration::from_millis(5)),
+            pacer_wait: None,
             late_wake_credit: Duration::from_millis(25),
         }
     }
