@@ -294,8 +294,8 @@ fn stall_sweep() {
 
 /// `cargo test --release -p braid-sim --test datagram_stalls -- --ignored --nocapture`: the
 /// stream with every wake-up of the sender's host 0–20 ms late, with the pacer as it was
-/// (strict), the defaults (late-wake credit and the pacer's wait bounded at 5 ms), and each of
-/// the two alone.
+/// (strict), the default (the late-wake credit), and the pacer's wait bounded at 5 ms with and
+/// without the credit.
 #[test]
 #[ignore]
 fn late_wake_sweep() {
@@ -304,7 +304,13 @@ fn late_wake_sweep() {
             for (label, config) in [
                 ("strict", strict_pacer()),
                 ("default", DatagramConfig::default()),
-                ("credit only", DatagramConfig { pacer_wait: None, ..DatagramConfig::default() }),
+                (
+                    "credit and 5 ms",
+                    DatagramConfig {
+                        pacer_wait: Some(Duration::from_millis(5)),
+                        ..DatagramConfig::default()
+                    },
+                ),
                 (
                     "wait 5 ms only",
                     DatagramConfig { pacer_wait: Some(Duration::from_millis(5)), ..strict_pacer() },
