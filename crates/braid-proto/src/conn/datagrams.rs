@@ -200,8 +200,9 @@ impl Connection {
     /// now: the datagrams wait for its window rather than go where nothing answers. Only when
     /// every path is silent (a stalled peer or host, not one dead path) do they all count.
     ///
-    /// A datagram that has waited [`DatagramConfig::pacer_wait`] no longer waits for the
-    /// pacer, only for the window: the pacer runs at the bandwidth estimate, and for a stream
+    /// The pacer's release comes early by the late-wake credit (see `Datagrams::late_credit`),
+    /// and with [`DatagramConfig::pacer_wait`] set a datagram that has waited that long no
+    /// longer waits for the pacer, only for the window: the pacer runs at the bandwidth estimate, and for a stream
     /// that leaves the path mostly idle that estimate is about the stream's own rate (rate
     /// samples taken while application-limited may only raise it), so a backlog — the
     /// datagrams a host that was not scheduled for a while hands over at once — drains only at
