@@ -47,26 +47,61 @@ pub struct Ack {
 }
 
 /// A read-only view of all the connection's paths — each one's congestion window and smoothed
-/// RTT — for a coupled controller: RFC 6356's increase on one path needs every path's window
-/// and RTT.
+/// RTT, and a model-based controller's estimates — for a coupled controller: RFC 6356's increase
+/// on one path needs every path's window and RTT, and braid's controller compares the paths'
+/// queues to find the ones that share a bottleneck.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Aggregate {
     paths: [(u64, Duration); crate::wire::MAX_PATHS as usize],
+    models: [Option<ModelView>; crate::wire::MAX_PATHS as usize],
     len: usize,
+    own: usize,
+}
+
+/// What a model-based controller estimates of its path (see [`CongestionController::model_view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelView {
+    /// The bottleneck bandwidth estimate, bytes per second.
+    pub bandwidth: f64,
+    /// The last completed round's smallest RTT minus the path's minimum RTT: the queue it saw.
+    pub queue: Option<Duration>,
+    /// Rounds completed so far: a view whose round does not advance is stale.
+    pub round: u64,
 }
 
 impl Aggregate {
     /// Adds a path (beyond a connection's limit, [`crate::wire::MAX_PATHS`], it is ignored).
     pub fn push(&mut self, window: u64, smoothed_rtt: Duration) {
+        self.push_path(window, smoothed_rtt, None);
+    }
+
+    /// Adds a path with its controller's model, if it has one.
+    pub fn push_path(&mut self, window: u64, smoothed_rtt: Duration, model: Option<ModelView>) {
         if self.len < self.paths.len() {
             self.paths[self.len] = (window, smoothed_rtt);
+            self.models[self.len] = model;
             self.len += 1;
         }
+    }
+
+    /// Marks path `index` as the one the view is given to.
+    pub fn set_own(&mut self, index: usize) {
+        self.own = index;
+    }
+
+    /// The index of the path the view is given to.
+    pub fn own(&self) -> usize {
+        self.own
     }
 
     /// Each path's (window bytes, smoothed RTT).
     pub fn iter(&self) -> impl Iterator<Item = (u64, Duration)> + '_ {
         self.paths[..self.len].iter().copied()
+    }
+
+    /// Each path's model, by index, if its controller has one.
+    pub fn models(&self) -> impl Iterator<Item = (usize, Option<ModelView>)> + '_ {
+        self.models[..self.len].iter().copied().enumerate()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -116,6 +151,12 @@ pub trait CongestionController: Send + fmt::Debug {
     /// All the connection's paths, given just before an ACK on this path is processed, to a
     /// [`Self::coupled`] controller.
     fn on_aggregate(&mut self, _all: &Aggregate) {}
+
+    /// A model-based controller's estimates of its path, for the other paths' coupling. The
+    /// default has none.
+    fn model_view(&self) -> Option<ModelView> {
+        None
+    }
 
     /// A congestion event for a packet sent at `sent`. Controllers react at most once per round
     /// trip: events for packets sent before the last reduction are ignored (RFC 6582 §3.2).

@@ -55,14 +55,22 @@
 //!   test) or the path got faster; Startup finds the rate in a few rounds where ProbeBW's probes
 //!   took a dozen cycles (`estimate_lags`).
 //!
+//! - **Coupled where paths share a bottleneck** (RFC 6356's goal 2; `coupling.rs`): paths whose
+//!   queues match round after round probe with their share of the group's bandwidth, and only
+//!   the one carrying the most competes with buffer-filling flows.
+//!
 //! Inputs are clamped so nonsense cannot break it: RTT samples are held to 1 µs – 60 s, rate
 //! samples above 100 Gbit/s or not finite are ignored, and the window stays between four
 //! datagrams and 1 GiB.
 
 use std::time::Duration;
 
-use super::{initial_window, Ack, Congestion, CongestionController, RttEstimator};
+use super::{initial_window, Ack, Aggregate, Congestion, CongestionController, ModelView, RttEstimator};
 use crate::Instant;
+
+mod coupling;
+mod phases;
+use coupling::Coupling;
 
 /// Startup's pacing gain: 2.4, between slow start's doubling (2) and BBRv3's 4 ln 2 = 2.77
 /// (draft-ietf-ccwg-bbr §4.6.1). The delay test ends Startup a round after the queue starts, and
@@ -212,6 +220,8 @@ pub struct ModelCc {
     cycle_bandwidth: f64,
     /// ProbeRTT: when the window first reached its floor.
     probe_rtt_done: Option<Instant>,
+    /// The connection's other paths, and which of them share this one's bottleneck.
+    coupling: Coupling,
 }
 
 impl ModelCc {
@@ -256,6 +266,7 @@ impl ModelCc {
             probe_rtt_done: None,
             up_base: 0.0,
             cycle_bandwidth: 0.0,
+            coupling: Coupling::default(),
         }
     }
 
@@ -274,8 +285,8 @@ impl ModelCc {
             State::Startup => STARTUP_PACING_GAIN,
             State::Drain => DRAIN_PACING_GAIN,
             State::Down => DOWN_PACING_GAIN,
-            State::Up => UP_PACING_GAIN,
-            State::Cruise if !self.competing => 1.0 - self.standing_queue().min(CRUISE_MAX_DRAIN),
+            State::Up => 1.0 + (UP_PACING_GAIN - 1.0) * self.share(),
+            State::Cruise if !self.competes() => 1.0 - self.standing_queue().min(CRUISE_MAX_DRAIN),
             State::Cruise | State::Refill | State::ProbeRtt => 1.0,
         }
     }
@@ -324,7 +335,7 @@ impl ModelCc {
         match self.state {
             State::Startup | State::Drain => STARTUP_CWND_GAIN,
             State::Up => UP_CWND_GAIN,
-            _ if self.competing => COMPETING_CWND_GAIN,
+            _ if self.competes() => COMPETING_CWND_GAIN,
             _ => CRUISE_CWND_GAIN,
         }
     }
@@ -493,7 +504,19 @@ impl ModelCc {
     /// What UP adds to what was in flight as it began: [`UP_PROBE`] × BDP, at least four
     /// datagrams.
     fn up_probe(&self, bdp: f64) -> f64 {
-        (UP_PROBE * bdp).max(4.0 * self.mss as f64)
+        (UP_PROBE * bdp * self.share()).max(4.0 * self.mss as f64)
+    }
+
+    /// This path's share of the bandwidth of the connection's paths through its bottleneck, by
+    /// which its probes are scaled (1 where it shares it with none; `coupling.rs`).
+    fn share(&self) -> f64 {
+        self.coupling.share(self.bandwidth)
+    }
+
+    /// Competing with a buffer-filling flow, as this path's own: of the connection's paths
+    /// through one bottleneck only the one that carries the most competes (`coupling.rs`).
+    fn competes(&self) -> bool {
+        self.competing && self.coupling.leads(self.bandwidth)
     }
 
     /// The lowest loss bound: the cruising window, and beside a competitor's queue what keeps
@@ -501,12 +524,17 @@ impl ModelCc {
     /// rate, so the bandwidth estimate and the next bound with it, until braid had nothing left.
     fn loss_bound_floor(&self) -> f64 {
         let cruising = CRUISE_CWND_GAIN * self.bdp().unwrap_or(0.0);
-        let at_queue = if self.competing {
+        let at_queue = if self.competes() {
             COMPETING_BETA * self.bandwidth * self.last_round_min_rtt.unwrap_or_default().as_secs_f64()
         } else {
             0.0
         };
         cruising.max(at_queue).max((4 * self.mss) as f64)
+    }
+
+    /// The queue the last round's smallest RTT shows.
+    fn round_queue(&self) -> Option<Duration> {
+        Some(self.last_round_min_rtt?.saturating_sub(self.min_rtt()?))
     }
 
     /// The latest RTT sample shows a queue (HyStart++'s threshold above the minimum).
@@ -518,129 +546,7 @@ impl ModelCc {
     /// came in most of 16 rounds: the competitor does not back off on loss (see
     /// [`LOSS_BLIND_ROUNDS`]; the verdict is kept until competition ends, `on_round_losses`).
     fn loss_blind_competitor(&self) -> bool {
-        self.competing && self.blind_competitor
-    }
-
-    /// ProbeBW's phases (BBRv3 §4.6.4), on every ACK.
-    fn probe_bw(&mut self, now: Instant) {
-        let Some(bdp) = self.bdp() else { return };
-        let min = self.min_rtt().unwrap_or(Duration::from_millis(100));
-        let in_flight = self.in_flight as f64;
-        let elapsed = now - self.state_start;
-        match self.state {
-            State::Drain if in_flight <= bdp => {
-                self.startup_end = Some(now);
-                // Startup's exit may leave the estimate up to BBR's full-pipe growth (25 %)
-                // below the path; beyond that it lags.
-                self.cycle_bandwidth = FULL_PIPE_GROWTH * self.bandwidth;
-                self.enter(State::Down, now);
-            }
-            State::Down if in_flight <= bdp || elapsed >= 2 * min => {
-                self.on_drained();
-                self.enter(State::Cruise, now);
-            }
-            State::Cruise => {
-                // BBRv1's cycle (six rounds at gain 1), varied by cycle: BBRv3 waits 2–3 s, which
-                // left a bandwidth under-estimated at Startup's exit for seconds.
-                let rounds = CRUISE_ROUNDS + self.cycles % 3;
-                if self.round >= self.state_round + rounds {
-                    self.enter(State::Refill, now);
-                }
-            }
-            State::Refill if self.round > self.state_round => {
-                self.cycle_bandwidth = self.bandwidth;
-                self.up_base = in_flight;
-                // Beside a competitor's queue UP ends after one min RTT, before its round does,
-                // so the growth of the loss bound below never runs there: a bound that binds
-                // makes room for the probe as UP begins instead.
-                if self.competing {
-                    let probe = self.up_probe(bdp);
-                    if let Some(hi) = self.inflight_hi.as_mut().filter(|hi| in_flight >= 0.9 * **hi) {
-                        *hi += probe;
-                    }
-                }
-                self.enter(State::Up, now);
-            }
-            State::Up => {
-                // UP ends once it has put UP_PROBE × BDP (at least four datagrams) more in
-                // flight than it started with (BBRv3 waits for 1.25 × BDP in all): the probe's rate samples show new
-                // bandwidth all the same, and the queue it leaves when there is none stays an
-                // eighth of the RTT. Measured from UP's start, what is in flight includes the
-                // lost packets not yet declared, so a lossy path probes as far as a clean one.
-                let grown = in_flight >= self.up_base + self.up_probe(bdp);
-                let queue = self.round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-                if grown || (elapsed >= min && queue) {
-                    self.cycles += 1;
-                    self.enter(State::Down, now);
-                }
-                // UP regrows the loss bound by a quarter a round while it binds (BBRv3 grows it
-                // exponentially).
-                if self.round > self.state_round {
-                    if let Some(hi) = self.inflight_hi.as_mut().filter(|hi| in_flight >= 0.9 * **hi) {
-                        *hi *= 1.25;
-                    }
-                    self.state_round = self.round;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The last cycle's probe raised the bandwidth estimate by [`LAGGING_GROWTH`] or more with no
-    /// queue to show for it: the estimate is far below what the path delivers. That happens when
-    /// Startup ended early — a delay spike of a few round trips (a stalled router or host, a
-    /// radio's retransmissions) passes the delay test while the window is still a fraction of
-    /// the pipe — and on a path whose rate rose or whose competitor left. On a path at capacity
-    /// a probe finds under 2 %. ProbeBW's probes grow the estimate by ~20 % a cycle of 9–11
-    /// rounds: in the simulator, a 160 ms, 10 Mbit/s path left at 0.1 Mbit/s by a stall at 0.2 s
-    /// was still at 6.7 Mbit/s 10 s later; Startup finds the rate in a few rounds. BBRv3's UP gets there by staying in UP while the
-    /// estimate grows (draft-ietf-ccwg-bbr §4.6.4); braid's UP is short for latency's sake.
-    /// Not beside a competitor's queue, whose ebb would read as room.
-    fn estimate_lags(&self) -> bool {
-        let Some(min) = self.min_rtt() else { return false };
-        let queue = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-        self.cycle_bandwidth > 0.0
-            && self.bandwidth >= LAGGING_GROWTH * self.cycle_bandwidth
-            && !queue
-            && !self.competing
-            && !self.sample_app_limited
-    }
-
-    /// Back to Startup from ProbeBW, from the window in use: Startup's full-pipe and delay tests
-    /// start over, and a loss bound learned below today's rate is dropped.
-    fn restart_startup(&mut self, now: Instant) {
-        self.startup_window = self.window();
-        self.inflight_hi = None;
-        self.full_bandwidth = self.bandwidth;
-        self.full_bandwidth_rounds = 0;
-        self.delayed_samples = 0;
-        self.queued_samples = 0;
-        self.enter(State::Startup, now);
-    }
-
-    /// ProbeRTT (BBRv1 §4.3.4.3, BBRv3 §4.6.5): when the min-RTT estimate has not been
-    /// refreshed for [`MIN_RTT_WINDOW`], hold half a BDP in flight for 200 ms and a round.
-    fn probe_rtt(&mut self, now: Instant) {
-        let stale = self.min_rtt.is_some_and(|(_, at)| now - at >= MIN_RTT_WINDOW);
-        if self.state != State::ProbeRtt {
-            if stale && !matches!(self.state, State::Startup | State::Drain) {
-                self.enter(State::ProbeRtt, now);
-                self.probe_rtt_done = None;
-                // Any sample from now on is the fresh minimum.
-                self.min_rtt = self.min_rtt.map(|(rtt, _)| (rtt, now - MIN_RTT_WINDOW));
-            }
-            return;
-        }
-        if self.probe_rtt_done.is_none() && self.in_flight <= self.window() {
-            self.probe_rtt_done = Some(now + PROBE_RTT_DURATION);
-            self.state_round = self.round;
-        }
-        if self.probe_rtt_done.is_some_and(|t| now >= t) && self.round > self.state_round {
-            if let Some((rtt, _)) = self.min_rtt {
-                self.min_rtt = Some((rtt, now));
-            }
-            self.enter(State::Cruise, now);
-        }
+        self.competes() && self.blind_competitor
     }
 }
 
@@ -700,6 +606,18 @@ impl CongestionController for ModelCc {
         self.initial_window = bytes;
     }
 
+    fn coupled(&self) -> bool {
+        true
+    }
+
+    fn on_aggregate(&mut self, all: &Aggregate) {
+        self.coupling.on_aggregate(all);
+    }
+
+    fn model_view(&self) -> Option<ModelView> {
+        Some(ModelView { bandwidth: self.bandwidth, queue: self.round_queue(), round: self.round })
+    }
+
     fn on_sent(&mut self, _now: Instant, _bytes: u64, in_flight: u64) {
         self.in_flight = in_flight;
     }
@@ -724,6 +642,7 @@ impl CongestionController for ModelCc {
             self.round += 1;
             self.round_start = now;
             self.last_round_min_rtt = self.round_min_rtt.take();
+            self.coupling.on_round_end(self.round_queue());
             self.on_round_losses();
             self.on_round_end(now);
         }
@@ -756,7 +675,7 @@ impl CongestionController for ModelCc {
         if self.loss_blind_competitor() {
             return;
         }
-        let beta = if self.competing { COMPETING_BETA } else { BETA };
+        let beta = if self.competes() { COMPETING_BETA } else { BETA };
         self.last_congestion_round = Some(self.round);
         if self.state == State::Startup {
             self.enter(State::Drain, now);

@@ -89,12 +89,14 @@ impl Connection {
         s.sender.close_block();
     }
 
-    /// Every path's window and smoothed RTT, for a coupled congestion controller (LIA).
-    pub(super) fn aggregate(&self) -> Aggregate {
+    /// Every path's window, smoothed RTT and model, for a coupled congestion controller (LIA,
+    /// braid's), given to path `own`.
+    pub(super) fn aggregate(&self, own: usize) -> Aggregate {
         let mut all = Aggregate::default();
         for p in &self.paths {
-            all.push(p.cc.window(), p.rtt.smoothed());
+            all.push_path(p.cc.window(), p.rtt.smoothed(), p.cc.model_view());
         }
+        all.set_own(own);
         all
     }
 }

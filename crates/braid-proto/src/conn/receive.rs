@@ -215,7 +215,7 @@ impl Connection {
         let threshold =
             self.redundancy.parity_groups().and_then(|g| g.packet_threshold(usize::from(ack.path)));
         let coupled = self.paths.get(usize::from(ack.path)).is_some_and(|p| p.cc.coupled());
-        let all = coupled.then(|| self.aggregate());
+        let all = coupled.then(|| self.aggregate(usize::from(ack.path)));
         let Some(path) = self.paths.get_mut(usize::from(ack.path)) else { return };
         path.set_packet_threshold(threshold);
         if let Some(all) = &all {
