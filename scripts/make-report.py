@@ -35,6 +35,8 @@ import raw_pack  # noqa: E402  (beside this script)
 
 # The kernel contenders, and braid's default (the external contender named `braid`).
 BRAID = "ext:braid"
+# The two-path braid connection of the fairness mixes (scripts/testbed_matrix.py).
+TWO_PATHS = "braid-2paths"
 ONE_PATH_REF = "bbr"
 MULTI_REF = "mptcp-bbr"
 
@@ -527,6 +529,13 @@ class Report:
                      "(median of runs)", share_items("braid:2,bbr:2", {BRAID: (0.7, 1.4), "bbr": (0.7, 1.4)}))
         self.verdict("Fairness, 2 braid + 2 cubic: braid's mean share 0.7–1.5 × (median of runs)",
                      share_items("braid:2,cubic:2", {BRAID: (0.7, 1.5)}))
+        two = f"ext:{TWO_PATHS}"
+        items = []
+        for mix in sorted({m for (_, _, m) in mixes if m.startswith(TWO_PATHS + ":")}):
+            items += [(f"{mix.split(',')[1].split(':')[0]}, {text}", ok)
+                      for text, ok in share_items(mix, {two: (0.0, 1.2)})]
+        self.verdict("Two braid paths through one bottleneck (one connection, both paths from the client's "
+                     "first address) beside one flow: its share ≤ 1.2 × (median of runs)", items)
         items = []
         for (sc, label, m), (runs, _) in mixes.items():
             if m == "braid:4":

@@ -39,6 +39,10 @@ BRAID = os.path.join(ROOT, "target/release/braid")
 SIM = os.path.join(ROOT, "target/release/braid-sim")
 SCEN = os.path.join(ROOT, "scenarios/testbed")
 
+# A mix's braid connection with two paths from the client's first address: both cross the
+# point's one path, so they share its bottleneck.
+TWO_PATHS = "braid-2paths"
+
 # The matrix. `transfer`/`limit` override the scenario file's for the testbed and the simulator
 # alike (None: the file's). Chosen so that the whole matrix takes about an hour: a contender that
 # keeps up finishes in 4-8 s; one that does not (kernel cubic at 1 % loss needs 72 s for the CTCP
@@ -88,6 +92,10 @@ MATRIX = [
     # Fairness: flow mixes on one bottleneck, 25 s each; three runs of each point, for medians.
     {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None, "repeat": 3,
      "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},
+    # One braid connection over two paths that both cross the bottleneck (RFC 6356's shared
+    # bottleneck), beside one flow of each kind; three runs.
+    {"file": "fairness-shared-bottleneck.toml", "transfer": None, "limit": None, "repeat": 3, "sim": False,
+     "mixes": [f"{TWO_PATHS}:1,braid:1", f"{TWO_PATHS}:1,cubic:1", f"{TWO_PATHS}:1,bbr:1"]},
 ]
 
 # braid's modes as external contenders: the default (`braid`) and each seed mode.
@@ -129,13 +137,14 @@ def git(*args):
         return ""
 
 
-def ext_args(mode, paths, key, extra=()):
-    """--ext NAME --server-cmd … --client-cmd … for one braid mode over `paths` paths, `extra`
-    appended to the client's command."""
-    name = "braid" if mode == "braid" else f"braid-{mode}"
+def ext_args(mode, paths, key, extra=(), name=None, path_ids=None):
+    """--ext NAME --server-cmd … --client-cmd … for one braid mode over `paths` paths (or the
+    testbed paths `path_ids`, one braid path each), `extra` appended to the client's command."""
+    name = name or ("braid" if mode == "braid" else f"braid-{mode}")
+    path_ids = range(paths) if path_ids is None else path_ids
     server = f"{BRAID} server --listen 0.0.0.0:{{port}} --key {key}"
     client = (f"{BRAID} forward --listen {{entry}} --to {{sink}} --server {{server0}}:{{port}} "
-              + " ".join(f"--path {{client{i}}}" for i in range(paths))
+              + " ".join(f"--path {{client{i}}}" for i in path_ids)
               + f" --key {key}" + ("" if mode == "braid" else f" --mode {mode}")
               + "".join(f" {shlex.quote(a)}" for a in extra))
     return ["--ext", name, "--server-cmd", server, "--client-cmd", client]
@@ -259,7 +268,10 @@ def run_testbed(items, raw, key, force, quick):
                 cmd += ["--mix", m]
             modes_needed = sorted({p.split(":")[0] for m in ms for p in m.split(",") if p.startswith("braid")})
             for m in modes_needed:
-                cmd += ext_args("braid" if m == "braid" else m.removeprefix("braid-"), point["paths"], key)
+                if m == TWO_PATHS:
+                    cmd += ext_args("braid", 2, key, name=TWO_PATHS, path_ids=[0, 0])
+                else:
+                    cmd += ext_args("braid" if m == "braid" else m.removeprefix("braid-"), point["paths"], key)
         else:
             cmd += ["--contenders", ",".join(kernel)]
             # A point's own files beside its rows (`{base}`: the rows' path without extension).
