@@ -93,9 +93,11 @@ MATRIX = [
     {"file": "fairness-bottleneck.toml", "transfer": None, "limit": None, "repeat": 3,
      "mixes": ["braid:2,cubic:2", "braid:2,bbr:2", "braid:4", "cubic:2,bbr:2"]},
     # One braid connection over two paths that both cross the bottleneck (RFC 6356's shared
-    # bottleneck), beside one flow of each kind; three runs.
+    # bottleneck), beside one flow of each kind, and one-path braid in its place for reference;
+    # three runs.
     {"file": "fairness-shared-bottleneck.toml", "transfer": None, "limit": None, "repeat": 3, "sim": False,
-     "mixes": [f"{TWO_PATHS}:1,braid:1", f"{TWO_PATHS}:1,cubic:1", f"{TWO_PATHS}:1,bbr:1"]},
+     "mixes": [f"{TWO_PATHS}:1,braid:1", "braid:2", f"{TWO_PATHS}:1,cubic:1", "braid:1,cubic:1",
+               f"{TWO_PATHS}:1,bbr:1", "braid:1,bbr:1"]},
 ]
 
 # braid's modes as external contenders: the default (`braid`) and each seed mode.
