@@ -12,40 +12,9 @@ use proptest::prelude::*;
 /// Guard bytes on each side of every slice (a multiple of 64, so it keeps the alignment).
 const GUARD: usize = 64;
 
-/// splitmix64: deterministic test data without pulling `rand` in.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn byte(&mut self) -> u8 {
-        self.next_u64() as u8
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
-        }
-    }
-
-    /// A coefficient with the special values over-represented: 0 and 1 a quarter of the time
-    /// each, 255 an eighth, the rest uniform.
-    fn coefficient(&mut self) -> u8 {
-        match self.next_u64() % 8 {
-            0 | 1 => 0,
-            2 | 3 => 1,
-            4 => 255,
-            _ => self.byte(),
-        }
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// A `len`-byte slice that starts `misalign` bytes past a 64-byte boundary, with `GUARD` bytes
 /// on both sides; slice and guards hold random data.
