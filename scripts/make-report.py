@@ -32,6 +32,7 @@ except ImportError:  # the tables do not need it
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import raw_pack  # noqa: E402  (beside this script)
+from repro.common import parse_point as parse_label  # noqa: E402  (a point's label as a dict)
 
 # The kernel contenders, and braid's default (the external contender named `braid`).
 BRAID = "ext:braid"
@@ -59,16 +60,6 @@ def fnum(v):
 
 def fmt(v, digits=2, none="—"):
     return none if v is None else f"{v:.{digits}f}"
-
-
-def parse_label(label):
-    """`path.B1.loss=0.01 path.B2.rtt=100ms` → OrderedDict(B1.loss → 0.01, B2.rtt → '100ms')."""
-    out = OrderedDict()
-    for part in (label or "").split():
-        if "=" in part:
-            k, v = part.split("=", 1)
-            out[k.removeprefix("path.")] = v
-    return out
 
 
 def label_value(v):
