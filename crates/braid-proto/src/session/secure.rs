@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::wire::{DatagramType, PacketHeader};
 use crate::{Connection, Instant};
 
-use super::crypto::{Initiator, Keys, HELLO_LEN, MAX_HELLO_LEN};
+use super::crypto::{Initiator, Keys, HELLO_LEN};
 use super::{Announcer, Linger, PathAddress, Probation, Repeater, ReplayWindow, SentClose, CHALLENGE_BIT};
 
 /// A datagram to send: the path it belongs to (the client's socket for that path; a server
@@ -399,9 +399,7 @@ impl<K: Keys> Session<K> {
             self.stats.replayed += 1;
             return Received::Replayed;
         }
-        if is_client {
-            self.announcer.on_packet(p, now);
-        } else {
+        if !is_client {
             self.follow(header, from, data.len(), now);
         }
         core.handle_datagram(now, header.path, &self.opened);
@@ -454,11 +452,7 @@ impl<K: Keys> Session<K> {
             self.announcer.poll(now, &mut due);
             for (p, counter) in due {
                 if let Some(to) = self.addresses[usize::from(p)].remote() {
-                    let mut hello = keys.seal_hello(p, counter);
-                    if self.announcer.pads(usize::from(p), now) {
-                        hello.resize(MAX_HELLO_LEN, 0);
-                    }
-                    self.queue.push_back((p, to, hello));
+                    self.queue.push_back((p, to, keys.seal_hello(p, counter)));
                 }
             }
         } else {
