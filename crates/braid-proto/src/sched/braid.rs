@@ -11,7 +11,7 @@
 //! arrives at
 //!
 //! - d_f + k / (1.25 · r_f) while it fits in the window (the pacer spreads a window over
-//!   SRTT / 1.25, RFC 9002 §7.7, as `conn/path.rs` paces), and
+//!   SRTT / 1.25, RFC 9002 §7.7, as `conn/path/` paces), and
 //! - d_f + (SRTT_f − τ_f) + (k − R_f) / r_f beyond: the ACK clock frees the window at r_f
 //!   from the moment the oldest packet is acknowledged.
 //!
@@ -40,7 +40,7 @@ use super::{block_after, by_key, BlockView, PathInfo, Pick, SchedView, Scheduler
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ArrivalTime;
 
-/// The pacer's gain over the window per SRTT (conn/path.rs).
+/// The pacer's gain over the window per SRTT (conn/path/).
 const PACING_GAIN: f64 = 1.25;
 
 /// Spare repairs go on paths whose one-way delay is within this factor of the fastest path's.
