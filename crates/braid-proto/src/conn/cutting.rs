@@ -47,7 +47,7 @@ impl Connection {
     /// Tells every path's controller when the application leaves the windows unused: no stream
     /// data waits, and no symbol is cut but unsent (rate samples taken now understate the path).
     pub(super) fn mark_app_limited(&mut self) {
-        let Some(s) = self.session.as_ref() else { return };
+        let Some(s) = self.transfer.as_ref() else { return };
         if s.streams.has_pipe_data() || s.sender.unsent_sources() > 0 || !s.partial.is_empty() {
             return;
         }
@@ -83,7 +83,7 @@ impl Connection {
         if slower > 0 && self.scheduler.serves_urgent_first() {
             self.cut_small_writes();
         }
-        let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
+        let Some(s) = self.transfer.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
         if s.partial.is_empty() && s.sender.resize_pending() {
             // PROTOCOL.md §14.3: the symbol size changed; the next block takes the new one.
             s.sender.close_block();
@@ -156,7 +156,7 @@ impl Connection {
     /// it, about as long as the slow path's delay and queue, and the arrival-time scheduler then
     /// as often sent it on the slow path (probe round trips 250 ms on paths of 40 and 160 ms).
     fn cut_small_writes(&mut self) {
-        let Some(s) = self.session.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
+        let Some(s) = self.transfer.as_mut().filter(|s| !s.sender.is_per_path()) else { return };
         if !s.partial.is_empty() || !s.recut.is_empty() || s.sender.unsent_sources() == 0 {
             return;
         }

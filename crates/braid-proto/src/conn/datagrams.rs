@@ -352,7 +352,7 @@ impl Connection {
 
     /// Hook for `poll_timeout`: when datagrams next need the connection.
     pub(super) fn datagram_timeout(&self) -> Option<Instant> {
-        self.session.as_ref()?;
+        self.transfer.as_ref()?;
         let silence = self.next_silence();
         if !self.datagrams.sender.has_work() {
             return silence;

@@ -141,7 +141,7 @@ impl Connection {
     ///
     /// [`Scheduler::needs_measured_paths`]: crate::sched::Scheduler::needs_measured_paths
     pub(super) fn measurement_due(&self) -> Option<(usize, Instant)> {
-        if self.session.is_none() || !self.scheduler.needs_measured_paths() {
+        if self.transfer.is_none() || !self.scheduler.needs_measured_paths() {
             return None;
         }
         if self.paths.iter().filter(|p| p.can_send()).count() < 2 {

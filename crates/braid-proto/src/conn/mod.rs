@@ -207,8 +207,10 @@ enum State {
     Closed,
 }
 
-/// Everything that exists once parameters are agreed.
-struct Session {
+/// The data transfer: the streams and the coded blocks that carry them. It exists once the
+/// handshake has agreed the parameters (`start_transfer`); the encrypted session around a
+/// connection is another layer (`crate::session`).
+struct Transfer {
     streams: Streams,
     sender: BlockSender,
     receiver: BlockReceiver,
@@ -228,7 +230,7 @@ pub struct Connection {
     state: State,
     cid: ConnectionId,
     paths: Vec<Path>,
-    session: Option<Session>,
+    transfer: Option<Transfer>,
     events: VecDeque<Event>,
     /// A CLOSE frame to send once.
     close_pending: Option<(u64, String)>,
@@ -324,7 +326,7 @@ impl Connection {
             state: State::Handshake,
             cid,
             paths,
-            session: None,
+            transfer: None,
             events: VecDeque::new(),
             close_pending: None,
             handshake_due: None,
@@ -349,7 +351,7 @@ impl Connection {
         let base = self.config.max_datagram;
         let params = &self.config.params;
         let grow = usize::from(params.max_symbol().saturating_sub(params.symbol_size));
-        let max = if self.session.is_some() && self.symbols_may_grow() {
+        let max = if self.transfer.is_some() && self.symbols_may_grow() {
             self.config.max_plpmtu.min(base + grow)
         } else {
             base
@@ -422,7 +424,7 @@ impl Connection {
     /// receiver holds data for as long as the slowest path takes to fill the gaps before it.
     pub(super) fn clock_windows(&mut self, now: Instant) {
         let rtt = self.paths.iter().filter(|p| p.can_send()).map(|p| p.rtt.smoothed()).max();
-        if let (Some(s), Some(rtt)) = (self.session.as_mut(), rtt) {
+        if let (Some(s), Some(rtt)) = (self.transfer.as_mut(), rtt) {
             if s.streams.tunes_windows() {
                 s.streams.set_clock(now, rtt);
             }
@@ -430,7 +432,7 @@ impl Connection {
     }
 
     pub fn streams(&mut self) -> Option<&mut Streams> {
-        self.session.as_mut().map(|s| &mut s.streams)
+        self.transfer.as_mut().map(|s| &mut s.streams)
     }
 
     pub fn path_stats(&self) -> Vec<PathStats> {
@@ -450,7 +452,7 @@ impl Connection {
     pub fn receive_buffered(&self) -> ReceiveBuffered {
         // Blocks may have different symbol sizes (PROTOCOL.md §14.3): counted at the largest.
         let size = u64::from(self.config.params.max_symbol());
-        self.session.as_ref().map_or(ReceiveBuffered::default(), |s| ReceiveBuffered {
+        self.transfer.as_ref().map_or(ReceiveBuffered::default(), |s| ReceiveBuffered {
             decoder_bytes: s.receiver.held_symbols() as u64 * size,
             delivered_bytes: s.receiver.held_delivered() as u64 * size,
             stream_bytes: s.streams.recv_buffered(),
@@ -470,13 +472,13 @@ impl Connection {
 
     /// Whether every byte written has been delivered (decoded) at the peer.
     pub fn is_idle(&self) -> bool {
-        self.session.as_ref().is_some_and(|s| {
+        self.transfer.as_ref().is_some_and(|s| {
             s.sender.is_idle() && s.partial.is_empty() && s.recut.is_empty() && !s.streams.has_pipe_data()
         })
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
-        if let Some(s) = &mut self.session {
+        if let Some(s) = &mut self.transfer {
             if let Some(e) = s.streams.poll_event() {
                 return Some(Event::Stream(e));
             }
@@ -504,7 +506,7 @@ impl Connection {
         }
     }
 
-    fn start_session(&mut self, params: &TransportParams, peer: &TransportParams) {
+    fn start_transfer(&mut self, params: &TransportParams, peer: &TransportParams) {
         let codec = CodecConfig {
             symbol_size: params.symbol_size.into(),
             max_block_len: params.max_block_len.into(),
@@ -530,7 +532,7 @@ impl Connection {
             sender.set_per_path();
         }
         let receive = CodecConfig { symbol_size: params.max_symbol().into(), ..codec };
-        self.session = Some(Session {
+        self.transfer = Some(Transfer {
             streams: Streams::new(self.side, local, remote).with_window_cap(self.config.max_window),
             sender,
             receiver: BlockReceiver::new(receive, window),

@@ -14,7 +14,7 @@ impl Connection {
     /// that still has something to send.
     pub(super) fn has_pinned_symbol(&self, path: usize) -> bool {
         let id = path as u8;
-        let Some(s) = self.session.as_ref() else { return false };
+        let Some(s) = self.transfer.as_ref() else { return false };
         if s.sender.has_retransmission_only_for(id) {
             return true;
         }
@@ -63,7 +63,7 @@ impl Connection {
             }
         }
         let limit = usize::try_from(lo).unwrap_or(usize::MAX);
-        let Some(s) = self.session.as_mut().filter(|s| s.sender.is_per_path()) else { return };
+        let Some(s) = self.transfer.as_mut().filter(|s| s.sender.is_per_path()) else { return };
         if s.sender.has_unsent_for(path as u8) || !s.sender.has_room() {
             return;
         }

@@ -5,7 +5,7 @@
 use braid_fec::CodeFamily;
 
 use super::path::SentPacket;
-use super::{BlockRecord, CloseReason, Connection, RepairPlacement, Session, State};
+use super::{BlockRecord, CloseReason, Connection, RepairPlacement, State, Transfer};
 use crate::cc::Congestion;
 use crate::redundancy::{FecAction, RedundancyEvent};
 use crate::streams::{PeerViolation, Side};
@@ -45,7 +45,7 @@ impl Connection {
         if self.paths.get(usize::from(path)).is_none_or(|p| !p.heard) {
             // PROTOCOL.md §12.1: a new path id is accepted with its first valid packet, once
             // the connection exists (or with the Initial that creates it).
-            if self.session.is_none() && header.ty != PacketType::Initial {
+            if self.transfer.is_none() && header.ty != PacketType::Initial {
                 self.stats.datagrams_dropped += 1;
                 return;
             }
@@ -88,7 +88,7 @@ impl Connection {
                         ..own.clone()
                     };
                     self.config.params = params.clone();
-                    self.start_session(&params, &peer);
+                    self.start_transfer(&params, &peer);
                     self.handshake_due = Some(now);
                     self.handshake_path = arrival;
                 }
@@ -117,7 +117,7 @@ impl Connection {
                         ..own.clone()
                     };
                     self.config.params = params.clone();
-                    self.start_session(&params, &peer);
+                    self.start_transfer(&params, &peer);
                 }
                 _ => {}
             },
@@ -125,11 +125,11 @@ impl Connection {
                 let reason = String::from_utf8_lossy(c.reason).into_owned();
                 self.finish(CloseReason::Peer { code: c.code, reason });
             }
-            _ if self.session.is_none() => {}
+            _ if self.transfer.is_none() => {}
             Frame::Ack(ack) => self.on_ack(now, arrival, &ack),
             Frame::PathAbandon(id) => self.on_path_abandon(now, id),
             Frame::BlockAck(b) => {
-                let sender = &mut self.session.as_mut().expect("checked").sender;
+                let sender = &mut self.transfer.as_mut().expect("checked").sender;
                 sender.on_block_ack_at(&b, now);
                 sender.update_waiting(now);
                 if let Some(groups) = self.redundancy.parity_groups() {
@@ -138,14 +138,14 @@ impl Connection {
             }
             Frame::Symbol(s) => {
                 self.stats.symbols_received += 1;
-                let session = self.session.as_mut().expect("checked");
+                let transfer = self.transfer.as_mut().expect("checked");
                 let len = s.block_len.map(usize::from);
-                if let Err(e) = session.receiver.on_symbol(&s.header, len, s.payload) {
+                if let Err(e) = transfer.receiver.on_symbol(&s.header, len, s.payload) {
                     return self.violation(format!("symbol refused: {e}"));
                 }
-                session.block_ack_dirty = true;
-                let lowest_before = session.receiver.lowest_undecoded();
-                let Session { receiver, streams, .. } = session;
+                transfer.block_ack_dirty = true;
+                let lowest_before = transfer.receiver.lowest_undecoded();
+                let Transfer { receiver, streams, .. } = transfer;
                 let mut result: Result<(), PeerViolation> = Ok(());
                 let mut wire_error = None;
                 receiver.deliver(|bytes| {
@@ -159,8 +159,8 @@ impl Connection {
                     }
                 });
                 let lowest_after =
-                    self.session.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
-                self.stats.symbols_recovered = self.session.as_ref().map_or(0, |s| s.receiver.recovered);
+                    self.transfer.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
+                self.stats.symbols_recovered = self.transfer.as_ref().map_or(0, |s| s.receiver.recovered);
                 self.trace.recovered(now, self.stats.symbols_recovered);
                 for block in lowest_before..lowest_after {
                     self.log_block(BlockRecord::Delivered { block, at: now });
@@ -175,9 +175,9 @@ impl Connection {
             Frame::FecStatus(_) => {}
             Frame::Datagram(d) => self.on_datagram_frame(now, &d),
             Frame::DatagramRepair(r) => self.on_datagram_repair(now, &r),
-            Frame::MaxData(max) => self.session.as_mut().expect("checked").streams.on_max_data(max),
+            Frame::MaxData(max) => self.transfer.as_mut().expect("checked").streams.on_max_data(max),
             Frame::MaxStreamData { stream, max } => {
-                self.session.as_mut().expect("checked").streams.on_max_stream_data(stream, max)
+                self.transfer.as_mut().expect("checked").streams.on_max_stream_data(stream, max)
             }
         }
     }
@@ -252,12 +252,12 @@ impl Connection {
         }
         self.on_datagrams_acked(path, &acked);
         let view = self.path_view(path);
-        let Some(session) = self.session.as_mut() else { return };
+        let Some(transfer) = self.transfer.as_mut() else { return };
         let path_id = path as u8;
-        let xor_groups = session.xor_groups;
+        let xor_groups = transfer.xor_groups;
         for p in &acked {
             for s in &p.symbols {
-                session.sender.on_symbol_acked_at(s.block, p.time);
+                transfer.sender.on_symbol_acked_at(s.block, p.time);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);
@@ -292,7 +292,7 @@ impl Connection {
             for s in &p.symbols {
                 let take = xor_groups
                     && self.redundancy.parity_groups().is_some_and(|g| g.take_loss(now, path, *s, p.time));
-                session.sender.on_symbol_lost_on(*s, retransmit && !take, pin);
+                transfer.sender.on_symbol_lost_on(*s, retransmit && !take, pin);
                 taken &= take;
             }
             if !taken {
@@ -301,16 +301,16 @@ impl Connection {
                 held += 1;
             }
         }
-        session.sender.update_waiting(now);
+        transfer.sender.update_waiting(now);
         if lost.iter().any(|p| p.window_update) {
-            session.streams.resend_windows();
+            transfer.streams.resend_windows();
         }
         // A lost PATH_ABANDON is sent again (PROTOCOL.md §12.3).
         self.abandon_pending |= lost.iter().fold(0, |bits, p| bits | p.abandons);
         if probe && !lost.is_empty() {
             // The path's RTO: what only it could carry (its own retransmissions, the blocks
             // mapped to it) may now go on any path — MPTCP's reinjection.
-            session.sender.unpin_path(path_id);
+            transfer.sender.unpin_path(path_id);
         }
         let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
@@ -336,7 +336,7 @@ impl Connection {
         while let Some(action) = self.redundancy.parity_groups().and_then(|g| g.poll_action()) {
             match action {
                 FecAction::Retransmit { block, index } => {
-                    if let Some(s) = self.session.as_mut() {
+                    if let Some(s) = self.transfer.as_mut() {
                         s.sender.queue_retransmission(block, index);
                     }
                 }
@@ -353,11 +353,11 @@ impl Connection {
     pub(super) fn apply_parity_covers(&mut self, now: Instant) {
         let Some(path) = self.control_path() else { return };
         let view = self.path_view(path);
-        let Some(session) = self.session.as_mut().filter(|s| s.xor_groups) else { return };
+        let Some(transfer) = self.transfer.as_mut().filter(|s| s.xor_groups) else { return };
         let Some(groups) = self.redundancy.parity_groups() else { return };
-        let covers = groups.parity_covers(now, &mut session.sender.blocks(), &view);
+        let covers = groups.parity_covers(now, &mut transfer.sender.blocks(), &view);
         for cover in covers {
-            let applied = session.sender.cover(cover);
+            let applied = transfer.sender.cover(cover);
             debug_assert!(applied, "a controller's cover must fit the block: {cover:?}");
         }
         self.apply_fec_actions(now, false);

@@ -13,7 +13,7 @@ impl Connection {
     /// scheduler judged its need), else an unsent source or a repair some block needs.
     pub(super) fn has_symbol(&self, pick: Pick) -> bool {
         let named = pick.block.is_some_and(|block| {
-            self.session.as_ref().is_some_and(|s| {
+            self.transfer.as_ref().is_some_and(|s| {
                 s.sender.block(block).is_some_and(|b| !b.all_sources_sent() || b.can_write_repair())
             })
         });
@@ -27,7 +27,7 @@ impl Connection {
         let id = path as u8;
         // The cheap questions first: an unsent source anywhere settles it without asking the
         // redundancy controller about every block.
-        self.session.as_ref().is_some_and(|s| {
+        self.transfer.as_ref().is_some_and(|s| {
             s.sender.has_retransmission_for(id)
                 || s.sender.has_unsent_for(id)
                 || s.sender.blocks().any(|b| {
@@ -41,7 +41,7 @@ impl Connection {
     /// Whether some block wants a repair symbol sent on `path` now.
     pub(super) fn repair_due(&self, path: usize) -> bool {
         let view = self.path_view(path);
-        self.session.as_ref().is_some_and(|s| {
+        self.transfer.as_ref().is_some_and(|s| {
             s.sender.blocks().any(|b| b.may_carry(path as u8) && self.redundancy.repairs_wanted(b, &view) > 0)
         })
     }
@@ -60,7 +60,7 @@ impl Connection {
         // every packet and every wake-up: no allocation once it has grown).
         let mut blocks = self.block_views.borrow_mut();
         blocks.clear();
-        if let (Some(s), true) = (&self.session, self.scheduler.wants_blocks()) {
+        if let (Some(s), true) = (&self.transfer, self.scheduler.wants_blocks()) {
             // The controller's wants as seen from the fastest ready path (FMTCP Eq. 4's p and
             // ŵ are a path's; the allocation sends most symbols on the fastest).
             let fastest = paths.iter().filter(|p| p.ready).min_by_key(|p| p.view.smoothed_rtt);
@@ -94,7 +94,7 @@ impl Connection {
         // (`cut_block_for`), so a scheduler that allocates blocks sees none for it: the fastest
         // ready path takes the new data (MPTCP's default, the placement's own scheduler).
         pick.or_else(|| {
-            let s = self.session.as_ref()?;
+            let s = self.transfer.as_ref()?;
             if !(s.sender.is_per_path() && s.streams.has_pipe_data() && s.sender.has_room()) {
                 return None;
             }

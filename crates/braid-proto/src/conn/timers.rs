@@ -58,7 +58,7 @@ impl Connection {
     }
 
     fn release_deadline(&self) -> Option<Instant> {
-        self.session.as_ref()?.sender.release_deadline(self.release_timeout()?)
+        self.transfer.as_ref()?.sender.release_deadline(self.release_timeout()?)
     }
 
     /// A sender must never sit idle with data the receiver has not released: a block that
@@ -71,7 +71,7 @@ impl Connection {
         let Some(timeout) = self.release_timeout() else { return };
         let view = self.control_path().map(|i| self.path_view(i)).unwrap_or_default();
         let xor = self.config.params.code == CodeFamily::Xor;
-        let Some(s) = self.session.as_mut() else { return };
+        let Some(s) = self.transfer.as_mut() else { return };
         for id in s.sender.on_release_timeout(now, timeout) {
             let Some(b) = s.sender.block(id) else { continue };
             let repair = !xor && self.redundancy.repairs_wanted(b, &view) > 0;
@@ -104,7 +104,7 @@ impl Connection {
         if let Some((_, at)) = self.measurement_due() {
             next = next.min(at.max(self.last_poll));
         }
-        if self.session.is_some() {
+        if self.transfer.is_some() {
             let mut paths = [PathInfo::default(); 8];
             let n = self.path_infos(self.last_poll, &mut paths);
             if let Some(t) = self.scheduler.poll_timeout(self.last_poll, &paths[..n]) {
@@ -114,7 +114,7 @@ impl Connection {
         if let Some(t) = self.release_deadline() {
             next = next.min(t);
         }
-        if self.session.is_some() {
+        if self.transfer.is_some() {
             for i in 0..self.paths.len() {
                 if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
                     next = next.min(t);
@@ -127,7 +127,7 @@ impl Connection {
         if let Some(t) = self.datagram_timeout() {
             next = next.min(t);
         }
-        if self.session.is_some() {
+        if self.transfer.is_some() {
             for p in self.paths.iter().filter(|p| p.can_send()) {
                 if let Some(t) = p.pmtu.timeout(super::pmtu::probe_timer(p.pto_base())) {
                     next = next.min(t.max(self.last_poll));
@@ -149,7 +149,7 @@ impl Connection {
     /// more paths may qualify. Never later than the first send; an earlier wake-up only polls
     /// for nothing.
     fn next_symbol_time(&self) -> Option<Instant> {
-        let s = self.session.as_ref()?;
+        let s = self.transfer.as_ref()?;
         let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty())
             && s.sender.has_room();
         // With per-path placement new data joins the open block, which only its path may carry.

@@ -47,7 +47,7 @@ impl Connection {
             }
             return Some(self.end_packet(now, path, buf, true, Vec::new()));
         }
-        self.session.as_ref()?;
+        self.transfer.as_ref()?;
         // A failed path's probe: a PING alone (PROTOCOL.md §12.2). Nothing that must arrive
         // rides on it, since its loss is never declared.
         if let Some(path) = self.paths.iter().position(|p| p.probe_pending) {
@@ -76,7 +76,7 @@ impl Connection {
         }
         let size = self.block_symbol_size();
         if let Some(s) =
-            self.session.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
+            self.transfer.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
         {
             s.sender.set_symbol_size(size);
             // Blocks cut but never sent are cut again at the new size (PROTOCOL.md §14.3); in
@@ -102,7 +102,7 @@ impl Connection {
             .iter()
             .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
             .or_else(|| {
-                let updates = self.session.as_ref().is_some_and(|s| s.streams.has_window_updates());
+                let updates = self.transfer.as_ref().is_some_and(|s| s.streams.has_window_updates());
                 (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
             });
         let max = self.config.max_datagram;
@@ -244,18 +244,18 @@ impl Connection {
     /// copies whose block was decoded meanwhile are dropped.
     fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let mss = self.config.max_datagram as u64;
-        let session = self.session.as_ref()?;
+        let transfer = self.transfer.as_ref()?;
         let mut may_send = [false; 8];
         for (i, may) in may_send.iter_mut().enumerate().take(self.paths.len()) {
             *may = self.data_room(i) >= mss && self.paths[i].next_send <= now;
         }
         let paths = self.paths.len();
-        self.copies.retain(|c| c.0 < paths && session.sender.block(c.1.block).is_some_and(|b| !b.decoded));
+        self.copies.retain(|c| c.0 < paths && transfer.sender.block(c.1.block).is_some_and(|b| !b.decoded));
         let i = self.copies.iter().position(|c| may_send[c.0])?;
         if let Some((path, symbol, frame)) = self.copies.remove(i) {
             self.begin_packet(path, PacketType::Data, buf);
             buf.extend_from_slice(&frame);
-            if let Some(s) = self.session.as_mut() {
+            if let Some(s) = self.transfer.as_mut() {
                 s.sender.on_copy_sent(symbol.block);
             }
             self.stats.copies_sent += 1;
@@ -326,7 +326,7 @@ impl Connection {
                 self.abandon_written |= 1 << id;
             }
         }
-        if let Some(s) = self.session.as_mut() {
+        if let Some(s) = self.transfer.as_mut() {
             if s.block_ack_dirty {
                 // Written in place, taken back if it does not fit.
                 let start = buf.len();
@@ -387,7 +387,7 @@ impl Connection {
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
         let id = path as u8;
-        let s = self.session.as_mut()?;
+        let s = self.transfer.as_mut()?;
         let mut w = Writer::new(buf);
         let retransmission =
             if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
