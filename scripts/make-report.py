@@ -2,8 +2,9 @@
 """docs/RESULTS.md and its plots from the matrix's raw rows (scripts/testbed-matrix.sh).
 
 Reads RAW/testbed/<scenario>/*.csv (braid-testbed rows; each point's .meta.json beside them for
-the commit; both packed in the scenario's rows.tar.gz, scripts/raw_pack.py) and RAW/sim/<scenario>/<model>/summary.csv (braid-sim), and writes OUT/RESULTS.md and
-OUT/results/*.png. Every number in the report, and every target's met / not met, is computed
+the commit; both packed in the scenario's rows.tar.gz, scripts/raw_pack.py) and
+RAW/sim/<scenario>/<model>/summary.csv (braid-sim; packed the same way in
+RAW/sim/<scenario>/rows.tar.gz), and writes OUT/RESULTS.md and OUT/results/*.png. Every number in the report, and every target's met / not met, is computed
 here from those rows. Rows of other workloads (a `workload` column other than bulk, e.g. web or
 video) get sections of their own; absent workloads are reported as not measured.
 
@@ -12,7 +13,6 @@ Usage: make-report.py [--raw docs/results/raw] [--out docs]
 
 import argparse
 import csv
-import glob
 import io
 import json
 import math
@@ -81,11 +81,6 @@ def pretty_label(label):
     return ", ".join(out)
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def load_testbed(raw):
     """Testbed rows, each with `_meta` (its point's .meta.json, or {}); read through raw_pack.Raw
     (each scenario's rows.tar.gz and any loose files)."""
@@ -106,11 +101,15 @@ def load_testbed(raw):
 
 
 def load_sim(raw):
-    """{(scenario, point, model): row} from RAW/sim/<scenario>/<model>/summary.csv."""
+    """{(scenario, point, model): row} from RAW/sim/<scenario>/<model>/summary.csv, read through
+    raw_pack.Raw (each scenario's rows.tar.gz and any loose files)."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(raw, "sim", "*", "*", "summary.csv"))):
+    sim = raw_pack.Raw(os.path.join(raw, "sim"))
+    paths = sorted(os.path.join(sim.dir, s, name) for s in sim.scenarios() for name in sim.files(s)
+                   if re.fullmatch(r"[^/]+/summary\.csv", name))
+    for path in paths:
         model = os.path.basename(os.path.dirname(path))
-        for r in read_csv(path):
+        for r in csv.DictReader(io.StringIO(sim.read_text(path), newline="")):
             out[(r["scenario"], r.get("point", ""), model)] = r
     return out
 

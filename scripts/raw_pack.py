@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The testbed's raw files, one compressed file per scenario instead of hundreds of loose ones.
+"""The raw rows, one compressed file per scenario instead of hundreds of loose ones.
 
 A matrix point writes into RAW/testbed/<scenario>/ its rows (`<point>.csv`, `<point>.json`), its
 `<point>.meta.json` (commit, command, load), files of its own (`<point>.stats.jsonl`) and one
@@ -13,11 +13,16 @@ gives the folder back as braid-testbed wrote it. A point packed again (a rerun) 
 point's members; the others stay. The archive is written in name order with fixed owners, modes
 and times, so the same files give the same bytes.
 
+The matrix's simulator runs are packed the same way: RAW/sim/<scenario>/<model>/ (braid-sim's
+summary.csv, timeseries.csv and the matrix's meta.json) goes into RAW/sim/<scenario>/rows.tar.gz
+as `<model>/<file>`, and a model run again replaces that model's members.
+
 Readers (scripts/make-report.py, scripts/repro/) see a scenario through `Raw`: the archive's
 members with any loose file laid over them (a point run but not packed yet, or rows merged from a
 branch that wrote loose files), at the paths the loose files would have.
 
     python3 scripts/raw_pack.py docs/results/raw/testbed         # pack every scenario's loose files
+    python3 scripts/raw_pack.py docs/results/raw/sim             # the same for the simulator's
     python3 scripts/raw_pack.py --unpack DIR docs/results/raw/testbed/video/rows.tar.gz
 """
 
@@ -95,14 +100,15 @@ def read_legacy_ss(path):
 
 
 def loose_files(scenario_dir):
-    """The scenario's files not in its archive: {relative name: path}."""
+    """The scenario's files not in its archive: {relative name: path}. A folder's files (the
+    testbed's ss/ snapshots, a simulator model's rows) are `<folder>/<file>`."""
     out = {}
     for name in sorted(os.listdir(scenario_dir)):
         path = os.path.join(scenario_dir, name)
-        if name == SNAPSHOTS and os.path.isdir(path):
+        if os.path.isdir(path):
             for s in sorted(os.listdir(path)):
                 if os.path.isfile(os.path.join(path, s)):
-                    out[f"{SNAPSHOTS}/{s}"] = os.path.join(path, s)
+                    out[f"{name}/{s}"] = os.path.join(path, s)
         elif os.path.isfile(path) and name != PACKED and not name.endswith(".tmp"):
             out[name] = path
     return out
@@ -115,10 +121,11 @@ def point_members(names, point):
     return [n for n in names if own.fullmatch(n)]
 
 
-def pack(scenario_dir, point=None):
+def pack(scenario_dir, point=None, folder=None):
     """Moves scenario_dir's loose files (and the snapshots of an old ss.txt) into its archive,
-    removing them and the emptied ss/ folder; with `point`, that point's earlier members go first,
-    so the archive holds just its latest run's. Returns how many files were packed."""
+    removing them and the emptied folders; with `point`, that point's earlier members go first,
+    so the archive holds just its latest run's; with `folder`, the members under `<folder>/` (a
+    simulator model's earlier run). Returns how many files were packed."""
     loose = loose_files(scenario_dir)
     legacy = loose.pop(LEGACY_SS, None)
     if not loose and legacy is None:
@@ -130,24 +137,28 @@ def pack(scenario_dir, point=None):
     if point is not None:
         for n in point_members(files, point):
             del files[n]
+    if folder is not None:
+        for n in [n for n in files if n.startswith(folder + "/")]:
+            del files[n]
     for name, path in loose.items():
         with open(path, "rb") as f:
             files[name] = f.read()
     write(packed_path, files)
     for path in list(loose.values()) + ([legacy] if legacy else []):
         os.remove(path)
-    ss_dir = os.path.join(scenario_dir, SNAPSHOTS)
-    if os.path.isdir(ss_dir) and not os.listdir(ss_dir):
-        os.rmdir(ss_dir)
+    for name in os.listdir(scenario_dir):
+        sub_dir = os.path.join(scenario_dir, name)
+        if os.path.isdir(sub_dir) and not os.listdir(sub_dir):
+            os.rmdir(sub_dir)
     return len(loose) + (legacy is not None)
 
 
-def pack_all(testbed_dir):
-    """pack() for every scenario folder under RAW/testbed; returns the count."""
-    if not os.path.isdir(testbed_dir):
+def pack_all(kind_dir):
+    """pack() for every scenario folder under RAW/testbed or RAW/sim; returns the count."""
+    if not os.path.isdir(kind_dir):
         return 0
-    return sum(pack(os.path.join(testbed_dir, d)) for d in sorted(os.listdir(testbed_dir))
-               if os.path.isdir(os.path.join(testbed_dir, d)))
+    return sum(pack(os.path.join(kind_dir, d)) for d in sorted(os.listdir(kind_dir))
+               if os.path.isdir(os.path.join(kind_dir, d)))
 
 
 def unpack(packed_path, out_dir):
@@ -159,11 +170,11 @@ def unpack(packed_path, out_dir):
 
 
 class Raw:
-    """RAW/testbed as the readers see it: each scenario's archive with its loose files laid over,
-    addressed by the paths the loose files have (RAW/testbed/<scenario>/<name>)."""
+    """RAW/testbed or RAW/sim as the readers see it: each scenario's archive with its loose files
+    laid over, addressed by the paths the loose files have (RAW/<kind>/<scenario>/<name>)."""
 
-    def __init__(self, testbed_dir):
-        self.dir = testbed_dir
+    def __init__(self, kind_dir):
+        self.dir = kind_dir
         self._files = {}
 
     def files(self, scenario):
@@ -180,6 +191,12 @@ class Raw:
                             files[name] = f.read()
             self._files[scenario] = files
         return self._files[scenario]
+
+    def scenarios(self):
+        """The scenario folders, sorted."""
+        if not os.path.isdir(self.dir):
+            return []
+        return sorted(s for s in os.listdir(self.dir) if os.path.isdir(os.path.join(self.dir, s)))
 
     def glob(self, scenario_pattern, name_pattern):
         """The sorted paths RAW/testbed/<scenario>/<name> matching the two patterns, as
@@ -219,7 +236,7 @@ def glob_match(name, pattern):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--unpack", metavar="DIR", help="write the members of the archive into DIR")
-    ap.add_argument("path", help="RAW/testbed (to pack), or a scenario's rows.tar.gz (with --unpack)")
+    ap.add_argument("path", help="RAW/testbed or RAW/sim (to pack), or a scenario's rows.tar.gz (with --unpack)")
     a = ap.parse_args()
     if a.unpack:
         unpack(a.path, a.unpack)

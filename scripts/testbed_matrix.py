@@ -12,7 +12,8 @@ RAW/testbed/<scenario>/rows.tar.gz (scripts/raw_pack.py: one file per scenario, 
 a point whose .meta.json there records the same configuration is skipped (resume). Then braid-sim
 runs its `tcp` and
 `mptcp` models (cubic and bbr, as the kernel) and braid on the same scenario files with the same
-transfer and limit, into RAW/sim/<scenario>/<model>/summary.csv.
+transfer and limit, into RAW/sim/<scenario>/<model>/summary.csv, packed after each model into
+RAW/sim/<scenario>/rows.tar.gz.
 
 Usage: testbed_matrix.py [--quick] [--only SCENARIO]... [--out RAW] [--force] [--estimate]
                          [--no-sim] [--no-testbed]
@@ -371,6 +372,7 @@ def run_sim(items, raw, quick):
                     json.dump({"command": shlex.join(cmd).replace(tmp, "<matrix copy>").replace(ROOT + "/", ""),
                                "commit": git("rev-parse", "HEAD"), "transfer": transfer, "limit": limit,
                                "file": entry["file"]}, f, indent=1)
+                raw_pack.pack(os.path.dirname(out), folder=name)
     return failed
 
 

@@ -168,10 +168,16 @@ class MakeReport(unittest.TestCase):
             fx = Fixture(tmp)
             loose_rows = mr.load_testbed(fx.raw)
             _, loose = fx.run()
+            loose_sim = mr.load_sim(fx.raw)
             self.assertEqual(mr.raw_pack.pack_all(os.path.join(fx.raw, "testbed")), 4)
             self.assertEqual(sorted(os.listdir(os.path.join(fx.raw, "testbed", "ctcp-table4"))),
                              [mr.raw_pack.PACKED])
             self.assertEqual(mr.load_testbed(fx.raw), loose_rows)
+            # The simulator's rows too: one archive per scenario, `<model>/summary.csv` inside.
+            self.assertEqual(mr.raw_pack.pack_all(os.path.join(fx.raw, "sim")), 2)
+            self.assertEqual(os.listdir(os.path.join(fx.raw, "sim", "ctcp-table4")), [mr.raw_pack.PACKED])
+            self.assertEqual(mr.load_sim(fx.raw), loose_sim)
+            self.assertEqual(sorted(m for _, _, m in loose_sim), ["braid", "tcp-cubic"])
             self.assertEqual(loose_rows[0]["_meta"]["commit"], "0123456789abcdef")
             _, packed = fx.run()
             self.assertEqual(packed, loose)

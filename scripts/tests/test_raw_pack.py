@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of scripts/raw_pack.py: a testbed scenario's files packed into one archive, given back byte
-for byte, and read through `Raw` as if they were loose. Run: python3 -m unittest discover -s
+"""Tests of scripts/raw_pack.py: a testbed or simulator scenario's files packed into one archive,
+given back byte for byte, and read through `Raw` as if they were loose. Run: python3 -m unittest discover -s
 scripts/tests (or this file)."""
 
 import glob
@@ -95,6 +95,25 @@ class RawPack(unittest.TestCase):
             rp.pack(d)
             self.assertEqual(rp.read(os.path.join(d, rp.PACKED)),
                              dict(POINT_FILES, **{"path.wifi.loss=0.meta.json": b'{"complete": false}'}))
+
+    def test_a_simulator_scenario_packs_its_model_folders_and_a_model_rerun_replaces_its_own(self):
+        model_files = {"braid/summary.csv": b"run,mode\n0,braid\n", "braid/timeseries.csv": b"run,time_s\n",
+                       "braid/meta.json": b'{"commit": "0123456"}', "tcp-bbr/summary.csv": b"run,mode\n0,tcp\n",
+                       "tcp-bbr/meta.json": b"{}"}
+        with tempfile.TemporaryDirectory() as d:
+            sim = os.path.join(d, "sim")
+            write_files(os.path.join(sim, "ctcp-table4"), model_files)
+            self.assertEqual(rp.pack_all(sim), len(model_files))
+            self.assertEqual(os.listdir(os.path.join(sim, "ctcp-table4")), [rp.PACKED], "the model folders are gone")
+            packed = os.path.join(sim, "ctcp-table4", rp.PACKED)
+            self.assertEqual(rp.read(packed), model_files)
+            # braid's rerun writes no time series: its earlier one goes, tcp-bbr's rows stay.
+            rerun = {"braid/summary.csv": b"run,mode\n0,braid\n1,braid\n", "braid/meta.json": b"{}"}
+            write_files(os.path.join(sim, "ctcp-table4"), rerun)
+            self.assertEqual(rp.pack(os.path.join(sim, "ctcp-table4"), folder="braid"), len(rerun))
+            expected = dict(model_files, **rerun)
+            del expected["braid/timeseries.csv"]
+            self.assertEqual(rp.read(packed), expected)
 
     def test_point_members_do_not_take_another_points_files(self):
         names = list(POINT_FILES) + ["path.wifi.loss=0.run2.csv", "path.wifi.loss=0.run2.stats.jsonl"]
