@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("make_report", os.path.join(HERE, "..", "make-report.py"))
 mr = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mr)
+import raw_pack  # noqa: E402  (make-report.py put scripts/ on the path)
 
 # braid-testbed's CSV header (crates/braid-testbed/src/report.rs, write_csv).
 TB_HEADER = ("scenario,label,seed,contender,transfer_bytes,received_bytes,completion_s,elapsed_s,goodput_mbps,"
@@ -169,13 +170,13 @@ class MakeReport(unittest.TestCase):
             loose_rows = mr.load_testbed(fx.raw)
             _, loose = fx.run()
             loose_sim = mr.load_sim(fx.raw)
-            self.assertEqual(mr.raw_pack.pack_all(os.path.join(fx.raw, "testbed")), 4)
+            self.assertEqual(raw_pack.pack_all(os.path.join(fx.raw, "testbed")), 4)
             self.assertEqual(sorted(os.listdir(os.path.join(fx.raw, "testbed", "ctcp-table4"))),
-                             [mr.raw_pack.PACKED])
+                             [raw_pack.PACKED])
             self.assertEqual(mr.load_testbed(fx.raw), loose_rows)
             # The simulator's rows too: one archive per scenario, `<model>/summary.csv` inside.
-            self.assertEqual(mr.raw_pack.pack_all(os.path.join(fx.raw, "sim")), 2)
-            self.assertEqual(os.listdir(os.path.join(fx.raw, "sim", "ctcp-table4")), [mr.raw_pack.PACKED])
+            self.assertEqual(raw_pack.pack_all(os.path.join(fx.raw, "sim")), 2)
+            self.assertEqual(os.listdir(os.path.join(fx.raw, "sim", "ctcp-table4")), [raw_pack.PACKED])
             self.assertEqual(mr.load_sim(fx.raw), loose_sim)
             self.assertEqual(sorted(m for _, _, m in loose_sim), ["braid", "tcp-cubic"])
             self.assertEqual(loose_rows[0]["_meta"]["commit"], "0123456789abcdef")
