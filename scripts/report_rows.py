@@ -51,14 +51,48 @@ def label_value(v):
     return float(m.group(1)) if m else None
 
 
+def loss_model(v):
+    """A loss table as braid-testbed labels it, `{model:gilbert-elliott,p_bad_to_good:0.25,...}`,
+    as a dict of its keys (numbers as floats); None for anything else."""
+    m = re.fullmatch(r"\{(.*)\}", v or "")
+    if not m:
+        return None
+    out = {}
+    for part in m.group(1).split(","):
+        k, _, x = part.partition(":")
+        out[k.strip()] = fnum(x) if fnum(x) is not None else x.strip()
+    return out
+
+
+def mean_loss(v):
+    """A point's loss value as its mean loss rate: a number, or a Gilbert-Elliott chain's
+    stationary loss (the bad state's share p_gb / (p_gb + p_bg) times its loss, plus the good
+    state's); None when neither."""
+    if fnum(v) is not None:
+        return fnum(v)
+    ge = loss_model(v)
+    if not ge or ge.get("model") != "gilbert-elliott":
+        return None
+    gb, bg = ge.get("p_good_to_bad"), ge.get("p_bad_to_good")
+    if not isinstance(gb, float) or not isinstance(bg, float) or gb + bg <= 0:
+        return None
+    bad = gb / (gb + bg)
+    return bad * ge.get("loss_bad", 1.0) + (1 - bad) * ge.get("loss_good", 0.0)
+
+
 def pretty_label(label):
     parts = parse_label(label)
     if not parts:
         return "—"
     out = []
     for k, v in parts.items():
+        ge = loss_model(v)
         if k.endswith("loss") and fnum(v) is not None:
             out.append(f"{k} {fnum(v) * 100:g} %")
+        elif k.endswith("loss") and mean_loss(v) is not None:
+            burst = ge.get("p_bad_to_good")
+            out.append(f"{k} Gilbert–Elliott {mean_loss(v) * 100:.3g} % mean"
+                       + (f", bursts of {1 / burst:.3g} packets" if isinstance(burst, float) and burst > 0 else ""))
         else:
             out.append(f"{k} {v}")
     return ", ".join(out)

@@ -55,6 +55,11 @@ MATRIX = [
     # paper's lowest, in every run): braid's ctcp mode beside kernel bbr, the bar for bulk goodput.
     {"file": "ctcp-table4-runs.toml", "transfer": None, "limit": "15s",
      "kernel": ["bbr"], "modes": ["ctcp"], "sim": False},
+    # Bursty loss on CTCP Table IV's path: Gilbert-Elliott at 1, 2 and 5 % mean, bursts of 4
+    # packets; braid's default beside kernel cubic and bbr, three runs a point (the target: braid
+    # >= 1.05 x bbr, medians).
+    {"file": "gilbert-elliott.toml", "transfer": None, "limit": "15s", "repeat": 3,
+     "kernel": ["cubic", "bbr"], "modes": ["braid"]},
     # CTCP after a burst of timeouts (a 500 ms ACK outage at 5 s; the file says why): bytes at the
     # sink every 100 ms (--timeline), and braid's per-path statistics every 100 ms beside the
     # rows (`<point>.stats.jsonl`: tokens, timeouts). Three loss seeds at 1, 3 and 5 %.
