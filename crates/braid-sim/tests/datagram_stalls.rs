@@ -137,6 +137,29 @@ struct Outcome {
     on_time: f64,
     p99_ms: f64,
     tx: DatagramStats,
+    /// The loss the forward links applied, over every packet they carried.
+    loss: f64,
+}
+
+impl Outcome {
+    /// The repair budget: 2 × the loss the links applied + 2 percentage points.
+    fn budget(&self) -> f64 {
+        2.0 * self.loss + 0.02
+    }
+}
+
+/// How a host is scheduled: it stops for `stall` every `period` (never if `stall` is zero),
+/// and each wake-up comes `late` after what caused it.
+#[derive(Clone, Copy)]
+struct Host {
+    period: Duration,
+    stall: Duration,
+    late: Duration,
+}
+
+impl Host {
+    const PUNCTUAL: Host =
+        Host { period: Duration::from_secs(1), stall: Duration::ZERO, late: Duration::ZERO };
 }
 
 /// `pacer_wait`: [`DatagramConfig::pacer_wait`] (`None`: datagrams always wait for the pacer),
@@ -161,21 +184,29 @@ fn run_late(
     late: Duration,
     datagrams: DatagramConfig,
 ) -> Outcome {
+    run_hosts(seed, secs, Host { period, stall, late }, Host::PUNCTUAL, datagrams)
+}
+
+/// The stream from a `sender` host to a `receiver` host, each scheduled as it says.
+fn run_hosts(seed: u64, secs: u64, sender: Host, receiver: Host, datagrams: DatagramConfig) -> Outcome {
     let config = ConnectionConfig { paths: 2, datagrams, ..ConnectionConfig::default() };
     let stop = Instant::ZERO + Duration::from_secs(secs);
-    let app = |conn, sender: bool| App {
-        conn,
-        sender,
-        next: None,
-        stop,
-        seq: 0,
-        period,
-        stall: if sender { stall } else { Duration::ZERO },
-        inbox: Vec::new(),
-        late: if sender { late } else { Duration::ZERO },
-        pending: None,
-        awake: Instant::ZERO,
-        arrivals: HashMap::new(),
+    let app = |conn, is_sender: bool| {
+        let host = if is_sender { sender } else { receiver };
+        App {
+            conn,
+            sender: is_sender,
+            next: None,
+            stop,
+            seq: 0,
+            period: host.period,
+            stall: host.stall,
+            inbox: Vec::new(),
+            late: host.late,
+            pending: None,
+            awake: Instant::ZERO,
+            arrivals: HashMap::new(),
+        }
     };
     let client = app(Connection::client(config.clone(), Instant::ZERO, seed), true);
     let server = app(Connection::server(config, Instant::ZERO), false);
@@ -187,6 +218,12 @@ fn run_late(
     let paths = [path(15_000_000, 30, 0.02), path(8_000_000, 70, 0.01)];
     let (mut net, tx_id, rx_id) = Network::pair(seed, client, server, &paths).expect("network");
     net.run_until(stop + Duration::from_secs(1));
+    let (mut carried, mut lost) = (0u64, 0u64);
+    for path in 0..2 {
+        let s = net.link(net.route(tx_id, path)[0]).stats();
+        carried += s.sent;
+        lost += s.lost;
+    }
     let (tx, rx) = (net.endpoint(tx_id), net.endpoint(rx_id));
     let deadline = DEADLINE.as_micros() as u64;
     let mut latencies: Vec<u64> =
@@ -199,13 +236,14 @@ fn run_late(
         on_time: on_time as f64 / f64::from(tx.seq.max(1)),
         p99_ms: p99 as f64 / 1000.0,
         tx: tx.conn.datagram_stats(),
+        loss: lost as f64 / carried.max(1) as f64,
     }
 }
 
 fn show(label: &str, seed: u64, o: &Outcome) {
     let t = &o.tx;
     println!(
-        "{label:<18} seed {seed}: {:.4} on time of {}, p99 {:.1} ms; dropped full/expired/hopeless {}/{}/{}; waited >10/>50 ms {}/{}, longest {:.1} ms; blocked window/pacer/host {:.0}/{:.0}/{:.0} ms; repair {:.2} %",
+        "{label:<18} seed {seed}: {:.4} on time of {}, p99 {:.1} ms; dropped full/expired/hopeless {}/{}/{}; waited >10/>50 ms {}/{}, longest {:.1} ms; blocked window/pacer/host {:.0}/{:.0}/{:.0} ms; repair {:.2} % (budget {:.2} %; silences {}, {} acknowledged after all)",
         o.on_time,
         o.sent,
         o.p99_ms,
@@ -218,7 +256,10 @@ fn show(label: &str, seed: u64, o: &Outcome) {
         t.blocked_window_us as f64 / 1000.0,
         t.blocked_pacer_us as f64 / 1000.0,
         t.blocked_host_us as f64 / 1000.0,
-        t.overhead() * 100.0
+        t.overhead() * 100.0,
+        o.budget() * 100.0,
+        t.suspected,
+        t.suspected_delivered
     );
 }
 
@@ -326,6 +367,32 @@ fn late_wake_sweep() {
                 );
                 show(&format!("late {late} ms {label}"), seed, &o);
             }
+        }
+    }
+}
+
+/// `cargo test --release -p braid-sim --test datagram_stalls -- --ignored --nocapture`: the
+/// stream with the receiver's host stopped for 60–120 ms every 0.5–2 s, so that the sender's
+/// paths fall silent now and then (no ACK comes while the receiver is stopped) and answer
+/// after all once it runs again: the repair overhead beside its budget (2 × the loss the
+/// links applied + 2 points).
+#[test]
+#[ignore]
+fn receiver_stall_sweep() {
+    for (period, stall) in [(2000, 80), (1000, 80), (1000, 120), (500, 60), (500, 100)] {
+        let receiver = Host {
+            period: Duration::from_millis(period),
+            stall: Duration::from_millis(stall),
+            late: Duration::ZERO,
+        };
+        for seed in 1..=3 {
+            let o = run_hosts(seed, 30, Host::PUNCTUAL, receiver, DatagramConfig::default());
+            show(&format!("rx {stall}/{period} ms"), seed, &o);
+            assert!(
+                o.on_time >= 0.99,
+                "seed {seed}, receiver stopped {stall}/{period} ms: on time {:.4}",
+                o.on_time
+            );
         }
     }
 }
