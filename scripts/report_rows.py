@@ -6,7 +6,6 @@ and its target verdicts (report_targets.py) share. Used by scripts/make-report.p
 import csv
 import io
 import json
-import math
 import os
 import re
 import statistics
@@ -15,6 +14,7 @@ from collections import OrderedDict, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import raw_pack  # noqa: E402  (beside this script)
+from repro.common import fmt, fnum  # noqa: E402,F401  (a CSV cell as a number, and printed; make-report uses fmt)
 from repro.common import parse_point as parse_label  # noqa: E402  (a point's label as a dict)
 
 # The kernel contenders, and braid's default (the external contender named `braid`).
@@ -28,21 +28,6 @@ MULTI_REF = "mptcp-bbr"
 # The latency-under-load bound per scenario: RTT + 25 ms on one path; on several, the slower
 # path's RTT + 30 ms.
 LATENCY_BOUND_MS = {"latency": 125, "latency-two-paths": 190}
-
-
-def fnum(v):
-    """A CSV cell as a float, or None when empty or not a number."""
-    if v is None:
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
-
-
-def fmt(v, digits=2, none="—"):
-    return none if v is None else f"{v:.{digits}f}"
 
 
 def label_value(v):
