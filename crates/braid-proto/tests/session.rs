@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use braid_proto::session::crypto::INIT_LEN;
+use braid_proto::session::crypto::{INIT_LEN, MAX_HELLO_LEN};
 use braid_proto::session::insecure::{InsecureInitiator, InsecureKeys, InsecureResponder};
 use braid_proto::session::{
     Closing, HandshakeFailure, Hello, Incoming, Listener, ListenerConfig, Received, Session, SessionEvent,
@@ -604,4 +604,62 @@ fn lost_challenges_do_not_stall_a_download_after_a_nat_rebinding() {
     // The client announces itself 2 s after the last time, then every 250 ms until echoed.
     assert!(took < Duration::from_secs(3), "{took:?} for 10 kB");
     assert!(rounds < 2_000, "{rounds} rounds in {took:?}: a timer in the past woke the server at once");
+}
+
+/// A NAT moves a client in the middle of a download, and the first datagram the server gets
+/// from the new port is the client's announcement (its pending ACK from there is lost). Traffic
+/// had stopped for the client, so the announcement is padded to 1,200 bytes: the server may send
+/// the new port 3.6 kB before it answers the challenge, and sends the flight it had sent the old
+/// port again at once instead of a round trip later. With a 34-byte announcement (102 bytes of
+/// room) no data packet fit before the answer; with the room but no resend at the move, the
+/// window stayed full of packets sent to the old port and none went either. Under a NAT that
+/// moves every few seconds at a round trip of a second or more, that round trip was most of the
+/// time the port lasted.
+#[test]
+fn a_padded_announcement_lets_data_go_to_a_new_port_before_it_is_proven() {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 2_000_000;
+    net.run(Duration::from_secs(20), |n| n.read >= 300_000);
+    assert!(net.read >= 300_000 && net.read < net.download, "mid-transfer: {}", net.read);
+    let new = addr(2, 4000);
+    net.public[0] = new;
+    let moved_at = net.now;
+    net.lose = Box::new(move |d| {
+        d.to_server
+            && d.from == new
+            && d.at < moved_at + Duration::from_secs(3)
+            && d.ty() != Some(DatagramType::PathHello)
+    });
+    net.run(Duration::from_secs(60), |n| n.read == n.download);
+    assert_eq!(net.read, net.download, "the download completes");
+    let first = net
+        .sent
+        .iter()
+        .find(|d| d.to_server && d.from == new && d.ty() == Some(DatagramType::PathHello))
+        .expect("the client announced the new port");
+    assert_eq!(first.bytes.len(), MAX_HELLO_LEN, "padded: the client's traffic had stopped");
+    let s = net.server.as_ref().unwrap();
+    assert!(s.events.contains(&SessionEvent::AddressValidated { path: 0, addr: new }));
+    // The echo of the server's first challenge to the new port, as it arrived.
+    let challenged_at =
+        net.sent.iter().find(|d| !d.to_server && d.to == new).map(|d| d.at).expect("the server followed");
+    let echo_at = net
+        .sent
+        .iter()
+        .find(|d| {
+            d.to_server && d.from == new && d.at > challenged_at && d.ty() == Some(DatagramType::PathHello)
+        })
+        .map(|d| d.at + ONE_WAY)
+        .expect("the client echoed the challenge");
+    let (mut got, mut sent, mut data) = (0u64, 0u64, 0);
+    for d in net.sent.iter().filter(|d| d.at >= moved_at && d.at < echo_at) {
+        if d.to_server && d.from == new {
+            got += d.bytes.len() as u64;
+        } else if !d.to_server && d.to == new {
+            sent += d.bytes.len() as u64;
+            assert!(sent <= AMPLIFICATION * got, "{sent} bytes sent for {got} received");
+            data += usize::from(d.bytes.len() > 1000);
+        }
+    }
+    assert!(data >= 2, "{data} data packets went to the new port before it was proven");
 }

@@ -212,20 +212,22 @@ impl Connection {
         }
     }
 
-    /// The peer's address on path `id` changed and the security layer proved the new one
-    /// (PROTOCOL.md §13.8: its challenge answered from there). Everything in flight on the path
-    /// went to the old address, or was held back by the 3× budget while the new one was
-    /// unproven: it is presumed lost now, as at a probe timeout but with no backoff and no
-    /// congestion signal (the losses say nothing about the path's capacity), so its blocks get
-    /// new symbols at the next `poll_transmit`, to the new address. A failed path is probed at
-    /// once. The congestion controller and RTT estimate are kept (RFC 9000 §9.4 allows that for
-    /// a change of port, what a NAT rebinding is; docs/DEVIATIONS.md).
+    /// The peer's address on path `id` changed (the security layer calls this once the new
+    /// address's budget has room for a packet, and again when it answers its challenge:
+    /// PROTOCOL.md §13.8).
+    /// Everything in flight on the path went to the old address, or was held back by the 3×
+    /// budget while the new one was unproven: it is presumed lost now, as at a probe timeout but
+    /// with no backoff and no congestion signal (the losses say nothing about the path's
+    /// capacity), so its blocks get new symbols at the next `poll_transmit`, to the new address.
+    /// A failed path is probed at once. The congestion controller and RTT estimate are kept
+    /// (RFC 9000 §9.4 allows that for a change of port, what a NAT rebinding is;
+    /// docs/DEVIATIONS.md).
     ///
     /// Without this the data waited for the path's probe timer (backed off up to 4 s by the
     /// timeouts while the client was unreachable), and a client that only receives sends
     /// nothing but its announcement every 2 s: a NAT that moved again before that timer fired
     /// left the connection silent until the idle timeout.
-    pub fn on_peer_address_validated(&mut self, now: Instant, id: u8) {
+    pub fn on_peer_address_changed(&mut self, now: Instant, id: u8) {
         let i = usize::from(id);
         let Some(path) = self.paths.get_mut(i) else { return };
         let lost = path.readdressed(now);

@@ -30,13 +30,16 @@ pub struct Probation {
     /// The challenge's counter: [`CHALLENGE_BIT`] set, random bits below it.
     pub token: u64,
     pub next_challenge: Instant,
+    /// Whether what was in flight when the path moved went again to `addr` (see
+    /// [`PathAddress::resend_due`]).
+    pub resent: bool,
 }
 
 impl Probation {
     /// `random`: any random number (it makes the token); `received`: the bytes that came.
     fn new(addr: SocketAddr, received: usize, random: u64, now: Instant) -> Probation {
         let token = (random % CHALLENGE_BIT) | CHALLENGE_BIT;
-        Probation { addr, received: received as u64, sent: 0, token, next_challenge: now }
+        Probation { addr, received: received as u64, sent: 0, token, next_challenge: now, resent: false }
     }
 
     /// Whether `len` more bytes fit the budget (nothing is counted).
@@ -172,6 +175,21 @@ impl PathAddress {
         }
     }
 
+    /// Whether what the core holds in flight on the path should go again now, to the address on
+    /// probation: once per probation, at the first moment its budget has room for `len` more
+    /// bytes (a packet). Before that, presuming the flight lost would only swap packets sent to
+    /// the old address for packets held back by the budget, each counted lost again at the
+    /// challenge's answer. With room, the new address gets data a round trip before the answer.
+    pub fn resend_due(&mut self, len: usize) -> bool {
+        match self.probation.as_mut().filter(|p| !p.resent && p.fits(len)) {
+            Some(p) => {
+                p.resent = true;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The challenge to send now, if one is due and its `len` bytes fit the budget: the address
     /// and the token to seal. The next one is due [`CHALLENGE_INTERVAL`] later.
     pub fn poll_challenge(&mut self, now: Instant, len: usize) -> Option<(SocketAddr, u64)> {
@@ -294,6 +312,28 @@ mod tests {
         assert_eq!(path.on_packet(addr(1000), 8, 60, || 1, t0), Some(addr(2000)));
         assert!(path.probation().is_none());
         assert!(path.try_send(addr(1000), PACKET));
+    }
+
+    /// What was in flight goes to a new address once per probation, when its budget first has
+    /// room for a packet: not on an ACK's 60 bytes (180 of room), but on a padded announcement
+    /// from there; and not again for more bytes from the same address.
+    #[test]
+    fn the_flight_goes_again_once_the_new_address_has_room_for_a_packet() {
+        let t0 = Instant::from_micros(0);
+        let mut path = PathAddress::validated(addr(1000));
+        path.on_packet(addr(1000), 0, 60, || 1, t0);
+        assert!(!path.resend_due(PACKET), "no probation: nothing to decide here");
+        path.on_packet(addr(2000), 1, 60, || 1, t0);
+        assert!(!path.resend_due(PACKET), "180 bytes of room");
+        path.on_announcement(addr(2000), 1200, || 1, t0);
+        assert_eq!(path.probation().map(|p| p.received), Some(1260));
+        assert!(path.resend_due(PACKET), "3,780 bytes of room");
+        assert!(!path.resend_due(PACKET), "once");
+        path.on_announcement(addr(2000), 1200, || 1, t0);
+        assert!(!path.resend_due(PACKET), "once per probation");
+        // The NAT moves again: a new probation, decided anew.
+        path.on_announcement(addr(3000), 1200, || 1, t0);
+        assert!(path.resend_due(PACKET));
     }
 
     /// A path's first announcement validates its address; a later one from elsewhere puts

@@ -12,6 +12,14 @@ pub const HELLO_INTERVAL: Duration = Duration::from_millis(250);
 /// A client announces its paths again this often (PROTOCOL.md §13.6): 34 bytes per path.
 pub const REANNOUNCE: Duration = Duration::from_secs(2);
 
+/// A path whose core packets stopped this long ago, after coming within [`PAD_WITHIN`], has its
+/// announcements padded (§13.6).
+pub const PAD_AFTER: Duration = Duration::from_millis(500);
+
+/// How recent the path's last core packet must be for its silence to pad announcements: an
+/// idle connection's keep-alives stay 34 bytes.
+pub const PAD_WITHIN: Duration = Duration::from_secs(10);
+
 /// The first handshake message's schedule: sent at once, then again after 100 ms, doubling up
 /// to one every second, until an answer comes (the caller stops asking then).
 #[derive(Debug, Clone)]
@@ -52,17 +60,47 @@ impl Repeater {
 /// only receives needs: after a NAT rebinding the server would otherwise never learn its new
 /// address. Counters count every announcement sent, so each is fresh to the server's replay
 /// window.
+///
+/// A path whose traffic stopped ([`Announcer::pads`]) has its announcements padded to
+/// [`MAX_HELLO_LEN`](super::crypto::MAX_HELLO_LEN) bytes: if the NAT moved, the first datagram
+/// the server gets from the new address is such an announcement, and the server may send that
+/// address 3× what it received before the address answers a challenge (§13.8). 34 bytes open
+/// room for no data packet; 1,200 open room for two or three at once, a round trip before the
+/// challenge's answer.
 #[derive(Debug, Clone)]
 pub struct Announcer {
     acked: Vec<bool>,
     next: Instant,
     reannounce: Instant,
     counter: u64,
+    /// Per path, when its last core packet came.
+    heard: Vec<Option<Instant>>,
 }
 
 impl Announcer {
     pub fn new(paths: usize, now: Instant) -> Announcer {
-        Announcer { acked: vec![false; paths], next: now, reannounce: now + REANNOUNCE, counter: 0 }
+        Announcer {
+            acked: vec![false; paths],
+            next: now,
+            reannounce: now + REANNOUNCE,
+            counter: 0,
+            heard: vec![None; paths],
+        }
+    }
+
+    /// A core packet came on `path`.
+    pub fn on_packet(&mut self, path: usize, now: Instant) {
+        if let Some(h) = self.heard.get_mut(path) {
+            *h = Some(now);
+        }
+    }
+
+    /// Whether an announcement of `path` sent now is padded: the path's core packets stopped
+    /// [`PAD_AFTER`] ago or more, having come within [`PAD_WITHIN`] (traffic that stops at
+    /// once is what a NAT that moved looks like to the client).
+    pub fn pads(&self, path: usize, now: Instant) -> bool {
+        let heard = self.heard.get(path).copied().flatten();
+        heard.is_some_and(|h| now >= h + PAD_AFTER && now < h + PAD_WITHIN)
     }
 
     /// The keys exist: announce at the next poll.
@@ -170,5 +208,22 @@ mod tests {
         assert_eq!(log, [(0, 0, 0), (0, 1, 1), (250, 1, 2), (500, 1, 3), (2000, 0, 4), (2000, 1, 5)]);
         assert!(!a.is_due(ms(2_599)));
         assert_eq!(a.timeout(), ms(4_000));
+    }
+
+    /// Announcements are padded only on a path whose core packets stopped: from 500 ms after the
+    /// last one until 10 s after it; never on a path never heard on, nor on another path.
+    #[test]
+    fn announcements_are_padded_while_traffic_has_stopped() {
+        let mut a = Announcer::new(2, ms(0));
+        assert!(!a.pads(0, ms(0)) && !a.pads(0, ms(60_000)), "never heard on: an idle keep-alive");
+        a.on_packet(0, ms(1_000));
+        let padded: Vec<u64> = (0..12_000).step_by(100).filter(|&t| a.pads(0, ms(t))).collect();
+        assert_eq!((padded[0], *padded.last().unwrap()), (1_500, 10_900));
+        assert_eq!(padded.len(), 95, "every 100 ms from 1.5 s to 10.9 s");
+        assert!(!a.pads(1, ms(5_000)), "the other path was not heard on");
+        a.on_packet(0, ms(5_000));
+        assert!(!a.pads(0, ms(5_400)), "traffic again");
+        assert!(a.pads(0, ms(5_500)));
+        assert!(!a.pads(7, ms(5_500)), "no such path");
     }
 }

@@ -22,6 +22,11 @@ pub const TAG_LEN: usize = 16;
 pub const HELLO_LEN: usize = HELLO_CLEAR_LEN + TAG_LEN;
 /// A path announcement's bytes before its tag: first byte, connection id, path, counter (8).
 pub const HELLO_CLEAR_LEN: usize = PREFIX_LEN + 1 + 8;
+/// The longest path announcement: its [`HELLO_LEN`] sealed bytes, then padding (PROTOCOL.md
+/// §13.6: a client pads an announcement so a server whose new-address budget it opens can send
+/// data at once; the padding is not authenticated, and only widens the budget of the address
+/// it came from, which its sender paid for).
+pub const MAX_HELLO_LEN: usize = 1200;
 /// Packet numbers (and announcement counters) at or above this cannot be sealed (§13.4).
 pub const MAX_PACKET_NUMBER: u64 = 1 << 56;
 
@@ -125,11 +130,12 @@ pub fn hello_clear(cid: ConnectionId, path: u8, counter: u64) -> [u8; HELLO_CLEA
     out
 }
 
-/// The path and counter of a sealed announcement for `cid`, its tag not yet checked; `None`
-/// unless it is [`HELLO_LEN`] bytes of a path announcement naming `cid`, a path below
-/// [`MAX_PATHS`] and a counter below [`MAX_PACKET_NUMBER`].
+/// The path and counter of a sealed announcement for `cid`, its tag (bytes
+/// `HELLO_CLEAR_LEN..HELLO_LEN`) not yet checked; `None` unless it is a path announcement of
+/// [`HELLO_LEN`] to [`MAX_HELLO_LEN`] bytes naming `cid`, a path below [`MAX_PATHS`] and a
+/// counter below [`MAX_PACKET_NUMBER`].
 pub fn hello_fields(datagram: &[u8], cid: ConnectionId) -> Option<(u8, u64)> {
-    if datagram.len() != HELLO_LEN || hello_cid(datagram) != Some(cid) {
+    if !(HELLO_LEN..=MAX_HELLO_LEN).contains(&datagram.len()) || hello_cid(datagram) != Some(cid) {
         return None;
     }
     let path = datagram[PREFIX_LEN];

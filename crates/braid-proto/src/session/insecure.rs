@@ -102,7 +102,7 @@ impl Keys for InsecureKeys {
 
     fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
         let (path, counter) = hello_fields(datagram, self.cid)?;
-        (tag(self.recv, &[&datagram[..HELLO_CLEAR_LEN]]) == datagram[HELLO_CLEAR_LEN..])
+        (tag(self.recv, &[&datagram[..HELLO_CLEAR_LEN]]) == datagram[HELLO_CLEAR_LEN..HELLO_LEN])
             .then_some((path, counter))
     }
 }
@@ -262,6 +262,11 @@ mod tests {
         let mut forged = h.clone();
         forged[9] = 2;
         assert_eq!(client.open_hello(&forged), None);
+        let mut padded = h.clone();
+        padded.resize(super::super::crypto::MAX_HELLO_LEN, 0);
+        assert_eq!(client.open_hello(&padded), Some((3, 77)), "padding is not sealed");
+        padded.push(0);
+        assert_eq!(client.open_hello(&padded), None, "longer than an announcement may be");
         // Another connection's keys (another fingerprint) do not open it.
         let hello = Hello { paths: 1, ..Hello::default() };
         let other = InsecureResponder { secret: 5 }

@@ -47,7 +47,7 @@ mod secure;
 mod sessions;
 
 pub use address::{PathAddress, Probation, AMPLIFICATION, CHALLENGE_BIT, CHALLENGE_INTERVAL};
-pub use announce::{Announcer, Repeater, HELLO_INTERVAL, REANNOUNCE};
+pub use announce::{Announcer, Repeater, HELLO_INTERVAL, PAD_AFTER, PAD_WITHIN, REANNOUNCE};
 pub use closing::{Closing, SentClose, MAX_ANSWERS};
 pub use first::{FirstMessage, SeenFirstMessages};
 pub use hello::{Hello, UnknownChoice};

@@ -20,8 +20,12 @@ use std::time::Duration;
 use crate::wire::{DatagramType, PacketHeader};
 use crate::{Connection, Instant};
 
-use super::crypto::{Initiator, Keys, HELLO_LEN};
+use super::crypto::{Initiator, Keys, HELLO_LEN, MAX_HELLO_LEN};
 use super::{Announcer, Linger, PathAddress, Probation, Repeater, ReplayWindow, SentClose, CHALLENGE_BIT};
+
+/// A sealed core packet of the base size (PROTOCOL.md §13.7): the room a new address's budget
+/// needs before what was in flight goes to it again.
+const DATA_ROOM: usize = 1280;
 
 /// A datagram to send: the path it belongs to (the client's socket for that path; a server
 /// sends everything from its one socket), its destination; the bytes are in the caller's
@@ -334,9 +338,10 @@ impl<K: Keys> Session<K> {
             if !is_client {
                 if self.addresses[p].on_challenge_echo(from, counter, data.len()) {
                     self.events.push_back(SessionEvent::AddressValidated { path, addr: from });
-                    // What the core holds in flight went to the old address or was held back:
-                    // it goes again now, while the NAT still maps this address.
-                    core.on_peer_address_validated(now, path);
+                    // What the core holds in flight was held back by the budget (or, before the
+                    // move, went to the old address): it goes again now, while the NAT still
+                    // maps this address.
+                    core.on_peer_address_changed(now, path);
                 }
             } else if let Some(to) = self.addresses[p].remote() {
                 // A challenge from the server: echoed on the path it names (repeats are
@@ -374,6 +379,8 @@ impl<K: Keys> Session<K> {
         if address.try_send(from, echo.len()) {
             self.queue.push_back((0, from, echo));
         }
+        let moved = old.is_some_and(|old| old != from);
+        self.resend_after_move(core, now, path, moved);
         Received::Control
     }
 
@@ -399,15 +406,39 @@ impl<K: Keys> Session<K> {
             self.stats.replayed += 1;
             return Received::Replayed;
         }
-        if !is_client {
-            self.follow(header, from, data.len(), now);
-        }
+        let moved = if is_client {
+            self.announcer.on_packet(p, now);
+            false
+        } else {
+            self.follow(header, from, data.len(), now)
+        };
         core.handle_datagram(now, header.path, &self.opened);
+        if !is_client {
+            // After the packet, so what its ACK covers is not sent again.
+            self.resend_after_move(core, now, header.path, moved);
+        }
         Received::Packet { path: header.path }
     }
 
-    /// Server: the path's address follows its newest authenticated packet.
-    fn follow(&mut self, header: PacketHeader, from: SocketAddr, len: usize, now: Instant) {
+    /// Server: an authenticated datagram came on `path` (`moved`: it moved the path from an
+    /// address it had). What the core holds in flight there went to the old address, which a
+    /// NAT that moved has left: it goes again to the new one, without waiting for a probe
+    /// timeout, as soon as the new address's budget has room for a packet (a padded
+    /// announcement makes room for two); at once if the path went back to a proven address.
+    fn resend_after_move(&mut self, core: &mut Connection, now: Instant, path: u8, moved: bool) {
+        let address = &mut self.addresses[usize::from(path)];
+        let due = match address.probation() {
+            Some(_) => address.resend_due(DATA_ROOM),
+            None => moved,
+        };
+        if due {
+            core.on_peer_address_changed(now, path);
+        }
+    }
+
+    /// Server: the path's address follows its newest authenticated packet. Returns whether it
+    /// moved from an address it had.
+    fn follow(&mut self, header: PacketHeader, from: SocketAddr, len: usize, now: Instant) -> bool {
         let address = &mut self.addresses[usize::from(header.path)];
         let before = address.remote();
         address.on_packet(from, header.number, len, &mut self.random, now);
@@ -422,6 +453,7 @@ impl<K: Keys> Session<K> {
                 announced: false,
             });
         }
+        before.is_some_and(|b| address.remote() != Some(b))
     }
 
     /// Does what is due at `now`: the linger's close, the client's first message or its
@@ -452,7 +484,11 @@ impl<K: Keys> Session<K> {
             self.announcer.poll(now, &mut due);
             for (p, counter) in due {
                 if let Some(to) = self.addresses[usize::from(p)].remote() {
-                    self.queue.push_back((p, to, keys.seal_hello(p, counter)));
+                    let mut hello = keys.seal_hello(p, counter);
+                    if self.announcer.pads(usize::from(p), now) {
+                        hello.resize(MAX_HELLO_LEN, 0);
+                    }
+                    self.queue.push_back((p, to, hello));
                 }
             }
         } else {

@@ -259,11 +259,13 @@ impl PacketKeys {
         out
     }
 
-    /// Checks a path announcement; returns (path, counter).
+    /// Checks a path announcement (its padding, if any, is not part of the seal); returns
+    /// (path, counter).
     pub fn open_hello(&self, datagram: &[u8]) -> Option<(u8, u64)> {
         let (path, counter) = hello_fields(datagram, self.cid)?;
         let mut empty = [0u8; 0];
-        self.state.read_message(hello_nonce(path, counter), &datagram[HELLO_CLEAR_LEN..], &mut empty).ok()?;
+        let tag = &datagram[HELLO_CLEAR_LEN..HELLO_LEN];
+        self.state.read_message(hello_nonce(path, counter), tag, &mut empty).ok()?;
         Some((path, counter))
     }
 }
@@ -315,6 +317,7 @@ impl Responder for ServerAuth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use braid_proto::session::crypto::MAX_HELLO_LEN;
     use braid_proto::wire::{PacketType, Writer};
 
     fn pair(key_client: &Key, key_server: &Key) -> Option<(PacketKeys, PacketKeys)> {
@@ -465,5 +468,15 @@ mod tests {
         let mut forged = h.clone();
         forged[9] = 2;
         assert_eq!(server.open_hello(&forged), None);
+        // Padded to the most an announcement may be: the same announcement; one byte more: none.
+        let mut padded = h.clone();
+        padded.resize(MAX_HELLO_LEN, 0);
+        assert_eq!(server.open_hello(&padded), Some((3, 9)));
+        padded.push(0);
+        assert_eq!(server.open_hello(&padded), None);
+        let mut forged = h.clone();
+        forged.resize(MAX_HELLO_LEN, 0);
+        forged[HELLO_LEN - 1] ^= 1;
+        assert_eq!(server.open_hello(&forged), None, "the tag is checked, not the padding's end");
     }
 }

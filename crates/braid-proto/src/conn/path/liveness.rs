@@ -38,8 +38,8 @@ impl Path {
         self.take_in_flight()
     }
 
-    /// The peer's address on this path changed and the new one is proven (see
-    /// `Connection::on_peer_address_validated`): what is in flight went to the old address or
+    /// The peer's address on this path changed, or the new one was proven (see
+    /// `Connection::on_peer_address_changed`): what is in flight went to the old address or
     /// was held back, so it is returned as lost and the probe timer starts over unbacked-off. A
     /// failed path is probed at once instead (its probes went to the old address too).
     pub fn readdressed(&mut self, now: Instant) -> Vec<SentPacket> {
