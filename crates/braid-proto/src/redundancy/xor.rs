@@ -88,10 +88,14 @@ pub trait GroupingRule: Send + std::fmt::Debug {
         false
     }
 
-    /// Whether a lost `symbol` its group may still repair is held; the default: always.
+    /// Whether a lost `symbol` its group may still repair is held; the default: always. A
+    /// source the rule does not hold is not recorded as a held loss at all.
     fn holds_loss(&self, _symbol: &OutgoingSymbol) -> bool {
         true
     }
+
+    /// The receiver holds every block below `below`; the default ignores it.
+    fn on_blocks_released(&mut self, _below: u64) {}
 }
 
 /// A [`GroupingRule`] run with its parity groups: the one redundancy controller of every XOR
@@ -179,6 +183,9 @@ impl<R: GroupingRule> ParityGroups for XorGroups<R> {
     }
 
     fn take_loss(&mut self, _now: Instant, path: usize, s: OutgoingSymbol, sent: Instant) -> bool {
+        if s.source.is_some() && !self.rule.holds_loss(&s) {
+            return false;
+        }
         let held = self.groups.on_lost(s.block, s.source, s.group, path, sent);
         held && self.rule.holds_loss(&s)
     }
@@ -189,6 +196,7 @@ impl<R: GroupingRule> ParityGroups for XorGroups<R> {
 
     fn on_blocks_released(&mut self, below: u64) {
         self.groups.release_below(below);
+        self.rule.on_blocks_released(below);
     }
 
     fn poll_action(&mut self) -> Option<FecAction> {
