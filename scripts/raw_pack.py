@@ -17,12 +17,18 @@ The matrix's simulator runs are packed the same way: RAW/sim/<scenario>/<model>/
 summary.csv, timeseries.csv and the matrix's meta.json) goes into RAW/sim/<scenario>/rows.tar.gz
 as `<model>/<file>`, and a model run again replaces that model's members.
 
+scripts/reproduce.py packs each experiment's rows the same way: docs/results/repro/<experiment>/
+(summary.csv, table.md, scenario.toml, commit.txt, …, a tagged run's as `<tag>/<file>`) into
+docs/results/repro/<experiment>/rows.tar.gz, the whole experiment at once. A folder's README.md
+is never packed: it stays beside the archive for readers.
+
 Readers (scripts/make-report.py, scripts/repro/) see a scenario through `Raw`: the archive's
 members with any loose file laid over them (a point run but not packed yet, or rows merged from a
 branch that wrote loose files), at the paths the loose files would have.
 
     python3 scripts/raw_pack.py docs/results/raw/testbed         # pack every scenario's loose files
     python3 scripts/raw_pack.py docs/results/raw/sim             # the same for the simulator's
+    python3 scripts/raw_pack.py docs/results/repro               # and for reproduce.py's experiments
     python3 scripts/raw_pack.py --unpack DIR docs/results/raw/testbed/video/rows.tar.gz
 """
 
@@ -36,6 +42,8 @@ import sys
 import tarfile
 
 PACKED = "rows.tar.gz"
+# A note for readers beside the rows; pack() leaves it loose.
+README = "README.md"
 SNAPSHOTS = "ss"
 # The section header of the text file the ss snapshots were once packed into (`ss.txt`); pack()
 # moves such a file's snapshots into the archive.
@@ -127,6 +135,7 @@ def pack(scenario_dir, point=None, folder=None):
     so the archive holds just its latest run's; with `folder`, the members under `<folder>/` (a
     simulator model's earlier run). Returns how many files were packed."""
     loose = loose_files(scenario_dir)
+    loose.pop(README, None)
     legacy = loose.pop(LEGACY_SS, None)
     if not loose and legacy is None:
         return 0
@@ -154,7 +163,8 @@ def pack(scenario_dir, point=None, folder=None):
 
 
 def pack_all(kind_dir):
-    """pack() for every scenario folder under RAW/testbed or RAW/sim; returns the count."""
+    """pack() for every scenario folder under RAW/testbed, RAW/sim or docs/results/repro;
+    returns the count."""
     if not os.path.isdir(kind_dir):
         return 0
     return sum(pack(os.path.join(kind_dir, d)) for d in sorted(os.listdir(kind_dir))
@@ -236,7 +246,7 @@ def glob_match(name, pattern):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--unpack", metavar="DIR", help="write the members of the archive into DIR")
-    ap.add_argument("path", help="RAW/testbed or RAW/sim (to pack), or a scenario's rows.tar.gz (with --unpack)")
+    ap.add_argument("path", help="RAW/testbed, RAW/sim or docs/results/repro (to pack), or a scenario's rows.tar.gz (with --unpack)")
     a = ap.parse_args()
     if a.unpack:
         unpack(a.path, a.unpack)

@@ -7,10 +7,12 @@ One command regenerates the simulator rows and the report:
     scripts/reproduce.py --report-only   # the doc alone, from the stored rows
     scripts/reproduce.py --only sato-best,ctcp-table4   # rerun some experiments, then the doc
 
-Each experiment is one or more braid-sim runs of a scenario file (repro/experiments.py); its rows go
-to docs/results/repro/<experiment>/summary.csv (braid-sim --csv; a tagged run's to
-<experiment>/<tag>/), beside the exact scenario file that ran (`scenario.toml`: the committed file
-with the experiment's seeds and keys written in). Testbed rows, where the matrix has them, are read
+Each experiment is one or more braid-sim runs of a scenario file (repro/experiments.py); its rows
+(braid-sim --csv's summary.csv; a tagged run's as <tag>/summary.csv), the exact scenario file that
+ran (`scenario.toml`: the committed file with the experiment's seeds and keys written in) and the
+commit go into one archive, docs/results/repro/<experiment>/rows.tar.gz (scripts/raw_pack.py;
+`python3 scripts/raw_pack.py --unpack DIR docs/results/repro/<experiment>/rows.tar.gz` gives the
+files back). A loose file in the folder is read over the archive's. Testbed rows, where the matrix has them, are read
 from docs/results/raw/testbed/ (scripts/testbed-matrix.sh) and shown with the commit they were
 measured at; the verdicts use the simulator's rows, except the testbed's own experiments'.
 

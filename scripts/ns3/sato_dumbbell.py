@@ -8,7 +8,8 @@ Not part of braid's build or tests: it needs ns-3's Python bindings,
     /tmp/ns3venv/bin/python scripts/ns3/sato_dumbbell.py --seeds 1,2,3 [--sack] > rows.jsonl
 
 and prints one JSON row per seed (docs/results/repro/sato-dumbbell-ns3/ keeps the rows that
-scripts/reproduce.py reports). The setting is sato-dumbbell.toml's: 16 flows, each sender behind
+scripts/reproduce.py reports, packed: write rows.jsonl there, then
+`python3 scripts/raw_pack.py docs/results/repro`). The setting is sato-dumbbell.toml's: 16 flows, each sender behind
 its own 100 Mbit/s link into the router and each receiver behind one out of the other, both
 with a delay drawn from 1..5 ms per flow and seed; the 50 Mbit/s, 50 ms bottleneck with a
 300-packet drop-tail queue; flows started 10 ms apart; a bulk sender each for 60 s; 1000-byte

@@ -9,7 +9,7 @@ from .ctcp import CtcpSections
 from .dfec import DfecSections
 from .experiments import EXPERIMENTS
 from .fmtcp import FmtcpSections
-from .rows import Rows, load_testbed, testbed_files
+from .rows import Rows, load_testbed, results_files, testbed_files
 from .sato import SatoSections
 from .verdicts import NOT_RUN
 
@@ -20,6 +20,7 @@ class Report(CtcpSections, FmtcpSections, DfecSections, SatoSections):
 
     def __init__(self, results, raw, out):
         self.results, self.raw, self.out = results, raw, out
+        self.repro = results_files(results)
         self.lines = []
         self.verdicts = []  # (paper, experiment, verdict)
         self.tb = load_testbed(raw)
@@ -28,7 +29,7 @@ class Report(CtcpSections, FmtcpSections, DfecSections, SatoSections):
         self.lines.append(s)
 
     def rows(self, exp):
-        return Rows.load(self.results, exp)
+        return Rows.load(self.repro, exp)
 
     def verdict(self, paper, exp, verdict, rule, reason):
         self.verdicts.append((paper, exp, verdict))
@@ -42,10 +43,9 @@ class Report(CtcpSections, FmtcpSections, DfecSections, SatoSections):
                          for r in e["runs"])
         written = [f"seeds {seeds}"] + [f"`{k} = {v}`" for k, v in e["keys"].items()]
         commit = "; the commit it was built from not recorded"
-        path = os.path.join(self.results, exp, "commit.txt")
-        if os.path.exists(path):
-            with open(path) as f:
-                commit = f"; built from {f.read().strip()}"
+        files = self.repro.files(exp)
+        if "commit.txt" in files:
+            commit = f"; built from {files['commit.txt'].decode('utf-8').strip()}"
         self.w(f"Rows: `docs/results/repro/{exp}/` — {cmds}; " + ", ".join(written)
                + (" (written into the copy that ran)" if e["seeds"] or e["keys"] else "") + commit + ".")
         self.w()

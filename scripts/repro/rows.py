@@ -2,7 +2,6 @@
 recovery from an outage in a series of delivered bytes."""
 
 import csv
-import glob
 import io
 import json
 import os
@@ -11,7 +10,7 @@ from collections import OrderedDict
 
 import raw_pack  # scripts/raw_pack.py (reproduce.py puts scripts/ on the path)
 
-from .common import fnum, parse_point, read_csv, same_value
+from .common import fnum, parse_point, same_value
 from .papers import RECOVERY_BEFORE, RECOVERY_SHARE, RECOVERY_WINDOW
 
 
@@ -27,19 +26,20 @@ class Rows:
         self.points = list(OrderedDict.fromkeys(r["point"] for r in rows))
 
     @classmethod
-    def load(cls, results, exp):
-        """The experiment's rows: its untagged run's, and each tagged run's with `@tag` on the mode;
-        a run's phase goodputs (phases.csv beside its summary) become columns of its row."""
+    def load(cls, repro, exp):
+        """The experiment's rows (`repro`: results_files()): its untagged run's, and each tagged
+        run's with `@tag` on the mode; a run's phase goodputs (phases.csv beside its summary)
+        become columns of its row."""
+        files = repro.files(exp)
         rows = []
         for name in ("summary.csv", "video.csv"):
-            path = os.path.join(results, exp, name)
-            if os.path.exists(path):
-                rows += with_phases(read_csv(path), os.path.join(results, exp))
-        for path in sorted(glob.glob(os.path.join(results, exp, "*", "summary.csv"))):
-            tag = os.path.basename(os.path.dirname(path))
-            for r in with_phases(read_csv(path), os.path.dirname(path)):
-                r["mode"] = f"{r['mode']}@{tag}"
-                rows.append(r)
+            if name in files:
+                rows += with_phases(csv_rows(files[name]), files, "")
+        for tag in tags(files):
+            if f"{tag}/summary.csv" in files:
+                for r in with_phases(csv_rows(files[f"{tag}/summary.csv"]), files, f"{tag}/"):
+                    r["mode"] = f"{r['mode']}@{tag}"
+                    rows.append(r)
         return cls(rows)
 
     def __bool__(self):
@@ -83,15 +83,31 @@ def b1_share(rows, point, mode):
     return statistics.mean(xs) if xs else None
 
 
-def with_phases(rows, directory):
-    """Each run's phase goodputs (phases.csv) and outage recovery (recovery.csv) as columns."""
+def with_phases(rows, files, prefix):
+    """Each run's phase goodputs (phases.csv) and outage recovery (recovery.csv) as columns;
+    `files` is an experiment's (results_files()), `prefix` a tagged run's `<tag>/` or ''."""
     for name in ("phases.csv", "recovery.csv"):
-        path = os.path.join(directory, name)
-        if os.path.exists(path):
-            by_run = {p["run"]: p for p in read_csv(path)}
+        if prefix + name in files:
+            by_run = {p["run"]: p for p in csv_rows(files[prefix + name])}
             for r in rows:
                 r.update({k: v for k, v in by_run.get(r.get("run"), {}).items() if k != "run"})
     return rows
+
+
+def csv_rows(body):
+    """The rows of a CSV file's bytes, as dicts."""
+    return list(csv.DictReader(io.StringIO(body.decode("utf-8"), newline="")))
+
+
+def tags(files):
+    """The tagged runs of an experiment (`files`: results_files()'s), sorted: its folders."""
+    return sorted({n.split("/")[0] for n in files if "/" in n and not n.startswith(".")})
+
+
+def results_files(results):
+    """docs/results/repro as the report reads it: each experiment's rows.tar.gz
+    (scripts/raw_pack.py) with any loose files laid over it (a run not packed yet)."""
+    return raw_pack.Raw(results)
 
 
 def testbed_files(raw):

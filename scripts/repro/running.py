@@ -10,6 +10,8 @@ import statistics
 import subprocess
 from collections import OrderedDict
 
+import raw_pack  # scripts/raw_pack.py (reproduce.py puts scripts/ on the path)
+
 from .common import ROOT, fnum, read_csv
 from .experiments import EXPERIMENTS
 from .rows import recovery, sim_series
@@ -80,6 +82,8 @@ def run_experiment(name, results, sim):
         f.write(source_commit() + "\n")
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
+    # One archive an experiment (scripts/raw_pack.py), as the testbed's and the matrix's rows.
+    raw_pack.pack(out)
 
 
 LINK_COLUMNS = ["sent", "sent_bytes", "delivered", "delivered_bytes", "dropped_queue", "lost"]

@@ -1,12 +1,11 @@
 """Sato, Koga, Ikenaga: the 16-flow dumbbell, the ns-3 NewReno baseline and the r, g, l sweeps."""
 
-import glob
 import json
-import os
 import statistics
 from collections import OrderedDict
 
-from .common import fmt, fnum, parse_point, parse_rate, parse_seconds, pct, read_csv
+from .common import fmt, fnum, parse_point, parse_rate, parse_seconds, pct
+from .rows import csv_rows, tags
 
 
 def point_without_seed(point):
@@ -219,11 +218,10 @@ class SatoSections:
     def sato_ns3(self):
         """ns-3's own NewReno in the same dumbbell (scripts/ns3/sato_dumbbell.py's rows): the table,
         and {sack: {column: mean}}."""
-        path = os.path.join(self.results, "sato-dumbbell-ns3", "rows.jsonl")
-        if not os.path.exists(path):
+        files = self.repro.files("sato-dumbbell-ns3")
+        if "rows.jsonl" not in files:
             return {}
-        with open(path) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
+        rows = [json.loads(line) for line in files["rows.jsonl"].decode("utf-8").split("\n") if line.strip()]
         keys = ["goodput_mbps", "transient_mbps", "steady_mbps", "bottleneck_carried", "fast_recoveries", "timeouts"]
         out = {}
         for sack in (False, True):
@@ -261,27 +259,23 @@ class SatoSections:
         run (forward bytes delivered × 8 / (rate × duration)), mean over seeds; a tagged run's
         modes as `mode@tag`; with `by_point`, (point without its seed, mode) →. From links.csv
         (`links=True` experiments); a swept bottleneck rate is not read (the file's first)."""
-        scenario = os.path.join(self.results, exp, "scenario.toml")
-        if not os.path.exists(scenario):
+        files = self.repro.files(exp)
+        if "scenario.toml" not in files:
             return {}
         import tomllib
-        with open(scenario, "rb") as f:
-            sc = tomllib.load(f)
+        sc = tomllib.loads(files["scenario.toml"].decode("utf-8"))
         neck = (sc.get("bottleneck") or [{}])[0]
         rate, secs = parse_rate(neck.get("rate")), parse_seconds(sc.get("duration"))
         if isinstance(rate, list) or rate is None or secs is None:
             return {}
         by_mode = {}
-        dirs = [(os.path.join(self.results, exp), "")]
-        dirs += [(d, "@" + os.path.basename(d)) for d in sorted(glob.glob(os.path.join(self.results, exp, "*")))
-                 if os.path.isdir(d)]
-        for d, tag in dirs:
-            links, summary = os.path.join(d, "links.csv"), os.path.join(d, "summary.csv")
-            if not (os.path.exists(links) and os.path.exists(summary)):
+        for prefix, tag in [("", "")] + [(t + "/", "@" + t) for t in tags(files)]:
+            links, summary = files.get(prefix + "links.csv"), files.get(prefix + "summary.csv")
+            if links is None or summary is None:
                 continue
-            mode_of = {r["run"]: r["mode"] + tag for r in read_csv(summary)}
-            point_of = {r["run"]: point_without_seed(r.get("point")) for r in read_csv(summary)}
-            for r in read_csv(links):
+            mode_of = {r["run"]: r["mode"] + tag for r in csv_rows(summary)}
+            point_of = {r["run"]: point_without_seed(r.get("point")) for r in csv_rows(summary)}
+            for r in csv_rows(links):
                 if r["link"] == f"{neck.get('name')}.fwd" and fnum(r["delivered_bytes"]) is not None:
                     key = mode_of.get(r["run"])
                     if by_point and key:

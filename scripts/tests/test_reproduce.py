@@ -373,6 +373,51 @@ class Reproduce(unittest.TestCase):
         self.assertEqual(rp.claims_verdict([("a", True), ("b", False)]), rp.PARTLY)
         self.assertEqual(rp.claims_verdict([("a", False), ("b", None)]), rp.NOT)
 
+    def test_packed_rows_give_the_same_report(self):
+        """Each experiment's files in one rows.tar.gz (scripts/raw_pack.py), a tagged run's as
+        `<tag>/<file>`, a README left beside it: the report reads them as it read the loose files."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fx = Fixture(tmp)
+            fx.sato()
+            d = os.path.join(fx.results, "sato-dumbbell-ns3")
+            os.makedirs(d)
+            with open(os.path.join(d, "rows.jsonl"), "w") as f:
+                f.write(json.dumps(dict(sack=False, seed=1, goodput_mbps=32.0, fast_recoveries=1800, timeouts=30,
+                                        transient_mbps=28.0, steady_mbps=35.0, bottleneck_carried=0.9)) + "\n")
+            with open(os.path.join(d, "README.md"), "w") as f:
+                f.write("# notes\n")
+            with open(os.path.join(fx.results, "ctcp-table4", "commit.txt"), "w") as f:
+                f.write("0123456789ab\n")
+            _, loose = fx.run()
+            self.assertIn("built from 0123456789ab.", loose)
+            from repro import rows as repro_rows
+            self.assertGreater(repro_rows.raw_pack.pack_all(fx.results), 0)
+            self.assertEqual(sorted(os.listdir(d)), ["README.md", "rows.tar.gz"])
+            self.assertEqual(os.listdir(os.path.join(fx.results, "sato-dumbbell")), ["rows.tar.gz"])
+            _, packed = fx.run()
+            self.assertEqual(packed, loose)
+
+    def test_a_run_packs_its_rows(self):
+        """run_experiment leaves one archive with the rows, the scenario copy and the commit."""
+        with tempfile.TemporaryDirectory() as tmp:
+            sim = os.path.join(tmp, "fake-sim")
+            with open(sim, "w") as f:
+                f.write("#!/usr/bin/env python3\nimport os, sys\n"
+                        "dest = sys.argv[sys.argv.index('--csv') + 1]\n"
+                        "open(os.path.join(dest, 'summary.csv'), 'w').write('run,mode\\n0,ctcp\\n')\n"
+                        "print('| table |')\n")
+            os.chmod(sim, 0o755)
+            results = os.path.join(tmp, "repro")
+            with redirect_stdout(io.StringIO()):
+                rp.run_experiment("ctcp-table5", results, sim)
+            d = os.path.join(results, "ctcp-table5")
+            self.assertEqual(os.listdir(d), ["rows.tar.gz"])
+            from repro import rows as repro_rows
+            files = repro_rows.raw_pack.read(os.path.join(d, "rows.tar.gz"))
+            self.assertEqual(sorted(files), ["commit.txt", "scenario.toml", "summary.csv", "table.md"])
+            self.assertEqual(files["summary.csv"], b"run,mode\n0,ctcp\n")
+            self.assertEqual(files["table.md"], b"| table |\n")
+
     def test_seeds_and_keys_are_written_into_the_copy(self):
         text = 'name = "x"\nseed = 1\n[[path]]\nseed = 2\n'
         self.assertEqual(rp.with_seeds(text, [1, 2, 3]), 'name = "x"\nseed = [1, 2, 3]\n[[path]]\nseed = 2\n')
