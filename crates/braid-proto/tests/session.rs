@@ -253,6 +253,69 @@ impl Net {
     fn sent_of(&self, to_server: bool, ty: DatagramType) -> Vec<&Datagram> {
         self.sent.iter().filter(|d| d.to_server == to_server && d.ty() == Some(ty)).collect()
     }
+
+    /// When the client's echo of the server's first challenge to `new` (its first datagram
+    /// there at or after `since`) arrived at the server. The client's own first datagram from
+    /// `new` may be a PathHello too, sent before any challenge: the echo is the first after it.
+    fn challenge_echoed_at(&self, new: SocketAddr, since: Instant) -> Instant {
+        let challenged_at = self
+            .sent
+            .iter()
+            .find(|d| !d.to_server && d.to == new && d.at >= since)
+            .map(|d| d.at)
+            .expect("the server sent to the new address");
+        self.sent
+            .iter()
+            .find(|d| {
+                d.to_server
+                    && d.from == new
+                    && d.at > challenged_at
+                    && d.ty() == Some(DatagramType::PathHello)
+            })
+            .map(|d| d.at + ONE_WAY)
+            .expect("the client echoed the challenge")
+    }
+
+    /// Checks every send of the server's to `new` in [since, until) against the
+    /// anti-amplification bound (at most AMPLIFICATION × the bytes that came from `new` by
+    /// then); returns the bytes it sent there and how many of those sends carried data (over
+    /// 1000 bytes).
+    fn sent_within_amplification_bound(
+        &self,
+        new: SocketAddr,
+        since: Instant,
+        until: Instant,
+    ) -> (u64, usize) {
+        let (mut got, mut sent, mut data) = (0u64, 0u64, 0);
+        for d in self.sent.iter().filter(|d| d.at >= since && d.at < until) {
+            if d.to_server && d.from == new {
+                got += d.bytes.len() as u64;
+            } else if !d.to_server && d.to == new {
+                sent += d.bytes.len() as u64;
+                assert!(sent <= AMPLIFICATION * got, "{sent} bytes sent for {got} received");
+                data += usize::from(d.bytes.len() > 1000);
+            }
+        }
+        (sent, data)
+    }
+}
+
+/// A connection 300 kB into a 2 MB download: where the rebinding tests move the client.
+fn mid_download() -> Net {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 2_000_000;
+    net.run(Duration::from_secs(20), |n| n.read >= 300_000);
+    assert!(net.read >= 300_000 && net.read < net.download, "mid-transfer: {}", net.read);
+    net
+}
+
+/// A connection that delivered a 1 kB download and has nothing more to send.
+fn connected_and_idle() -> Net {
+    let mut net = Net::new(1, 5, 5);
+    net.download = 1_000;
+    net.run(Duration::from_secs(2), |n| n.read == n.download);
+    assert_eq!(net.read, 1_000, "connected and idle");
+    net
 }
 
 fn ms(d: &Datagram) -> u64 {
@@ -341,10 +404,7 @@ fn a_replayed_packet_is_dropped() {
 /// most 3x what came from it until the port answers a challenge, then the download completes.
 #[test]
 fn nat_rebinding_mid_transfer_completes_within_the_budget() {
-    let mut net = Net::new(1, 5, 5);
-    net.download = 2_000_000;
-    net.run(Duration::from_secs(20), |n| n.read >= 300_000);
-    assert!(net.read >= 300_000 && net.read < net.download, "mid-transfer: {}", net.read);
+    let mut net = mid_download();
     let old = net.public[0];
     let new = addr(2, 4000);
     net.public[0] = new;
@@ -359,31 +419,8 @@ fn nat_rebinding_mid_transfer_completes_within_the_budget() {
     assert!(validated, "the challenge was answered");
     // Before the challenge's echo arrived, the server never sent the new address more than 3x
     // what came from it, counted at every send on the wire.
-    // The echo answers the server's first datagram to the new address (the client's own first
-    // datagram from it may be a PathHello too, sent before any challenge).
-    let challenged_at = net
-        .sent
-        .iter()
-        .find(|d| !d.to_server && d.to == new && d.at >= moved_at)
-        .map(|d| d.at)
-        .expect("the server sent to the new address");
-    let echo_at = net
-        .sent
-        .iter()
-        .find(|d| {
-            d.to_server && d.from == new && d.at > challenged_at && d.ty() == Some(DatagramType::PathHello)
-        })
-        .map(|d| d.at + ONE_WAY)
-        .expect("the client echoed the challenge");
-    let (mut got, mut sent) = (0u64, 0u64);
-    for d in net.sent.iter().filter(|d| d.at >= moved_at && d.at < echo_at) {
-        if d.to_server && d.from == new {
-            got += d.bytes.len() as u64;
-        } else if !d.to_server && d.to == new {
-            sent += d.bytes.len() as u64;
-            assert!(sent <= AMPLIFICATION * got, "{sent} bytes sent for {got} received");
-        }
-    }
+    let echo_at = net.challenge_echoed_at(new, moved_at);
+    let (sent, _) = net.sent_within_amplification_bound(new, moved_at, echo_at);
     assert!(sent > 0, "the server followed the new address before it was validated");
     assert!(net.sent.iter().any(|d| !d.to_server && d.to == new && d.at >= echo_at && d.bytes.len() > 1000));
 }
@@ -524,10 +561,7 @@ fn port_unreachable_ends_only_a_handshake() {
 /// connection stalled until the idle timeout.
 #[test]
 fn a_nat_moving_an_idle_receiver_does_not_stall_the_download() {
-    let mut net = Net::new(1, 5, 5);
-    net.download = 1_000;
-    net.run(Duration::from_secs(2), |n| n.read == n.download);
-    assert_eq!(net.read, 1_000, "connected and idle");
+    let mut net = connected_and_idle();
     let mut next_move = Instant::ZERO + Duration::from_millis(100);
     while next_move <= net.now {
         next_move += Duration::from_millis(500);
@@ -572,10 +606,7 @@ fn a_nat_moving_an_idle_receiver_does_not_stall_the_download() {
 /// timer lies in the past is woken at once, round after round.
 #[test]
 fn lost_challenges_do_not_stall_a_download_after_a_nat_rebinding() {
-    let mut net = Net::new(1, 5, 5);
-    net.download = 1_000;
-    net.run(Duration::from_secs(2), |n| n.read == n.download);
-    assert_eq!(net.read, 1_000, "connected and idle");
+    let mut net = connected_and_idle();
     let t = net.now + Duration::from_millis(300);
     net.run(t - Instant::ZERO, |_| false);
     net.now = t;
@@ -617,10 +648,7 @@ fn lost_challenges_do_not_stall_a_download_after_a_nat_rebinding() {
 /// time the port lasted.
 #[test]
 fn a_padded_announcement_lets_data_go_to_a_new_port_before_it_is_proven() {
-    let mut net = Net::new(1, 5, 5);
-    net.download = 2_000_000;
-    net.run(Duration::from_secs(20), |n| n.read >= 300_000);
-    assert!(net.read >= 300_000 && net.read < net.download, "mid-transfer: {}", net.read);
+    let mut net = mid_download();
     let new = addr(2, 4000);
     net.public[0] = new;
     let moved_at = net.now;
@@ -640,26 +668,7 @@ fn a_padded_announcement_lets_data_go_to_a_new_port_before_it_is_proven() {
     assert_eq!(first.bytes.len(), MAX_HELLO_LEN, "padded: the client's traffic had stopped");
     let s = net.server.as_ref().unwrap();
     assert!(s.events.contains(&SessionEvent::AddressValidated { path: 0, addr: new }));
-    // The echo of the server's first challenge to the new port, as it arrived.
-    let challenged_at =
-        net.sent.iter().find(|d| !d.to_server && d.to == new).map(|d| d.at).expect("the server followed");
-    let echo_at = net
-        .sent
-        .iter()
-        .find(|d| {
-            d.to_server && d.from == new && d.at > challenged_at && d.ty() == Some(DatagramType::PathHello)
-        })
-        .map(|d| d.at + ONE_WAY)
-        .expect("the client echoed the challenge");
-    let (mut got, mut sent, mut data) = (0u64, 0u64, 0);
-    for d in net.sent.iter().filter(|d| d.at >= moved_at && d.at < echo_at) {
-        if d.to_server && d.from == new {
-            got += d.bytes.len() as u64;
-        } else if !d.to_server && d.to == new {
-            sent += d.bytes.len() as u64;
-            assert!(sent <= AMPLIFICATION * got, "{sent} bytes sent for {got} received");
-            data += usize::from(d.bytes.len() > 1000);
-        }
-    }
+    let echo_at = net.challenge_echoed_at(new, moved_at);
+    let (_, data) = net.sent_within_amplification_bound(new, moved_at, echo_at);
     assert!(data >= 2, "{data} data packets went to the new port before it was proven");
 }
