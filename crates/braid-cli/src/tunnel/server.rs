@@ -330,4 +330,29 @@ mod tests {
         assert!(!without6.allowed(ip("2001:db8::1")));
         assert!(without6.allowed(ip("192.0.2.1")));
     }
+
+    #[test]
+    fn this_hosts_addresses_are_refused_unless_allowed() {
+        let mut tun = server(true);
+        // Every unicast address of this host (loopback at least), as the tunnel would reach it.
+        let own: Vec<IpAddr> = if_addrs::get_if_addrs()
+            .unwrap()
+            .iter()
+            .map(|i| i.ip())
+            .filter(|a| !matches!(a, IpAddr::V6(v) if v.is_unicast_link_local()))
+            .collect();
+        assert!(!own.is_empty());
+        for a in &own {
+            assert!(!tun.allowed(*a), "{a}");
+        }
+        tun.allow_local = true;
+        for a in &own {
+            assert!(tun.allowed(*a), "{a}");
+        }
+        assert!(tun.allowed("::ffff:127.0.0.1".parse().unwrap()));
+        // Never, allowed or not.
+        for refused in ["0.0.0.0", "255.255.255.255", "224.0.0.1", "fe80::1"] {
+            assert!(!tun.allowed(refused.parse().unwrap()), "{refused}");
+        }
+    }
 }
