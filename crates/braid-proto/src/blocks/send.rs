@@ -207,6 +207,9 @@ pub struct BlockSender {
     per_path: bool,
     /// The symbol size of blocks opened from now on (PROTOCOL.md §14.3: one size per block).
     next_symbol_size: usize,
+    /// Queued retransmissions go out in sequence order (block, index), each once: TCP's resends
+    /// from its cumulative point (`conn::LossRecovery::Cumulative`).
+    in_order: bool,
 }
 
 impl BlockSender {
@@ -221,6 +224,7 @@ impl BlockSender {
             manual_groups: false,
             per_path: false,
             next_symbol_size: config.symbol_size,
+            in_order: false,
             config,
         }
     }
@@ -272,8 +276,31 @@ impl BlockSender {
     pub fn queue_retransmission(&mut self, block: u64, index: u16) {
         if let Some(b) = self.block_mut(block).filter(|b| !b.decoded && usize::from(index) < b.len()) {
             let path = b.path;
-            self.retransmit.push_back((block, index, path));
+            self.push_retransmission((block, index, path));
         }
+    }
+
+    /// From now on queued retransmissions go out in sequence order, each queued once (see
+    /// `in_order`).
+    pub fn set_in_order(&mut self) {
+        self.in_order = true;
+    }
+
+    fn push_retransmission(&mut self, r: (u64, u16, Option<u8>)) {
+        if !self.in_order {
+            self.retransmit.push_back(r);
+            return;
+        }
+        let at = self.retransmit.partition_point(|q| (q.0, q.1) < (r.0, r.1));
+        if self.retransmit.get(at).is_none_or(|q| (q.0, q.1) != (r.0, r.1)) {
+            self.retransmit.insert(at, r);
+        }
+    }
+
+    /// Forgets the queued retransmissions `moot(block, index)` calls moot (the receiver's
+    /// cumulative point passed them).
+    pub fn drop_retransmissions(&mut self, moot: impl Fn(u64, u16) -> bool) {
+        self.retransmit.retain(|&(block, index, _)| !moot(block, index));
     }
 
     /// Takes back the newest blocks none of whose symbols went out, if their symbol size is not
@@ -558,7 +585,7 @@ impl BlockSender {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.lost += 1;
             if let (true, Some(index), false) = (retransmit, symbol.source, b.decoded) {
-                self.retransmit.push_back((symbol.block, index, path));
+                self.push_retransmission((symbol.block, index, path));
             }
         }
     }

@@ -185,6 +185,17 @@ pub trait CongestionController: Send + fmt::Debug {
         }
     }
 
+    /// The connection runs TCP's loss recovery itself (cumulative-ACK recovery,
+    /// `conn::LossRecovery::Cumulative`): a controller that models recovery episodes and
+    /// timeouts of its own (`newreno-ns3`) takes them from the connection instead — a recovery
+    /// opens at a congestion signal and lasts until [`Self::on_recovery_end`]. The default
+    /// ignores it.
+    fn follow_connection_recovery(&mut self) {}
+
+    /// The connection's fast recovery ended (a full ACK, RFC 6582 §3.2 step 3). The default
+    /// ignores it.
+    fn on_recovery_end(&mut self, _now: Instant) {}
+
     /// Retransmission timeouts the controller models itself, beyond the connection's probe
     /// timeouts (an ns-3-style NewReno's lost retransmissions); counted in the path's timeouts.
     fn timeouts(&self) -> u64 {

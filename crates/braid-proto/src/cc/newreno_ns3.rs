@@ -39,6 +39,12 @@
 //!   until an ACK of a packet sent after it. The connection's own probe timeout is a timeout
 //!   too (every one, not the third in a row).
 //!
+//! With the connection's cumulative-ACK recovery (`conn::LossRecovery::Cumulative`, TCP's
+//! recovery without SACK run by the connection itself) the recovery episodes and timeouts are
+//! the connection's, not modelled here: a recovery opens at the first congestion signal and
+//! lasts, without growth, until the connection's full ACK; the connection's retransmission
+//! timer is the timeout.
+//!
 //! A loss the mode's code repaired (Sato et al.'s ECN-style echo, §3.3) is not a loss to the
 //! TCP below: cwnd ← r·cwnd once per round trip, no recovery episode, never a timeout.
 
@@ -97,6 +103,8 @@ pub struct NewRenoNs3 {
     timeouts: u64,
     /// Fast retransmits that opened a recovery (Sato et al.'s Fig. 7(a) counts these).
     recoveries: u64,
+    /// The connection runs the recovery (see the module's doc): nothing here is modelled.
+    driven: bool,
 }
 
 impl NewRenoNs3 {
@@ -116,6 +124,7 @@ impl NewRenoNs3 {
             unacked_by_ns3: 0,
             timeouts: 0,
             recoveries: 0,
+            driven: false,
         }
     }
 
@@ -175,6 +184,9 @@ impl CongestionController for NewRenoNs3 {
             self.rto = rtt.rto(MIN_RTO);
         }
         if let Some(r) = self.recovery {
+            if self.driven {
+                return;
+            }
             if r.timed_out(ack.now) {
                 self.timeout(r.timer);
                 return;
@@ -226,6 +238,15 @@ impl CongestionController for NewRenoNs3 {
                 self.ssthresh = self.window;
                 self.repaired_until = Some(now);
             }
+            Congestion::Loss if self.driven => {
+                // One recovery per flight: the connection ends it (`on_recovery_end`).
+                if self.recovery.is_none() {
+                    self.ssthresh = self.half_flight();
+                    self.window = self.ssthresh;
+                    self.recovery = Some(Recovery { start: now, end: now, holes, timer: now, doomed: false });
+                    self.recoveries += 1;
+                }
+            }
             Congestion::Loss => {
                 if let Some(r) = self.recovery.as_mut() {
                     if sent <= r.start {
@@ -252,6 +273,16 @@ impl CongestionController for NewRenoNs3 {
 
     fn on_timeout(&mut self, now: Instant) {
         self.timeout(now);
+    }
+
+    fn follow_connection_recovery(&mut self) {
+        self.driven = true;
+    }
+
+    fn on_recovery_end(&mut self, _now: Instant) {
+        if self.driven {
+            self.recovery = None;
+        }
     }
 
     /// Every probe timeout is ns-3's retransmission timeout.

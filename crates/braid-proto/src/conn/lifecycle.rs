@@ -52,6 +52,7 @@ impl Connection {
         let cc = self.new_cc();
         self.paths.push(Path::new(id, cc, now, true));
         self.paths[usize::from(id)].pmtu = self.new_pmtu();
+        self.paths[usize::from(id)].set_loss_recovery(self.config.recovery);
         Ok(id)
     }
 
@@ -103,6 +104,7 @@ impl Connection {
             let cc = self.new_cc();
             self.paths.push(Path::new(id, cc, now, false));
             self.paths[usize::from(id)].pmtu = self.new_pmtu();
+            self.paths[usize::from(id)].set_loss_recovery(self.config.recovery);
         }
         self.paths[usize::from(path)].heard = true;
     }

@@ -8,6 +8,7 @@
 //! the multipath `mptcp` (a model) and `mptcp-dfec` (see [`Mode`]); repair goes per path or
 //! across paths ([`RepairPlacement`]).
 
+mod cumulative;
 mod cutting;
 mod datagrams;
 mod lifecycle;
@@ -40,7 +41,7 @@ use crate::sched::{BlockView, Scheduler, SchedulerKind};
 pub use lifecycle::PathError;
 pub use parts::{PartReassembly, MAX_PIECES, MAX_REASSEMBLIES};
 use path::Path;
-pub use path::{LossEstimator, PathState, PathStats};
+pub use path::{LossEstimator, LossRecovery, PathState, PathStats};
 use pmtu::Pmtu;
 pub use pmtu::{PmtuPhase, MAX_PROBES, RAISE_TIMER};
 pub use policy::Mode;
@@ -92,6 +93,10 @@ pub struct ConnectionConfig {
     /// application consumes them within two round trips, up to this many bytes each
     /// ([`crate::streams::Window`]). Default 0: the windows keep their initial size.
     pub max_window: u64,
+    /// How a path's sender learns what to send again. Default: braid's, from the ACK ranges
+    /// ([`LossRecovery::Ranges`]); [`LossRecovery::Cumulative`] is TCP's without SACK, a
+    /// baseline for the seed papers' TCP (conn/path/cumulative.rs).
+    pub recovery: LossRecovery,
 }
 
 impl ConnectionConfig {
@@ -116,6 +121,7 @@ impl Default for ConnectionConfig {
             scheduler: None,
             datagrams: Default::default(),
             max_window: 0,
+            recovery: LossRecovery::Ranges,
         }
     }
 }
@@ -531,6 +537,13 @@ impl Connection {
         if self.config.placement() == RepairPlacement::PerPath {
             sender.set_per_path();
         }
+        if self.config.recovery == LossRecovery::Cumulative {
+            // Resends go in sequence order, as TCP's from its cumulative point.
+            sender.set_in_order();
+            if let Some(groups) = self.redundancy.parity_groups() {
+                groups.report_repairs();
+            }
+        }
         let receive = CodecConfig { symbol_size: params.max_symbol().into(), ..codec };
         self.transfer = Some(Transfer {
             streams: Streams::new(self.side, local, remote).with_window_cap(self.config.max_window),
@@ -545,6 +558,7 @@ impl Connection {
         self.handshake_due = None;
         for i in 0..self.paths.len() {
             self.paths[i].pmtu = self.new_pmtu();
+            self.paths[i].set_loss_recovery(self.config.recovery);
         }
         self.events.push_back(Event::Connected);
     }

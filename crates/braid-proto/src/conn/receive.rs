@@ -5,7 +5,7 @@
 use braid_fec::CodeFamily;
 
 use super::path::SentPacket;
-use super::{BlockRecord, CloseReason, Connection, RepairPlacement, State, Transfer};
+use super::{BlockRecord, CloseReason, Connection, LossRecovery, RepairPlacement, State, Transfer};
 use crate::cc::Congestion;
 use crate::redundancy::{FecAction, RedundancyEvent};
 use crate::streams::{PeerViolation, Side};
@@ -226,7 +226,9 @@ impl Connection {
             // RFC 8899 §5.2 BASE → SEARCHING: the path carries BASE_PLPMTU packets.
             path.pmtu.on_confirmed(now);
         }
+        self.note_missing(now, usize::from(ack.path), &outcome.missing);
         self.after_losses(now, usize::from(ack.path), outcome.acked, outcome.lost, false);
+        self.cumulative_step(now, usize::from(ack.path));
     }
 
     /// Acts on acknowledged and lost packets. `probe`: the losses are a probe timeout's
@@ -276,7 +278,10 @@ impl Connection {
             }
         }
         // XOR parity cannot answer a loss with a new symbol, so over XOR even braid retransmits.
-        let retransmit = self.config.mode.retransmits() || self.config.params.code == CodeFamily::Xor;
+        // With cumulative-ACK recovery the path decided what to resend: all of it goes again.
+        let cumulative = self.paths[path].loss_recovery() == LossRecovery::Cumulative;
+        let retransmit =
+            self.config.mode.retransmits() || self.config.params.code == CodeFamily::Xor || cumulative;
         // MPTCP's subflows resend their own losses (and a block mapped to a path stays on it);
         // a probe timeout (the subflow's RTO) lets the data be reinjected on any path.
         let pin = (!probe
@@ -291,6 +296,7 @@ impl Connection {
             let mut taken = !p.symbols.is_empty();
             for s in &p.symbols {
                 let take = xor_groups
+                    && !cumulative
                     && self.redundancy.parity_groups().is_some_and(|g| g.take_loss(now, path, *s, p.time));
                 transfer.sender.on_symbol_lost_on(*s, retransmit && !take, pin);
                 taken &= take;
@@ -300,6 +306,15 @@ impl Connection {
             } else if !p.symbols.is_empty() {
                 held += 1;
             }
+        }
+        if cumulative {
+            // Go-back-N after a timeout: the segments the receiver holds go out again too; a
+            // queued resend the cumulative point passed is dropped.
+            for (block, index) in self.paths[path].take_go_back() {
+                transfer.sender.queue_retransmission(block, index);
+            }
+            let p = &self.paths[path];
+            transfer.sender.drop_retransmissions(|block, index| p.cumulative_passed((block, index)));
         }
         transfer.sender.update_waiting(now);
         if lost.iter().any(|p| p.window_update) {
@@ -332,12 +347,21 @@ impl Connection {
 
     /// Carries out what the redundancy controller decided about the losses it took over:
     /// retransmissions, and congestion signals (not for a probe timeout's presumed losses).
-    fn apply_fec_actions(&mut self, now: Instant, probe: bool) {
+    pub(super) fn apply_fec_actions(&mut self, now: Instant, probe: bool) {
         while let Some(action) = self.redundancy.parity_groups().and_then(|g| g.poll_action()) {
             match action {
+                // With cumulative-ACK recovery a failed group's losses wait for the cumulative
+                // point (the receiver's released duplicate ACKs set off the fast retransmit).
+                FecAction::Retransmit { .. } | FecAction::Congestion { signal: Congestion::Loss, .. }
+                    if self.config.recovery == LossRecovery::Cumulative => {}
                 FecAction::Retransmit { block, index } => {
                     if let Some(s) = self.transfer.as_mut() {
                         s.sender.queue_retransmission(block, index);
+                    }
+                }
+                FecAction::Repaired { block, index } => {
+                    for p in &mut self.paths {
+                        p.cumulative_repaired((block, index));
                     }
                 }
                 FecAction::Congestion { path, sent, signal } => {

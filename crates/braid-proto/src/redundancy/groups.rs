@@ -102,6 +102,8 @@ pub struct GroupTracker {
     pub failed: u64,
     /// Blocks below this are held whole by the receiver and forgotten here.
     released: u64,
+    /// Each repaired source is also reported ([`FecAction::Repaired`]).
+    pub report_repairs: bool,
 }
 
 impl GroupTracker {
@@ -113,6 +115,7 @@ impl GroupTracker {
             recovered: 0,
             failed: 0,
             released: 0,
+            report_repairs: false,
         }
     }
 
@@ -191,10 +194,13 @@ impl GroupTracker {
     ) -> bool {
         if block < self.released {
             // The receiver decoded the block before the loss was declared: the parity did it.
-            if source.is_some() {
+            if let Some(index) = source {
                 self.recovered += 1;
                 if let Some(signal) = self.on_repaired {
                     self.actions.push_back(FecAction::Congestion { path, sent, signal });
+                }
+                if self.report_repairs {
+                    self.actions.push_back(FecAction::Repaired { block, index });
                 }
             }
             return true;
@@ -236,6 +242,19 @@ impl GroupTracker {
 
     pub fn poll_action(&mut self) -> Option<FecAction> {
         self.actions.pop_front()
+    }
+
+    /// Whether source `index` of `block` may still be rebuilt by its group's parity: its group
+    /// (or the one a later cover will make) is not settled, has no other member lost and its
+    /// parity not lost.
+    pub fn may_repair(&self, block: u64, index: u16) -> bool {
+        let Some(b) = self.blocks.get(&block) else { return false };
+        let index = usize::from(index);
+        let Some(gi) = b.group_of(index) else { return index >= b.covered_to };
+        let g = &b.groups[gi];
+        let others_lost =
+            g.members().any(|i| i != index && matches!(b.members.get(i), Some(Member::Lost { .. })));
+        !g.done && g.parity != Parity::Lost && !others_lost
     }
 
     /// Losses held now (for tests).
@@ -282,6 +301,9 @@ impl GroupTracker {
             self.recovered += 1;
             if let Some(signal) = self.on_repaired {
                 self.actions.push_back(FecAction::Congestion { path, sent, signal });
+            }
+            if self.report_repairs {
+                self.actions.push_back(FecAction::Repaired { block, index: i as u16 });
             }
         }
         b.groups[gi].done = failed || repaired || clean;

@@ -107,6 +107,9 @@ pub enum FecAction {
     Retransmit { block: u64, index: u16 },
     /// Tell the congestion controller of `path` about a loss of a packet sent at `sent`.
     Congestion { path: usize, sent: Instant, signal: Congestion },
+    /// The parity rebuilt this source at the receiver (only where asked for, see
+    /// [`ParityGroups::report_repairs`]: cumulative-ACK recovery moves its cumulative point).
+    Repaired { block: u64, index: u16 },
 }
 
 /// No coding at all: the `tcp` model.

@@ -49,6 +49,16 @@ pub trait ParityGroups {
 
     /// What the controller wants done about losses it took over.
     fn poll_action(&mut self) -> Option<FecAction>;
+
+    /// From now on each source a parity repairs is also reported ([`FecAction::Repaired`]).
+    fn report_repairs(&mut self) {}
+
+    /// Whether source `index` of `block`, if lost, may still be rebuilt by its group's parity
+    /// as far as the receiver can tell (no other member lost, the parity not lost): Sato et
+    /// al.'s receiver withholds its duplicate ACKs for it (§3.2). The default: never.
+    fn may_repair(&self, _block: u64, _index: u16) -> bool {
+        false
+    }
 }
 
 /// One XOR mode's own rules; [`XorGroups`] does the rest.
@@ -201,5 +211,13 @@ impl<R: GroupingRule> ParityGroups for XorGroups<R> {
 
     fn poll_action(&mut self) -> Option<FecAction> {
         self.groups.poll_action()
+    }
+
+    fn report_repairs(&mut self) {
+        self.groups.report_repairs = true;
+    }
+
+    fn may_repair(&self, block: u64, index: u16) -> bool {
+        self.groups.may_repair(block, index)
     }
 }

@@ -11,6 +11,7 @@
 //! - `liveness.rs`: failure, probing, revival, removal and readdressing (PROTOCOL.md §12).
 
 mod acks;
+mod cumulative;
 mod liveness;
 mod recovery;
 
@@ -23,6 +24,7 @@ use crate::cc::{CongestionController, RttEstimator};
 use crate::wire::AckRange;
 use crate::Instant;
 
+pub use cumulative::LossRecovery;
 pub(crate) use liveness::FAIL_AFTER_PTOS;
 pub use recovery::LossEstimator;
 use recovery::PACKET_THRESHOLD;
@@ -113,6 +115,8 @@ pub(crate) struct Path {
     pub ack_here: bool,
     /// Path MTU discovery (RFC 8899); the connection sets it up (`Connection::new_pmtu`).
     pub pmtu: super::pmtu::Pmtu,
+    /// Cumulative-ACK recovery's state, where the connection chose it (`cumulative.rs`).
+    cumulative: Option<Box<cumulative::Cumulative>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -167,6 +171,7 @@ impl Path {
             probe_pending: false,
             ack_here: false,
             pmtu: super::pmtu::Pmtu::new(1280, 1280),
+            cumulative: None,
         }
     }
 
@@ -204,6 +209,7 @@ impl Path {
         }
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += packet.size;
+        self.cumulative_on_sent(now, number, &packet);
         let rate = self.pacing_rate();
         let gap = Duration::from_secs_f64(packet.size as f64 / rate.max(1) as f64);
         self.next_send = self.next_send.max(now - Duration::from_millis(1)) + gap;

@@ -24,6 +24,10 @@ pub(crate) const MAX_PTO_BACKOFF: Duration = Duration::from_secs(4);
 pub(crate) struct AckOutcome {
     pub acked: Vec<SentPacket>,
     pub lost: Vec<SentPacket>,
+    /// With cumulative-ACK recovery: data packets braid's detection found missing, which stay
+    /// in flight until the cumulative rules send their segments again (see `cumulative.rs`);
+    /// only the mode's parity groups hear of them.
+    pub missing: Vec<SentPacket>,
 }
 
 /// Loss rate estimate: an exponentially weighted mean over packets (lost = 1), CTCP
@@ -82,6 +86,11 @@ impl Path {
         let mut newly_acked_bytes = 0;
         let mut largest_sent = None;
         let mut rate_base: Option<(u64, Instant, Instant, Instant)> = None;
+        if self.cumulative.is_some() {
+            for range in &ack.ranges {
+                outcome.acked.extend(self.cumulative_acked_missing(range.start, range.end));
+            }
+        }
         for range in &ack.ranges {
             // Ranges come highest first: once one ends below everything in flight, so do the
             // rest (most of an ACK re-reports old ranges).
@@ -113,6 +122,7 @@ impl Path {
                 self.loss.sample(false);
                 self.loss_long.sample(false);
                 self.stats.packets_acked += 1;
+                self.cumulative_on_acked(&packet);
                 outcome.acked.push(packet);
             }
         }
@@ -145,7 +155,18 @@ impl Path {
             },
             &self.rtt,
         );
+        self.cumulative_after_ack(now, &outcome.acked);
         self.detect_lost(now, &mut outcome.lost);
+        if self.cumulative.is_some() {
+            // Data packets stay in flight for a sender without SACK; the mode hears of them.
+            for p in std::mem::take(&mut outcome.lost) {
+                let copy = (!p.symbols.is_empty()).then(|| p.clone());
+                match self.cumulative_missing(p) {
+                    Some(p) => outcome.lost.push(p),
+                    None => outcome.missing.extend(copy),
+                }
+            }
+        }
         outcome
     }
 
@@ -161,6 +182,11 @@ impl Path {
             .collect();
         for n in numbers {
             let packet = self.sent.remove(&n).expect("listed");
+            if self.cumulative.is_some() && packet.symbols.iter().any(|s| s.source.is_some()) {
+                // Still in flight for a sender without SACK (see `on_ack`).
+                lost.push(packet);
+                continue;
+            }
             if packet.ack_eliciting {
                 self.in_flight -= packet.size;
             }
@@ -198,6 +224,10 @@ impl Path {
         if self.stats.state != PathState::Active {
             return None;
         }
+        if self.cumulative.is_some() {
+            // TCP without SACK has its retransmission timer only.
+            return self.cumulative_timeout();
+        }
         // `sent` holds only ack-eliciting packets (see `on_sent`), so the oldest is the first.
         let (&first, oldest) = self.sent.first_key_value()?;
         debug_assert!(oldest.ack_eliciting);
@@ -234,6 +264,12 @@ impl Path {
     /// Returns the lost packets and whether they are a probe timeout's presumption.
     pub fn on_timer(&mut self, now: Instant) -> (Vec<SentPacket>, bool) {
         self.loss_timeout_cache.set(None);
+        if self.cumulative.is_some() {
+            if self.cumulative_timeout().is_some_and(|t| t <= now) {
+                return (self.cumulative_on_timeout(now), true);
+            }
+            return (Vec::new(), false);
+        }
         let mut lost = Vec::new();
         if self.largest_acked.is_some_and(|l| self.sent.first_key_value().is_some_and(|(&n, _)| n < l)) {
             // The timer was armed for a time-threshold loss. If the RTT grew since, the packet

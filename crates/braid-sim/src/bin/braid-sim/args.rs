@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use braid_proto::cc::CcAlgorithm;
-use braid_proto::conn::{Mode, RepairPlacement};
+use braid_proto::conn::{LossRecovery, Mode, RepairPlacement};
 use braid_proto::sched::SchedulerKind;
 use clap::{Parser, Subcommand};
 
@@ -27,6 +27,11 @@ pub struct Cli {
     /// Where repair goes: per-path or across-paths (default: the mode's own).
     #[arg(long, value_name = "WHERE")]
     pub placement: Option<RepairPlacement>,
+    /// How senders learn what to send again: ranges (braid's: every hole from the ACK ranges,
+    /// the default) or cumulative (TCP's without SACK: the cumulative point and duplicate ACKs,
+    /// a partial ACK per hole, go-back-N after a timeout; docs/SIMULATOR.md).
+    #[arg(long, value_name = "HOW", default_value = "ranges")]
+    pub recovery: LossRecovery,
     /// Each bulk flow runs through the security layer (handshake, sealing, replay windows, path
     /// announcements), with a deterministic stand-in for the cryptography.
     #[arg(long)]

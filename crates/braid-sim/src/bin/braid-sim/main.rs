@@ -64,6 +64,7 @@ fn main() -> ExitCode {
                     scheduler: cli.scheduler,
                     redundancy,
                     placement: cli.placement,
+                    recovery: cli.recovery,
                     secure: cli.secure,
                 };
                 let ran = if scenario.video.is_some() {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use braid_proto::cc::CcAlgorithm;
-use braid_proto::conn::{Mode, Redundancy, RepairPlacement};
+use braid_proto::conn::{LossRecovery, Mode, Redundancy, RepairPlacement};
 use braid_proto::sched::SchedulerKind;
 use braid_proto::ConnectionConfig;
 use braid_proto::{BlockRecord, Instant};
@@ -74,6 +74,8 @@ pub struct RunSetup {
     pub scheduler: Option<SchedulerKind>,
     pub redundancy: Redundancy,
     pub placement: Option<RepairPlacement>,
+    /// How senders learn what to send again (`--recovery`).
+    pub recovery: LossRecovery,
     /// Each flow runs through the security layer (its sans-IO session, with the insecure
     /// crypto double): the handshake, sealing, replay windows and path announcements.
     pub secure: bool,
@@ -108,6 +110,7 @@ fn connection_config(scenario: &Scenario, paths: usize, setup: &RunSetup) -> Con
         scheduler: setup.scheduler,
         paths: paths as u8,
         repair_placement: setup.placement,
+        recovery: setup.recovery,
         ..ConnectionConfig::default()
     };
     // The scenario's receive window is both ends' flow-control window (FMTCP §VI-B).

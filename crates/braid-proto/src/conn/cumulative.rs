@@ -1,0 +1,49 @@
+//! The connection's side of cumulative-ACK recovery (`LossRecovery::Cumulative`, see
+//! conn/path/cumulative.rs): the mode's parity groups hear of the packets the receiver misses,
+//! and the segment the path's rules send again goes to the blocks and the controller as a loss.
+
+use super::path::SentPacket;
+use super::Connection;
+use crate::Instant;
+
+impl Connection {
+    /// Packets braid's detection found missing on a path with cumulative-ACK recovery: not
+    /// losses to its sender yet, but holes the receiver sees, so an XOR mode's groups learn
+    /// which parities can still rebuild what (Sato et al.'s receiver, §3.2).
+    pub(super) fn note_missing(&mut self, now: Instant, path: usize, missing: &[SentPacket]) {
+        if missing.is_empty() || !self.transfer.as_ref().is_some_and(|t| t.xor_groups) {
+            return;
+        }
+        let Some(groups) = self.redundancy.parity_groups() else { return };
+        for p in missing {
+            for s in &p.symbols {
+                groups.take_loss(now, path, *s, p.time);
+            }
+        }
+        self.apply_fec_actions(now, false);
+    }
+
+    /// Sends again the segment the path's cumulative rules call lost now (three duplicate ACKs,
+    /// or a partial ACK in recovery), as a loss of the packet that carried it.
+    pub(super) fn cumulative_step(&mut self, now: Instant, path: usize) {
+        let Some(una) = self.paths.get(path).and_then(|p| p.cumulative_point()) else { return };
+        // Sato et al. §3.2: the receiver withholds its duplicate ACKs while the parity may
+        // still rebuild the segment.
+        let suppressed = self.transfer.as_ref().is_some_and(|t| t.xor_groups)
+            && self.redundancy.parity_groups().is_some_and(|g| g.may_repair(una.0, una.1));
+        let Some((segment, _, packet)) = self.paths[path].cumulative_loss(suppressed) else { return };
+        match packet {
+            Some(packet) => self.after_losses(now, path, Vec::new(), vec![packet], false),
+            None => {
+                // Its packet was given up already (a timeout): the segment goes again, and the
+                // controller hears of the loss.
+                if let Some(t) = self.transfer.as_mut() {
+                    t.sender.queue_retransmission(segment.0, segment.1);
+                }
+                let p = &mut self.paths[path];
+                p.cc.on_lost(now, 1);
+                p.cc.on_congestion(now, now, crate::cc::Congestion::Loss);
+            }
+        }
+    }
+}

@@ -1,0 +1,495 @@
+//! Cumulative-ACK loss recovery, TCP's without SACK (`LossRecovery::Cumulative`): a selectable
+//! baseline for the seed papers' TCP, which recovered as ns-3's `TcpSocketBase` with NewReno
+//! and SACK off does. braid's own recovery ([`LossRecovery::Ranges`], the default) sees every
+//! hole from the ACK ranges and resends exactly the lost packets; a sender without SACK knows
+//! only the cumulative point of the data (the first segment the receiver lacks) and how many
+//! duplicate ACKs arrived since it last moved:
+//!
+//! - **Segments** are the source symbols a path sent, in sequence order (block, index): TCP's
+//!   sequence space. The receiver holds a segment once a packet carrying it arrived, or once an
+//!   XOR parity rebuilt it (Sato et al.: the cumulative point then moves without a
+//!   retransmission). The cumulative point is the first segment sent and not held.
+//! - **Duplicate ACKs**: each acknowledged data packet (a source or a parity) that leaves the
+//!   cumulative point where it was counts one, as a TCP receiver ACKs each out-of-order segment
+//!   at once. A new cumulative point resets the count.
+//! - **Fast retransmit** (RFC 6582 §3.2): at three duplicate ACKs, outside recovery, only the
+//!   segment at the cumulative point is sent again, and recovery opens with `recover` at the
+//!   highest segment sent. A mode may suppress it while its parity can still rebuild that
+//!   segment (Sato et al. §3.2's withheld duplicate ACKs).
+//! - **Partial ACKs**: in recovery, a new cumulative point below `recover` sends the segment at
+//!   it again at once, so a window with k holes takes k round trips; one at or past `recover`
+//!   ends recovery. A lost retransmission is seen only by the retransmission timer.
+//! - **Retransmission timeout** (RFC 6298, ns-3's `MinRto` 1 s, doubled per timeout up to 64
+//!   times): restarted by a new cumulative point (in recovery only by the first partial ACK,
+//!   as ns-3 does), never by duplicate ACKs. When it fires, every segment from the cumulative
+//!   point to the highest sent is sent again in order (go-back-N), those the receiver already
+//!   holds too — the sender cannot tell them apart; a segment is skipped only once the
+//!   cumulative point has passed it. No fast retransmit follows until the cumulative point
+//!   passes the highest segment sent before the timeout (RFC 6582's `recover` after an RTO):
+//!   the duplicates the receiver gets then raise duplicate ACKs that are not losses.
+//!
+//! A packet braid's own detection (packet and time thresholds) finds missing beyond the
+//! cumulative point stays in flight, as it does for TCP's sender, until its segment is sent
+//! again, is rebuilt, or the timer fires; it is still handed to the mode, whose parity groups
+//! model what the receiver knows (Sato et al.'s receiver sees every hole). Packets that carry no
+//! source (parities, control) keep braid's detection: they are not in the sequence space.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{Path, SentPacket};
+use crate::blocks::OutgoingSymbol;
+use crate::Instant;
+
+/// How a path's sender learns what to send again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LossRecovery {
+    /// braid's: the ACK ranges show every hole; exactly the lost packets' data is sent again
+    /// (RFC 9002's packet and time thresholds, the probe timeout).
+    #[default]
+    Ranges,
+    /// TCP's without SACK: the cumulative point and duplicate ACKs only (see this module).
+    Cumulative,
+}
+
+impl LossRecovery {
+    pub fn name(self) -> &'static str {
+        match self {
+            LossRecovery::Ranges => "ranges",
+            LossRecovery::Cumulative => "cumulative",
+        }
+    }
+}
+
+impl std::str::FromStr for LossRecovery {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [LossRecovery::Ranges, LossRecovery::Cumulative]
+            .into_iter()
+            .find(|r| r.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown loss recovery `{s}` (expected ranges or cumulative)"))
+    }
+}
+
+/// A segment: (block, source index), ordered as TCP's sequence numbers.
+pub(crate) type Segment = (u64, u16);
+
+/// ns-3's `MinRto`.
+const MIN_RTO: Duration = Duration::from_secs(1);
+/// The most doublings of the RTO (ns-3's `MaxRto`, 60 s, bounds it about there).
+const MAX_BACKOFF: u32 = 6;
+/// Duplicate ACKs that set off fast retransmit (RFC 5681).
+const DUPACK_THRESHOLD: u64 = 3;
+
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// The receiver holds it.
+    held: bool,
+    /// The packet that carried its latest copy.
+    packet: u64,
+}
+
+/// Why a segment is sent again (see [`Path::cumulative_loss`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resend {
+    /// Three duplicate ACKs: recovery opens.
+    FastRetransmit,
+    /// A partial ACK in recovery.
+    PartialAck,
+}
+
+/// The sender's state of cumulative-ACK recovery on one path.
+#[derive(Debug, Default)]
+pub(crate) struct Cumulative {
+    /// The segments sent from the cumulative point on (the first key), in sequence order.
+    segments: BTreeMap<Segment, Held>,
+    /// The highest segment ever sent on the path.
+    highest: Option<Segment>,
+    /// Packets with segments braid's detection found missing, still counted in flight.
+    missing: BTreeMap<u64, SentPacket>,
+    dupacks: u64,
+    /// The segment at the cumulative point was fast-retransmitted already.
+    una_resent: bool,
+    /// In fast recovery: the highest segment sent when it opened (RFC 6582's `recover`).
+    recover: Option<Segment>,
+    /// In recovery, the first partial ACK restarted the timer already.
+    partial_seen: bool,
+    /// A partial ACK asks for the segment at the new cumulative point.
+    partial_pending: bool,
+    /// After a timeout: no fast retransmit until the cumulative point passes this.
+    after_timeout: Option<Segment>,
+    rto_at: Option<Instant>,
+    backoff: u32,
+    /// Held segments a timeout sends again (go-back-N), for the connection to queue.
+    go_back: Vec<Segment>,
+}
+
+impl Cumulative {
+    /// The cumulative point: the first segment sent that the receiver lacks.
+    pub(crate) fn una(&self) -> Option<Segment> {
+        self.segments.first_key_value().map(|(&s, _)| s)
+    }
+
+    /// Whether a queued resend of `s` is moot: the cumulative point has passed it.
+    pub(crate) fn passed(&self, s: Segment) -> bool {
+        match self.una() {
+            Some(una) => s < una,
+            None => self.highest.is_some_and(|h| s <= h),
+        }
+    }
+
+    fn mark_held(&mut self, s: Segment) {
+        if let Some(h) = self.segments.get_mut(&s) {
+            h.held = true;
+        }
+    }
+
+    /// Drops the held segments at the front; returns whether the cumulative point moved.
+    fn advance(&mut self) -> bool {
+        let mut moved = false;
+        while self.segments.first_key_value().is_some_and(|(_, h)| h.held) {
+            self.segments.pop_first();
+            moved = true;
+        }
+        moved
+    }
+}
+
+fn sources(p: &SentPacket) -> impl Iterator<Item = Segment> + '_ {
+    p.symbols.iter().filter_map(|s: &OutgoingSymbol| s.source.map(|i| (s.block, i)))
+}
+
+impl Path {
+    /// Selects the path's loss recovery (before anything is sent).
+    pub fn set_loss_recovery(&mut self, recovery: LossRecovery) {
+        self.cumulative = (recovery == LossRecovery::Cumulative).then(Box::default);
+        self.loss_timeout_cache.set(None);
+        if self.cumulative.is_some() {
+            self.cc.follow_connection_recovery();
+        }
+    }
+
+    pub fn loss_recovery(&self) -> LossRecovery {
+        if self.cumulative.is_some() {
+            LossRecovery::Cumulative
+        } else {
+            LossRecovery::Ranges
+        }
+    }
+
+    /// The current retransmission timeout, backed off.
+    fn cumulative_rto(&self, backoff: u32) -> Duration {
+        self.rtt.rto(MIN_RTO) * 2u32.pow(backoff.min(MAX_BACKOFF))
+    }
+
+    /// A packet went out: its segments join the sequence; the timer starts if it was not running.
+    pub(super) fn cumulative_on_sent(&mut self, now: Instant, number: u64, packet: &SentPacket) {
+        let rto = self.cumulative_rto(self.cumulative.as_ref().map_or(0, |c| c.backoff));
+        let Some(c) = self.cumulative.as_mut() else { return };
+        for s in sources(packet) {
+            let held = c.segments.get(&s).is_some_and(|h| h.held) || c.passed(s);
+            if !c.passed(s) || c.segments.contains_key(&s) {
+                c.segments.insert(s, Held { held, packet: number });
+            }
+            c.highest = c.highest.max(Some(s));
+        }
+        if packet.ack_eliciting && c.rto_at.is_none() {
+            c.rto_at = Some(now + rto);
+        }
+    }
+
+    /// The packets of `range` (acknowledged) that braid's detection had found missing: they
+    /// arrived after all (reordering, or a late copy), so their segments are held.
+    pub(super) fn cumulative_acked_missing(&mut self, start: u64, end: u64) -> Vec<SentPacket> {
+        let Some(c) = self.cumulative.as_mut() else { return Vec::new() };
+        let numbers: Vec<u64> = c.missing.range(start..=end).map(|(&n, _)| n).collect();
+        let mut acked = Vec::new();
+        for n in numbers {
+            let p = c.missing.remove(&n).expect("listed");
+            for s in sources(&p) {
+                c.mark_held(s);
+            }
+            self.in_flight -= p.size;
+            acked.push(p);
+        }
+        acked
+    }
+
+    /// An acknowledged packet's segments are held by the receiver.
+    pub(super) fn cumulative_on_acked(&mut self, packet: &SentPacket) {
+        if let Some(c) = self.cumulative.as_mut() {
+            for s in sources(packet) {
+                c.mark_held(s);
+            }
+        }
+    }
+
+    /// An XOR parity rebuilt `segment` at the receiver.
+    pub fn cumulative_repaired(&mut self, segment: Segment) {
+        if let Some(c) = self.cumulative.as_mut() {
+            c.mark_held(segment);
+        }
+    }
+
+    /// After an ACK's packets (`acked`) were marked: moves the cumulative point, counts
+    /// duplicate ACKs, ends recovery at a full ACK. A data packet acknowledged without moving
+    /// the point is a duplicate ACK; when it moved, those whose segments all lie beyond the new
+    /// point are (they arrived above the next hole), as if the ACK's packets came one by one.
+    pub(super) fn cumulative_after_ack(&mut self, now: Instant, acked: &[SentPacket]) {
+        let rto = self.cumulative_rto(0);
+        let Some(c) = self.cumulative.as_mut() else { return };
+        let data = acked.iter().filter(|p| !p.symbols.is_empty());
+        if !c.advance() {
+            if c.una().is_some() {
+                c.dupacks += data.count() as u64;
+            }
+            return;
+        }
+        let una = c.una();
+        c.dupacks = match una {
+            Some(una) => data.filter(|p| sources(p).all(|s| s > una)).count() as u64,
+            None => 0,
+        };
+        c.una_resent = false;
+        c.backoff = 0;
+        if c.after_timeout.is_some_and(|t| c.passed(t)) {
+            c.after_timeout = None;
+        }
+        let restart = match (c.recover, c.una()) {
+            (Some(recover), Some(una)) if una <= recover => {
+                // A partial ACK: the next hole goes out now; only the first restarts the timer.
+                c.partial_pending = true;
+                !std::mem::replace(&mut c.partial_seen, true)
+            }
+            (Some(_), _) => {
+                c.recover = None;
+                c.partial_pending = false;
+                self.cc.on_recovery_end(now);
+                true
+            }
+            (None, _) => true,
+        };
+        let outstanding = c.una().is_some() || !self.sent.is_empty();
+        if restart {
+            c.rto_at = outstanding.then_some(now + rto);
+        }
+        if !outstanding {
+            c.rto_at = None;
+        }
+    }
+
+    /// braid's detection found `packet` missing: it stays in flight for a sender without SACK.
+    pub(super) fn cumulative_missing(&mut self, packet: SentPacket) -> Option<SentPacket> {
+        match self.cumulative.as_mut() {
+            Some(c) if sources(&packet).next().is_some() => {
+                c.missing.insert(packet.number, packet);
+                None
+            }
+            _ => Some(packet),
+        }
+    }
+
+    /// The segment at the cumulative point, if one is due to go out again now: at three
+    /// duplicate ACKs outside recovery (unless `suppressed`: the mode's parity may still rebuild
+    /// it), or after a partial ACK. Its packet, if still counted in flight, is returned as lost.
+    pub(crate) fn cumulative_loss(
+        &mut self,
+        suppressed: bool,
+    ) -> Option<(Segment, Resend, Option<SentPacket>)> {
+        let c = self.cumulative.as_mut()?;
+        let una = c.una()?;
+        let resend = if std::mem::take(&mut c.partial_pending) {
+            Resend::PartialAck
+        } else if c.dupacks >= DUPACK_THRESHOLD
+            && c.recover.is_none()
+            && !c.una_resent
+            && c.after_timeout.is_none()
+            && !suppressed
+        {
+            c.recover = c.highest;
+            c.partial_seen = false;
+            Resend::FastRetransmit
+        } else {
+            return None;
+        };
+        c.una_resent = true;
+        let number = c.segments[&una].packet;
+        let packet = c.missing.remove(&number).or_else(|| self.sent.remove(&number));
+        if let Some(p) = packet.as_ref().filter(|p| p.ack_eliciting) {
+            self.in_flight -= p.size;
+        }
+        self.loss_timeout_cache.set(None);
+        self.stats.packets_lost += u64::from(packet.is_some());
+        self.stats.fast_losses += u64::from(packet.is_some());
+        Some((una, resend, packet))
+    }
+
+    /// When the retransmission timer fires.
+    pub(super) fn cumulative_timeout(&self) -> Option<Instant> {
+        self.cumulative.as_ref().and_then(|c| c.rto_at)
+    }
+
+    /// The retransmission timer fired: everything in flight is presumed lost and goes out again
+    /// from the cumulative point (go-back-N); the window collapses to one segment.
+    pub(super) fn cumulative_on_timeout(&mut self, now: Instant) -> Vec<SentPacket> {
+        self.stats.timeouts += 1;
+        // An RTO collapses the window whatever the count (RFC 5681 §3.1).
+        self.cc.on_probe_timeout(now, 3);
+        let c = self.cumulative.as_mut().expect("cumulative recovery");
+        c.rto_at = None;
+        c.backoff = (c.backoff + 1).min(MAX_BACKOFF);
+        c.recover = None;
+        c.partial_pending = false;
+        c.dupacks = 0;
+        c.una_resent = false;
+        c.after_timeout = c.highest;
+        c.go_back = c.segments.iter().filter(|(_, h)| h.held).map(|(&s, _)| s).collect();
+        let mut lost: Vec<SentPacket> = std::mem::take(&mut c.missing).into_values().collect();
+        lost.extend(std::mem::take(&mut self.sent).into_values());
+        for p in &lost {
+            if p.ack_eliciting {
+                self.in_flight -= p.size;
+            }
+            self.stats.packets_lost += 1;
+        }
+        lost
+    }
+
+    /// The segments the receiver holds that the last timeout sends again (go-back-N).
+    pub(crate) fn take_go_back(&mut self) -> Vec<Segment> {
+        self.cumulative.as_mut().map(|c| std::mem::take(&mut c.go_back)).unwrap_or_default()
+    }
+
+    /// Whether a queued resend of `segment` is moot on this path (see [`Cumulative::passed`]).
+    pub(crate) fn cumulative_passed(&self, segment: Segment) -> bool {
+        self.cumulative.as_ref().is_some_and(|c| c.passed(segment))
+    }
+
+    /// The cumulative point (tests and traces).
+    pub fn cumulative_point(&self) -> Option<Segment> {
+        self.cumulative.as_ref().and_then(|c| c.una())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{leak, packet};
+    use super::*;
+    use crate::cc::CcAlgorithm;
+    use crate::wire::{AckFrame, AckRange};
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_micros(t * 1000)
+    }
+
+    /// A path with cumulative-ACK recovery on ns-3's NewReno, its RTT measured at 100 ms.
+    fn path() -> Path {
+        let mut p = Path::new(0, CcAlgorithm::NewRenoNs3.build(1000), Instant::ZERO, true);
+        p.set_loss_recovery(LossRecovery::Cumulative);
+        p.rtt.update(Duration::from_millis(100), Duration::ZERO);
+        p
+    }
+
+    /// Sends packet `number` at `t` ms carrying segment (0, `index`).
+    fn send(p: &mut Path, t: u64, number: u64, index: u16) {
+        let mut packet = packet(number);
+        packet.time = ms(t);
+        packet.symbols = vec![OutgoingSymbol { block: 0, source: Some(index), group: None }];
+        p.on_sent(ms(t), number, packet);
+        p.next_number = number + 1;
+    }
+
+    /// Acknowledges the packet numbers `ranges` (each start..=end) at `t` ms.
+    fn ack(p: &mut Path, t: u64, ranges: &[(u64, u64)]) -> Vec<u64> {
+        let mut ranges: Vec<AckRange> = ranges.iter().map(|&(start, end)| AckRange { start, end }).collect();
+        ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
+        let frame = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(ranges) };
+        p.on_ack(ms(t), &frame).lost.iter().map(|p| p.number).collect()
+    }
+
+    /// Two holes in one window (segments 1 and 5 of 0..10): three duplicate ACKs resend only the
+    /// first; the second goes out at the partial ACK a round trip later, and the full ACK ends
+    /// recovery — two round trips, where braid's own recovery resends both at once.
+    #[test]
+    fn a_window_with_two_losses_takes_two_round_trips_to_repair() {
+        let mut p = path();
+        for i in 0..10 {
+            send(&mut p, i, i, i as u16);
+        }
+        // Everything but 1 and 5 arrives: braid's detection sees both holes, but neither is a
+        // loss to this sender yet, and both stay in flight.
+        assert!(ack(&mut p, 100, &[(0, 0), (2, 4), (6, 9)]).is_empty());
+        assert_eq!(p.cumulative_point(), Some((0, 1)));
+        assert_eq!(p.in_flight, 2000);
+        let (segment, why, packet) = p.cumulative_loss(false).expect("three duplicate ACKs");
+        assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 1), Resend::FastRetransmit, Some(1)));
+        assert!(p.cumulative_loss(false).is_none(), "one segment per fast retransmit");
+        send(&mut p, 100, 10, 1);
+        // Round trip 1: the retransmission arrives; the point moves to the second hole, a partial
+        // ACK, which resends it at once.
+        ack(&mut p, 200, &[(10, 10)]);
+        assert_eq!(p.cumulative_point(), Some((0, 5)));
+        let (segment, why, packet) = p.cumulative_loss(false).expect("a partial ACK");
+        assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 5), Resend::PartialAck, Some(5)));
+        send(&mut p, 200, 11, 5);
+        // Round trip 2: the full ACK; recovery is over and nothing is due.
+        ack(&mut p, 300, &[(11, 11)]);
+        assert_eq!(p.cumulative_point(), None);
+        assert!(p.cumulative_loss(false).is_none());
+        assert_eq!((p.in_flight, p.stats.timeouts), (0, 0));
+    }
+
+    /// Sato et al.'s receiver withholds its duplicate ACKs while a parity can rebuild the hole:
+    /// no fast retransmit then, and the rebuilt segment moves the point without a resend.
+    #[test]
+    fn a_suppressed_hole_rebuilt_by_its_parity_is_never_resent() {
+        let mut p = path();
+        for i in 0..6 {
+            send(&mut p, i, i, i as u16);
+        }
+        ack(&mut p, 100, &[(0, 1), (3, 5)]);
+        assert!(p.cumulative_loss(true).is_none(), "suppressed");
+        p.cumulative_repaired((0, 2));
+        ack(&mut p, 101, &[]);
+        send(&mut p, 101, 6, 6);
+        ack(&mut p, 201, &[(6, 6)]);
+        assert_eq!(p.cumulative_point(), None);
+        assert!(p.cumulative_loss(false).is_none());
+    }
+
+    /// The retransmission timer resends from the cumulative point on, the segments the receiver
+    /// already holds too (go-back-N), and the duplicates' ACKs set off no fast retransmit.
+    #[test]
+    fn a_timeout_resends_everything_from_the_cumulative_point() {
+        let mut p = path();
+        for i in 0..6 {
+            send(&mut p, i, i, i as u16);
+        }
+        // 3 and 4 arrive (two duplicate ACKs: no fast retransmit); 0, 1, 2 and 5 are lost.
+        ack(&mut p, 100, &[(3, 4)]);
+        assert!(p.cumulative_loss(false).is_none());
+        // ns-3's 1 s minimum RTO from the first send.
+        let due = p.loss_timeout().expect("the timer runs");
+        assert_eq!(due, ms(1000));
+        let (lost, probe) = p.on_timer(due);
+        let mut lost: Vec<u64> = lost.iter().map(|p| p.number).collect();
+        lost.sort();
+        assert_eq!((lost, probe), (vec![0, 1, 2, 5], true));
+        assert_eq!(p.take_go_back(), [(0, 3), (0, 4)], "held segments go again too");
+        assert_eq!((p.stats.timeouts, p.in_flight, p.cc.window()), (1, 0, 1000));
+        // The first resend arrives: the point moves past 0 only; 3 and 4 are still to resend.
+        send(&mut p, 1000, 6, 0);
+        ack(&mut p, 1100, &[(6, 6)]);
+        assert!(p.cumulative_passed((0, 0)) && !p.cumulative_passed((0, 3)));
+        // The backed-off timer runs again; duplicates of 3 and 4 bring duplicate ACKs, which
+        // before the point passes segment 5 are no loss.
+        send(&mut p, 1100, 7, 1);
+        send(&mut p, 1100, 8, 2);
+        send(&mut p, 1100, 9, 3);
+        send(&mut p, 1100, 10, 4);
+        ack(&mut p, 1200, &[(9, 10)]);
+        ack(&mut p, 1201, &[(8, 8)]);
+        assert!(p.cumulative_loss(false).is_none());
+        assert_eq!(p.cumulative_point(), Some((0, 1)));
+    }
+}
