@@ -33,6 +33,11 @@ NS3 = ["--cc", "newreno-ns3"]
 RENO = ["--cc", "newreno"]
 
 
+# The paper's TCP recovered as ns-3's NewReno without SACK: the cumulative point and duplicate ACKs
+# only, one hole per round trip, go-back-N after a timeout (docs/SIMULATOR.md, `--recovery`).
+CUMULATIVE = ["--recovery", "cumulative"]
+
+
 # FMTCP's 32 KB blocks: 26 symbols of 1232 bytes; Table II's 128 KB receive buffer.
 FMTCP_BLOCK = {"block_len": "26"}
 
@@ -76,18 +81,24 @@ EXPERIMENTS = OrderedDict([
                                 seeds=[1, 2, 3])),
     ("dfec-tcp-video", experiment("scenarios/dfec-tcp-video.toml", run(["--modes", "dfec,tcp-ir,tcp,braid"]),
                                   seeds=[1, 2, 3])),
-    # The bottleneck's counters (links.csv) say how much of the link each mode used.
-    ("sato-dumbbell", experiment("scenarios/sato-dumbbell.toml", run(["--modes", "tcp,sato", *NS3]),
+    # The bottleneck's counters (links.csv) say how much of the link each mode used. The paper's
+    # comparison: both modes on ns-3's NewReno with TCP's recovery without SACK; beside it the same
+    # on braid's recovery from the ACK ranges (`ranges`), and the modes' own controllers.
+    ("sato-dumbbell", experiment("scenarios/sato-dumbbell.toml", run(["--modes", "tcp,sato", *NS3, *CUMULATIVE]),
+                                 run(["--modes", "tcp,sato", *NS3], tag="ranges"),
                                  run(["--modes", "sato,tcp,braid"], tag="default"),
                                  phases=SATO_PHASES, links=True)),
     # The dumbbell with smaller router buffers, where NewReno leaves more of the link idle.
     ("sato-buffer", experiment("scenarios/sato-buffer.toml", run(["--modes", "tcp,sato", *NS3]), seeds=[1, 2, 3],
                                links=True)),
-    # The sweeps on 3 of the files' 10 seeds (28 points, each a 60 s run of 16 flows).
-    ("sato-sweep-l", experiment("scenarios/sato-sweep-l.toml", run(["--modes", "sato", *NS3]), seeds=[1, 2, 3],
+    # The sweeps on 3 of the files' 10 seeds (28 points, each a 60 s run of 16 flows), on the paper's TCP.
+    ("sato-sweep-l", experiment("scenarios/sato-sweep-l.toml", run(["--modes", "sato", *NS3, *CUMULATIVE]),
+                                seeds=[1, 2, 3],
                                 phases=SATO_PHASES)),
-    ("sato-sweep-r", experiment("scenarios/sato-sweep-r.toml", run(["--modes", "sato", *NS3]), seeds=[1, 2, 3],
+    ("sato-sweep-r", experiment("scenarios/sato-sweep-r.toml", run(["--modes", "sato", *NS3, *CUMULATIVE]),
+                                seeds=[1, 2, 3],
                                 phases=SATO_PHASES)),
-    ("sato-sweep-g", experiment("scenarios/sato-sweep-g.toml", run(["--modes", "sato", *NS3]), seeds=[1, 2, 3],
+    ("sato-sweep-g", experiment("scenarios/sato-sweep-g.toml", run(["--modes", "sato", *NS3, *CUMULATIVE]),
+                                seeds=[1, 2, 3],
                                 phases=SATO_PHASES)),
 ])
