@@ -237,7 +237,7 @@ class Reproduce(unittest.TestCase):
             rep, text = fx.run()
             v = {exp: verdict for _, exp, verdict in rep.verdicts}
             self.assertEqual(v["sato-dumbbell"], rp.REPRODUCED)
-            self.assertIn("| NewReno, SACK off (ns-3 before 3.27, as `newreno-ns3` assumes of the paper) | 1, 2 | "
+            self.assertIn("| NewReno, SACK off (ns-3 before 3.27: the paper's TCP, which `--recovery cumulative` models) | 1, 2 | "
                           "33.00 | 28.00 | 35.00 | 90.0 % | 1900.0 | 30.0 |", text)
             self.assertIn("| NewReno, SACK on (ns-3.27 and later's default) | 1 | 46.00 |", text)
             self.assertNotIn("ns-3's own NewReno without SACK delivers", text)
