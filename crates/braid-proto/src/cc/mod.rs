@@ -67,6 +67,8 @@ pub struct ModelView {
     pub queue: Option<Duration>,
     /// Rounds completed so far: a view whose round does not advance is stale.
     pub round: u64,
+    /// What the last completed round delivered, bytes per second.
+    pub round_rate: f64,
 }
 
 impl Aggregate {

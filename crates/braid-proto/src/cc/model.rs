@@ -56,8 +56,9 @@
 //!   took a dozen cycles (`estimate_lags`).
 //!
 //! - **Coupled where paths share a bottleneck** (RFC 6356's goal 2; `coupling.rs`): paths whose
-//!   queues match round after round probe with their share of the group's bandwidth, and only
-//!   the one carrying the most competes with buffer-filling flows.
+//!   queues match round after round probe with their share of the group's bandwidth, pace at
+//!   estimates scaled to the group's own max-filtered delivery rate, and only the one carrying
+//!   the most competes with buffer-filling flows.
 //!
 //! Inputs are clamped so nonsense cannot break it: RTT samples are held to 1 µs – 60 s, rate
 //! samples above 100 Gbit/s or not finite are ignored, and the window stays between four
@@ -222,6 +223,8 @@ pub struct ModelCc {
     probe_rtt_done: Option<Instant>,
     /// The connection's other paths, and which of them share this one's bottleneck.
     coupling: Coupling,
+    /// What the last completed round delivered, bytes per second.
+    last_round_rate: f64,
 }
 
 impl ModelCc {
@@ -267,6 +270,7 @@ impl ModelCc {
             up_base: 0.0,
             cycle_bandwidth: 0.0,
             coupling: Coupling::default(),
+            last_round_rate: 0.0,
         }
     }
 
@@ -277,7 +281,14 @@ impl ModelCc {
     /// Bandwidth × min RTT, in bytes.
     fn bdp(&self) -> Option<f64> {
         let rtt = self.min_rtt()?;
-        (self.bandwidth > 0.0).then_some(self.bandwidth * rtt.as_secs_f64())
+        (self.bandwidth > 0.0).then_some(self.paced_bandwidth() * rtt.as_secs_f64())
+    }
+
+    /// The bandwidth estimate the pacer and the window use: in a group of paths through one
+    /// bottleneck, scaled so the group's estimates add up to what the group delivers
+    /// (`coupling.rs`).
+    fn paced_bandwidth(&self) -> f64 {
+        self.bandwidth * self.coupling.estimate_scale(self.bandwidth)
     }
 
     fn pacing_gain(&self) -> f64 {
@@ -525,7 +536,9 @@ impl ModelCc {
     fn loss_bound_floor(&self) -> f64 {
         let cruising = CRUISE_CWND_GAIN * self.bdp().unwrap_or(0.0);
         let at_queue = if self.competes() {
-            COMPETING_BETA * self.bandwidth * self.last_round_min_rtt.unwrap_or_default().as_secs_f64()
+            COMPETING_BETA
+                * self.paced_bandwidth()
+                * self.last_round_min_rtt.unwrap_or_default().as_secs_f64()
         } else {
             0.0
         };
@@ -581,7 +594,7 @@ impl CongestionController for ModelCc {
     }
 
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
-        let rate = self.pacing_gain() * self.bandwidth;
+        let rate = self.pacing_gain() * self.paced_bandwidth();
         let rtt = self.min_rtt().unwrap_or_else(|| rtt.smoothed());
         let rtt = rtt.clamp(Duration::from_millis(1), MAX_RTT_SAMPLE).as_secs_f64();
         // Never slower than the initial window per RTT: a path that only ever carried a few
@@ -615,7 +628,12 @@ impl CongestionController for ModelCc {
     }
 
     fn model_view(&self) -> Option<ModelView> {
-        Some(ModelView { bandwidth: self.bandwidth, queue: self.round_queue(), round: self.round })
+        Some(ModelView {
+            bandwidth: self.bandwidth,
+            queue: self.round_queue(),
+            round: self.round,
+            round_rate: self.last_round_rate,
+        })
     }
 
     fn on_sent(&mut self, _now: Instant, _bytes: u64, in_flight: u64) {
@@ -640,9 +658,11 @@ impl CongestionController for ModelCc {
         self.grow_startup_window(ack.bytes);
         if ack.largest_sent >= self.round_start {
             self.round += 1;
+            let span = now.saturating_duration_since(self.round_start).as_secs_f64();
+            self.last_round_rate = if span > 0.0 { self.round_delivered as f64 / span } else { 0.0 };
             self.round_start = now;
             self.last_round_min_rtt = self.round_min_rtt.take();
-            self.coupling.on_round_end(self.round_queue());
+            self.coupling.on_round_end(self.round_queue(), self.round, self.last_round_rate);
             self.on_round_losses();
             self.on_round_end(now);
         }

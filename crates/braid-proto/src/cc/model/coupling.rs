@@ -17,6 +17,16 @@
 //! probes with its share of the group's bandwidth, `s = bwᵢ / Σ bw`: UP's pacing gain above 1,
 //! the in-flight UP adds, and the growth of the loss bound are all scaled by `s`, so the group
 //! probes as one flow would. Losses and drains stay each path's own.
+//!
+//! **One estimate for the group.** Each path's bandwidth estimate is a max filter over its own
+//! rate samples, and the sum of several paths' maxima exceeds the maximum of their sum: each
+//! path keeps its own lucky round. Beside a one-path flow that gave two alike paths 1.3 × the
+//! fair share, whatever the probes. So each path also records, at the end of each of its
+//! rounds, what the group delivered (its own last round's rate plus each sharing path's last
+//! round's), max-filters that over [`GROUP_WINDOW_ROUNDS`] as the controller filters its own
+//! samples, and paces and sizes its window at its estimate × (group maximum ÷ the sum of the
+//! group's estimates), never below [`MIN_SCALE`] of it. The max filter is BBR's
+//! (draft-ietf-ccwg-bbr); filtering the group's sum is braid's own.
 
 use std::time::Duration;
 
@@ -34,6 +44,10 @@ const SHARED: u8 = 4;
 const MAX_SCORE: u8 = 8;
 /// Rounds of this path without a new round on the other before the other's view is stale.
 const STALE_ROUNDS: u8 = 4;
+/// Rounds of the group's delivery-rate max filter (the controller's own window).
+const GROUP_WINDOW_ROUNDS: u64 = 10;
+/// The least a path's estimate is scaled by.
+const MIN_SCALE: f64 = 0.5;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Peer {
@@ -49,6 +63,9 @@ struct Peer {
 pub(super) struct Coupling {
     peers: [Peer; MAX_PATHS as usize],
     own: usize,
+    /// (round, bytes/s): what the shared group delivered in this path's recent rounds, its own
+    /// last round plus each sharing path's, for the group's max filter.
+    group_samples: Vec<(u64, f64)>,
 }
 
 impl Coupling {
@@ -65,8 +82,42 @@ impl Coupling {
         }
     }
 
-    /// At the end of this path's round, with the queue that round showed.
-    pub(super) fn on_round_end(&mut self, queue: Option<Duration>) {
+    /// At the end of this path's round `round`, with the queue that round showed and what it
+    /// delivered (bytes/s).
+    pub(super) fn on_round_end(&mut self, queue: Option<Duration>, round: u64, round_rate: f64) {
+        self.judge(queue);
+        let group: f64 =
+            self.shared_views().map(|v| v.round_rate).filter(|r| r.is_finite() && *r > 0.0).sum();
+        if group <= 0.0 || !round_rate.is_finite() {
+            self.group_samples.clear();
+            return;
+        }
+        self.group_samples.push((round, group + round_rate.max(0.0)));
+        let oldest = round.saturating_sub(GROUP_WINDOW_ROUNDS);
+        self.group_samples.retain(|&(r, _)| r > oldest);
+    }
+
+    /// The factor by which this path's estimate is scaled so that the group's estimates add up
+    /// to the group's own max-filtered delivery rate, not to the sum of each path's maximum (1
+    /// where it shares its bottleneck with none).
+    pub(super) fn estimate_scale(&self, bandwidth: f64) -> f64 {
+        let others: f64 = self.shared().map(|(_, b)| b).sum();
+        let group = self.group_samples.iter().map(|&(_, b)| b).fold(0.0, f64::max);
+        if others <= 0.0 || group <= 0.0 || bandwidth.is_nan() || bandwidth <= 0.0 {
+            return 1.0;
+        }
+        (group / (bandwidth + others)).clamp(MIN_SCALE, 1.0)
+    }
+
+    fn shared_views(&self) -> impl Iterator<Item = ModelView> + '_ {
+        self.peers
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| *i != self.own && p.score >= SHARED && p.stale < STALE_ROUNDS)
+            .filter_map(|(_, p)| p.view)
+    }
+
+    fn judge(&mut self, queue: Option<Duration>) {
         let own = self.own;
         for (i, peer) in self.peers.iter_mut().enumerate() {
             let Some(view) = peer.view.filter(|_| i != own) else {
@@ -124,7 +175,7 @@ mod tests {
     use super::*;
 
     fn view(bandwidth: f64, queue_ms: u64, round: u64) -> ModelView {
-        ModelView { bandwidth, queue: Some(Duration::from_millis(queue_ms)), round }
+        ModelView { bandwidth, queue: Some(Duration::from_millis(queue_ms)), round, round_rate: bandwidth }
     }
 
     /// Path 0's coupling after `rounds` rounds in which it saw `own` ms of queue and path 1
@@ -137,7 +188,7 @@ mod tests {
             all.push_path(10_000, Duration::from_millis(50), Some(view(1e6, other(r), r)));
             all.set_own(0);
             c.on_aggregate(&all);
-            c.on_round_end(Some(Duration::from_millis(own(r))));
+            c.on_round_end(Some(Duration::from_millis(own(r))), r, 1e6);
         }
         c
     }
@@ -152,6 +203,32 @@ mod tests {
         // Only a queue says anything: empty queues leave the verdict where it was.
         let idle = after(20, |_| 0, |_| 1);
         assert_eq!(idle.share(1e6), 1.0);
+    }
+
+    #[test]
+    fn shared_paths_scale_their_estimates_to_what_the_group_delivers() {
+        // Two paths through one queue, each with a max-filtered estimate of 1e6 B/s, whose
+        // rounds together never delivered more than 1.5e6: each paces at 0.75 of its estimate.
+        let mut c = Coupling::default();
+        for r in 1..=8 {
+            let mut all = Aggregate::default();
+            let other = ModelView {
+                bandwidth: 1e6,
+                queue: Some(Duration::from_millis(20)),
+                round: r,
+                round_rate: 0.7e6,
+            };
+            all.push_path(10_000, Duration::from_millis(50), Some(view(1e6, 20, r)));
+            all.push_path(10_000, Duration::from_millis(50), Some(other));
+            all.set_own(0);
+            c.on_aggregate(&all);
+            c.on_round_end(Some(Duration::from_millis(20)), r, if r == 5 { 0.8e6 } else { 0.6e6 });
+        }
+        assert!((c.estimate_scale(1e6) - 0.75).abs() < 1e-9, "{}", c.estimate_scale(1e6));
+        // Never below MIN_SCALE, and 1 for a path that shares its bottleneck with none.
+        assert_eq!(c.estimate_scale(10e6), MIN_SCALE);
+        assert_eq!(Coupling::default().estimate_scale(1e6), 1.0);
+        assert_eq!(after(20, |_| 30, |_| 0).estimate_scale(1e6), 1.0);
     }
 
     #[test]
@@ -173,17 +250,17 @@ mod tests {
             all.push_path(10_000, Duration::from_millis(50), Some(view(3e6, 20, r)));
             all.push_path(10_000, Duration::from_millis(50), Some(view(1e6, 60, r)));
             c.on_aggregate(&all);
-            c.on_round_end(Some(Duration::from_millis(20)));
+            c.on_round_end(Some(Duration::from_millis(20)), r, 1e6);
         }
         assert_eq!(c.share(3e6), 1.0);
         // A path whose rounds stop advancing is stale after STALE_ROUNDS of this one's.
         let mut c = after(8, |_| 20, |_| 20);
-        for _ in 0..STALE_ROUNDS {
+        for r in 0..u64::from(STALE_ROUNDS) {
             let mut all = Aggregate::default();
             all.push_path(10_000, Duration::from_millis(50), Some(view(1e6, 20, 100)));
             all.push_path(10_000, Duration::from_millis(50), Some(view(1e6, 20, 8)));
             c.on_aggregate(&all);
-            c.on_round_end(Some(Duration::from_millis(20)));
+            c.on_round_end(Some(Duration::from_millis(20)), 9 + r, 1e6);
         }
         assert_eq!(c.share(1e6), 1.0);
     }
