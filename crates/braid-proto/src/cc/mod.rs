@@ -13,7 +13,7 @@ mod hystart;
 mod lia;
 mod model;
 mod newreno;
-mod newreno_ns3;
+pub(crate) mod newreno_ns3;
 mod rtt;
 mod window;
 

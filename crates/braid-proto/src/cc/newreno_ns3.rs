@@ -53,10 +53,10 @@ use std::time::Duration;
 use super::{minimum_window, Ack, Congestion, CongestionController, RttEstimator};
 use crate::Instant;
 
-/// ns-3's `MinRto` default.
-const MIN_RTO: Duration = Duration::from_secs(1);
+/// ns-3's `MinRto` default (also the cumulative-ACK recovery's, `conn/path/cumulative.rs`).
+pub(crate) const MIN_RTO: Duration = Duration::from_secs(1);
 /// The most an RTO is doubled (ns-3 backs off up to its `MaxRto`, 60 s).
-const MAX_BACKOFF: u32 = 6;
+pub(crate) const MAX_BACKOFF: u32 = 6;
 /// In-order segments ns-3's receiver takes per ACK (`TcpSocket::DelAckCount` default).
 const DELAYED_ACK_COUNT: u64 = 2;
 

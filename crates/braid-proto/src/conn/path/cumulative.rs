@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use super::{Path, SentPacket};
 use crate::blocks::OutgoingSymbol;
+use crate::cc::newreno_ns3::{MAX_BACKOFF, MIN_RTO};
 use crate::Instant;
 
 /// How a path's sender learns what to send again.
@@ -74,10 +75,6 @@ impl std::str::FromStr for LossRecovery {
 /// A segment: (block, source index), ordered as TCP's sequence numbers.
 pub(crate) type Segment = (u64, u16);
 
-/// ns-3's `MinRto`.
-const MIN_RTO: Duration = Duration::from_secs(1);
-/// The most doublings of the RTO (ns-3's `MaxRto`, 60 s, bounds it about there).
-const MAX_BACKOFF: u32 = 6;
 /// Duplicate ACKs that set off fast retransmit (RFC 5681).
 const DUPACK_THRESHOLD: u64 = 3;
 
