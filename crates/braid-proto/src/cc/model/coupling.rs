@@ -87,7 +87,7 @@ impl Coupling {
     pub(super) fn on_round_end(&mut self, queue: Option<Duration>, round: u64, round_rate: f64) {
         self.judge(queue);
         let group: f64 =
-            self.shared_views().map(|v| v.round_rate).filter(|r| r.is_finite() && *r > 0.0).sum();
+            self.shared_views().map(|(_, v)| v.round_rate).filter(|r| r.is_finite() && *r > 0.0).sum();
         if group <= 0.0 || !round_rate.is_finite() {
             self.group_samples.clear();
             return;
@@ -107,14 +107,6 @@ impl Coupling {
             return 1.0;
         }
         (group / (bandwidth + others)).clamp(MIN_SCALE, 1.0)
-    }
-
-    fn shared_views(&self) -> impl Iterator<Item = ModelView> + '_ {
-        self.peers
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| *i != self.own && p.score >= SHARED && p.stale < STALE_ROUNDS)
-            .filter_map(|(_, p)| p.view)
     }
 
     fn judge(&mut self, queue: Option<Duration>) {
@@ -152,12 +144,16 @@ impl Coupling {
 
     /// The paths judged to share this one's bottleneck, with their bandwidth estimates.
     fn shared(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.shared_views().map(|(i, v)| (i, v.bandwidth)).filter(|(_, b)| b.is_finite() && *b > 0.0)
+    }
+
+    /// The views of the paths judged to share this one's bottleneck, with their indices.
+    fn shared_views(&self) -> impl Iterator<Item = (usize, ModelView)> + '_ {
         self.peers
             .iter()
             .enumerate()
             .filter(|(i, p)| *i != self.own && p.score >= SHARED && p.stale < STALE_ROUNDS)
-            .filter_map(|(i, p)| p.view.map(|v| (i, v.bandwidth)))
-            .filter(|(_, b)| b.is_finite() && *b > 0.0)
+            .filter_map(|(i, p)| p.view.map(|v| (i, v)))
     }
 
     /// This path's share of the bandwidth of the paths that share its bottleneck (1 alone).
