@@ -31,7 +31,14 @@ impl Connection {
         // still rebuild the segment.
         let suppressed = self.transfer.as_ref().is_some_and(|t| t.xor_groups)
             && self.redundancy.parity_groups().is_some_and(|g| g.may_repair(una.0, una.1));
-        let Some((segment, _, packet)) = self.paths[path].cumulative_loss(suppressed) else { return };
+        let Some((segment, why, packet)) = self.paths[path].cumulative_loss(suppressed) else { return };
+        if !why.is_congestion() {
+            // ns-3's guess of a held segment proved wrong: the segment goes again, no signal.
+            if let Some(t) = self.transfer.as_mut() {
+                t.sender.queue_retransmission(segment.0, segment.1);
+            }
+            return;
+        }
         match packet {
             Some(packet) => self.after_losses(now, path, Vec::new(), vec![packet], false),
             None => {

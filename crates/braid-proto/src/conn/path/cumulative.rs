@@ -28,6 +28,19 @@
 //!   passes the highest segment sent before the timeout (RFC 6582's `recover` after an RTO):
 //!   the duplicates the receiver gets then raise duplicate ACKs that are not losses.
 //!
+//! - **A late copy counts**: a segment sent again whose earlier packet still arrives is held
+//!   when that packet is acknowledged, as TCP's receiver moves its cumulative ACK for whichever
+//!   copy came first. So a resend at a partial ACK of a segment that was only in flight (the
+//!   point moved because it arrived in order) is a duplicate at the receiver, and duplicates
+//!   raise duplicate ACKs like any other packet.
+//! - **Resends go out at once**: the fast retransmit and a partial ACK's resend may exceed the
+//!   window by that one packet (ns-3 sends them straight from the ACK).
+//! - **ns-3's guessed holds** (its SACK emulation without SACK): each duplicate ACK in recovery
+//!   counts one more segment held past the point, kept after recovery until a timeout; when
+//!   the point lands on a segment so guessed, that segment is sent again (no congestion
+//!   signal). In ns-3.44's no-SACK runs of Sato et al.'s dumbbell these resends and the
+//!   duplicate ACKs their duplicates raise re-open recovery round after round (docs/DEVIATIONS.md).
+//!
 //! A packet braid's own detection (packet and time thresholds) finds missing beyond the
 //! cumulative point stays in flight, as it does for TCP's sender, until its segment is sent
 //! again, is rebuilt, or the timer fires; it is still handed to the mode, whose parity groups
@@ -93,6 +106,16 @@ pub(crate) enum Resend {
     FastRetransmit,
     /// A partial ACK in recovery.
     PartialAck,
+    /// The segment at a new cumulative point was guessed held (ns-3's emulated SACK): not a
+    /// congestion signal, and it waits for room in the window.
+    Guessed,
+}
+
+impl Resend {
+    /// Whether the resend tells the controller of a loss (a guessed hole does not).
+    pub(crate) fn is_congestion(self) -> bool {
+        self != Resend::Guessed
+    }
 }
 
 /// The sender's state of cumulative-ACK recovery on one path.
@@ -104,6 +127,20 @@ pub(crate) struct Cumulative {
     highest: Option<Segment>,
     /// Packets with segments braid's detection found missing, still counted in flight.
     missing: BTreeMap<u64, SentPacket>,
+    /// Packets these rules gave up (sent again at a duplicate or partial ACK, or at a timeout)
+    /// and their segments: one still arriving moves the cumulative point, as TCP's receiver
+    /// acknowledges a segment whichever copy brought it.
+    given_up: BTreeMap<u64, Vec<Segment>>,
+    /// Given-up packets acknowledged by the ACK being processed (duplicate ACKs too).
+    late: u64,
+    /// Segments ns-3's sender takes the receiver to hold just past the cumulative point, one per
+    /// duplicate ACK in recovery (see [`Cumulative::on_advance`]).
+    guessed: u64,
+    /// The segment at the new cumulative point was guessed held: it is taken for lost.
+    guess_pending: bool,
+    /// Bytes the next data packet may put beyond the window: a fast retransmit or a partial
+    /// ACK's resend goes out at once, whatever the window (ns-3 sends it straight away).
+    allowance: u64,
     dupacks: u64,
     /// The segment at the cumulative point was fast-retransmitted already.
     una_resent: bool,
@@ -141,14 +178,62 @@ impl Cumulative {
         }
     }
 
-    /// Drops the held segments at the front; returns whether the cumulative point moved.
-    fn advance(&mut self) -> bool {
-        let mut moved = false;
+    /// Forgets the given-up packets whose segments the cumulative point passed.
+    fn forget_passed(&mut self) {
+        let passed: Vec<u64> = (self.given_up.iter())
+            .take_while(|(_, segments)| segments.iter().all(|&s| self.passed(s)))
+            .map(|(&n, _)| n)
+            .collect();
+        for n in passed {
+            self.given_up.remove(&n);
+        }
+    }
+
+    fn give_up(&mut self, packet: &SentPacket) {
+        let segments: Vec<Segment> = sources(packet).collect();
+        if !segments.is_empty() {
+            self.given_up.insert(packet.number, segments);
+        }
+    }
+
+    /// Drops the held segments at the front; returns how many (the cumulative point moved
+    /// that many segments).
+    fn advance(&mut self) -> u64 {
+        let mut moved = 0;
         while self.segments.first_key_value().is_some_and(|(_, h)| h.held) {
             self.segments.pop_first();
-            moved = true;
+            moved += 1;
         }
         moved
+    }
+
+    /// ns-3 without SACK guesses what its receiver holds: each duplicate ACK in recovery (and
+    /// the one that opens it) counts one more segment held, laid on the segments just past the
+    /// cumulative point (`TcpTxBuffer::AddRenoSack`), and the count outlives the recovery (only
+    /// a timeout clears it, `ResetRenoSack`). Duplicates of resent segments raise such ACKs too,
+    /// so the guess runs ahead of what arrived. When the point moves `moved` segments, the
+    /// guesses it passed are dropped; if the segment at the new point was guessed held, the
+    /// guess was wrong: it is taken for lost and sent again, and its guess moves to the end
+    /// (`TcpTxBuffer::DiscardUpTo`, `MarkHeadAsLost`), in recovery or not.
+    fn on_advance(&mut self, moved: u64) {
+        if self.guessed >= moved {
+            self.guessed -= moved - 1;
+            self.guess_pending = self.una().is_some();
+        } else {
+            self.guessed = 0;
+        }
+        self.cap_guesses();
+    }
+
+    /// Duplicate ACKs in recovery each guess one more segment held, while any is left to guess.
+    fn guess(&mut self, dupacks: u64) {
+        self.guessed += dupacks;
+        self.cap_guesses();
+    }
+
+    /// Guesses lie on the segments past the cumulative point, never the point itself.
+    fn cap_guesses(&mut self) {
+        self.guessed = self.guessed.min(self.segments.len().saturating_sub(1) as u64);
     }
 }
 
@@ -190,6 +275,9 @@ impl Path {
             }
             c.highest = c.highest.max(Some(s));
         }
+        if sources(packet).next().is_some() {
+            c.allowance = 0;
+        }
         if packet.ack_eliciting && c.rto_at.is_none() {
             c.rto_at = Some(now + rto);
         }
@@ -199,6 +287,13 @@ impl Path {
     /// arrived after all (reordering, or a late copy), so their segments are held.
     pub(super) fn cumulative_acked_missing(&mut self, start: u64, end: u64) -> Vec<SentPacket> {
         let Some(c) = self.cumulative.as_mut() else { return Vec::new() };
+        let late: Vec<u64> = c.given_up.range(start..=end).map(|(&n, _)| n).collect();
+        for n in late {
+            for s in c.given_up.remove(&n).expect("listed") {
+                c.mark_held(s);
+            }
+            c.late += 1;
+        }
         let numbers: Vec<u64> = c.missing.range(start..=end).map(|(&n, _)| n).collect();
         let mut acked = Vec::new();
         for n in numbers {
@@ -236,12 +331,20 @@ impl Path {
         let rto = self.cumulative_rto(0);
         let Some(c) = self.cumulative.as_mut() else { return };
         let data = acked.iter().filter(|p| !p.symbols.is_empty());
-        if !c.advance() {
+        let late = std::mem::take(&mut c.late);
+        let moved = c.advance();
+        if moved == 0 {
             if c.una().is_some() {
-                c.dupacks += data.count() as u64;
+                let dupacks = data.count() as u64 + late;
+                c.dupacks += dupacks;
+                if c.recover.is_some() {
+                    c.guess(dupacks);
+                }
             }
             return;
         }
+        c.forget_passed();
+        c.on_advance(moved);
         let una = c.una();
         c.dupacks = match una {
             Some(una) => data.filter(|p| sources(p).all(|s| s > una)).count() as u64,
@@ -295,6 +398,7 @@ impl Path {
     ) -> Option<(Segment, Resend, Option<SentPacket>)> {
         let c = self.cumulative.as_mut()?;
         let una = c.una()?;
+        let guessed = std::mem::take(&mut c.guess_pending);
         let resend = if std::mem::take(&mut c.partial_pending) {
             Resend::PartialAck
         } else if c.dupacks >= DUPACK_THRESHOLD
@@ -305,19 +409,32 @@ impl Path {
         {
             c.recover = c.highest;
             c.partial_seen = false;
+            // The duplicate ACK that opens recovery guesses one segment held, and so does each
+            // one past the threshold that came in the same ACK.
+            c.guess(1 + c.dupacks - DUPACK_THRESHOLD);
             Resend::FastRetransmit
+        } else if guessed && !c.una_resent {
+            Resend::Guessed
         } else {
             return None;
         };
         c.una_resent = true;
         let number = c.segments[&una].packet;
         let packet = c.missing.remove(&number).or_else(|| self.sent.remove(&number));
+        if let Some(p) = packet.as_ref() {
+            c.give_up(p);
+            if resend != Resend::Guessed {
+                c.allowance = p.size;
+            }
+        }
         if let Some(p) = packet.as_ref().filter(|p| p.ack_eliciting) {
             self.in_flight -= p.size;
         }
         self.loss_timeout_cache.set(None);
-        self.stats.packets_lost += u64::from(packet.is_some());
-        self.stats.fast_losses += u64::from(packet.is_some());
+        if resend != Resend::Guessed {
+            self.stats.packets_lost += u64::from(packet.is_some());
+            self.stats.fast_losses += u64::from(packet.is_some());
+        }
         Some((una, resend, packet))
     }
 
@@ -339,10 +456,15 @@ impl Path {
         c.partial_pending = false;
         c.dupacks = 0;
         c.una_resent = false;
+        c.guessed = 0;
+        c.guess_pending = false;
         c.after_timeout = c.highest;
         c.go_back = c.segments.iter().filter(|(_, h)| h.held).map(|(&s, _)| s).collect();
         let mut lost: Vec<SentPacket> = std::mem::take(&mut c.missing).into_values().collect();
         lost.extend(std::mem::take(&mut self.sent).into_values());
+        for p in &lost {
+            c.give_up(p);
+        }
         for p in &lost {
             if p.ack_eliciting {
                 self.in_flight -= p.size;
@@ -360,6 +482,11 @@ impl Path {
     /// Whether a queued resend of `segment` is moot on this path (see [`Cumulative::passed`]).
     pub(crate) fn cumulative_passed(&self, segment: Segment) -> bool {
         self.cumulative.as_ref().is_some_and(|c| c.passed(segment))
+    }
+
+    /// Room beyond the window for the segment a fast retransmit or partial ACK sends again.
+    pub(super) fn cumulative_allowance(&self) -> u64 {
+        self.cumulative.as_ref().map_or(0, |c| c.allowance)
     }
 
     /// The cumulative point (tests and traces).
@@ -451,6 +578,62 @@ mod tests {
         send(&mut p, 101, 6, 6);
         ack(&mut p, 201, &[(6, 6)]);
         assert_eq!(p.cumulative_point(), None);
+        assert!(p.cumulative_loss(false).is_none());
+    }
+
+    /// A segment sent again at a fast retransmit whose first packet was only late: that packet's
+    /// ACK moves the cumulative point (the receiver holds the segment), and the resend, when
+    /// its ACK comes, is a duplicate.
+    #[test]
+    fn a_late_first_copy_moves_the_point() {
+        let mut p = path();
+        for i in 0..6 {
+            send(&mut p, i, i, i as u16);
+        }
+        ack(&mut p, 100, &[(2, 4)]);
+        let (segment, why, _) = p.cumulative_loss(false).expect("three duplicate ACKs");
+        assert_eq!((segment, why), ((0, 0), Resend::FastRetransmit));
+        send(&mut p, 100, 6, 0);
+        // Packets 0 and 1 arrive after all: the point passes everything they and 2..4 carried.
+        ack(&mut p, 110, &[(0, 1)]);
+        assert_eq!(p.cumulative_point(), Some((0, 5)));
+        assert!(p.cumulative_loss(false).is_some_and(|(s, why, _)| s == (0, 5) && why == Resend::PartialAck));
+    }
+
+    /// ns-3's guessed holds: duplicate ACKs in recovery (here from duplicates of segments the
+    /// receiver holds) each guess one segment held past the point; when the full ACK lands the
+    /// point on a guessed segment, that segment goes again, with no congestion signal.
+    #[test]
+    fn a_wrong_guess_after_recovery_resends_the_segment_at_the_point() {
+        let mut p = path();
+        for i in 0..6 {
+            send(&mut p, i, i, i as u16);
+        }
+        // Segment 0 is lost; 1..3 arrive: recovery opens (its first guess).
+        ack(&mut p, 100, &[(1, 3)]);
+        assert_eq!(
+            p.cumulative_loss(false).map(|(s, why, _)| (s, why)),
+            Some(((0, 0), Resend::FastRetransmit))
+        );
+        send(&mut p, 100, 6, 0);
+        send(&mut p, 100, 7, 6);
+        send(&mut p, 100, 8, 7);
+        for (n, i) in [(9, 1), (10, 2), (11, 3)] {
+            send(&mut p, 100, n, i);
+        }
+        // Segment 4, the three duplicates and segment 5: five more guesses (six in all).
+        ack(&mut p, 150, &[(4, 4)]);
+        ack(&mut p, 151, &[(9, 11)]);
+        ack(&mut p, 152, &[(5, 5)]);
+        let lost = p.stats.packets_lost;
+        // The resend of 0: the point moves six segments, past `recover`; one guess is left on
+        // segment 6, which is in flight.
+        ack(&mut p, 200, &[(6, 6)]);
+        assert_eq!(p.cumulative_point(), Some((0, 6)));
+        let (segment, why, packet) = p.cumulative_loss(false).expect("a wrong guess");
+        assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 6), Resend::Guessed, Some(7)));
+        assert!(!why.is_congestion());
+        assert_eq!(p.stats.packets_lost, lost, "not a loss");
         assert!(p.cumulative_loss(false).is_none());
     }
 

@@ -186,7 +186,7 @@ impl Path {
 
     /// Room in the congestion window.
     pub fn window_room(&self) -> u64 {
-        self.cc.window().saturating_sub(self.in_flight)
+        (self.cc.window() + self.cumulative_allowance()).saturating_sub(self.in_flight)
     }
 
     /// Bytes per second the pacer lets out: the controller's own rate, else a window spread
