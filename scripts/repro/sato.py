@@ -137,16 +137,48 @@ class SatoSections:
                f"recovery, ns-3 with SACK {fmt(ns3[True]['goodput_mbps']) if ns3.get(True) else '—'}) towards "
                f"ns-3's without, part of the way: {fmt(t - off['goodput_mbps'])} Mbit/s above it, with "
                f"{fmt(off['fast_recoveries'] / tr, 0)} × fewer fast recoveries and "
-               f"{'more' if tt > off['timeouts'] else 'fewer'} timeouts. The model recovers as RFC 6582 is written "
-               "(a fast retransmit only at three duplicate ACKs of a new cumulative point, none after a timeout "
-               "until the point passes what was sent before it); ns-3.44's TCP, rebuilt around a scoreboard in "
-               "3.27, does not recover so by the letter without SACK, and enters fast recovery about every "
-               f"{fmt(60 * 16 / off['fast_recoveries'], 2)} s per flow, where with SACK it does so every "
-               f"{fmt(60 * 16 / ns3[True]['fast_recoveries'], 1) if ns3.get(True) else '—'} s: most of its "
-               "recoveries without SACK, and the quarter "
-               "of its link spent on held segments, come from rules this model does not have (not traced here), "
-               "and ns-3.25's, the paper's, may not have had either.")
+               f"{'more' if tt > off['timeouts'] else 'fewer'} timeouts." + self.ns3_trace_sentences(off))
         self.w()
+
+    def ns3_trace_sentences(self, off):
+        """Where ns-3.44's recoveries and resends without SACK come from: its traced run
+        (`scripts/ns3/sato_dumbbell.py --trace`, trace-seed1.json beside its rows)."""
+        body = self.repro.files("sato-dumbbell-ns3").get("trace-seed1.json")
+        if not body:
+            return " Where ns-3.44's recoveries and resends come from was not traced."
+        tr = json.loads(body.decode("utf-8"))
+        opened, res = tr["recoveries_opened_by"], tr["resends"]
+        total = sum(res.values())
+        crossed = {k.split(" / ")[0]: n for k, n in res.items() if k.endswith("/ crossed")}
+        flows = tr["per_flow_recoveries_resends"]
+        cycling = sorted((v for v in flows.values() if v[0] >= 50), key=lambda v: v[0])
+        calm = sorted((v for v in flows.values() if v[0] < 50), key=lambda v: v[0])
+        n_open = opened["spurious"] + opened["lost"]
+        return (f" Where ns-3.44's come from (its run of seed 1 traced: `scripts/ns3/sato_dumbbell.py --trace`, "
+                f"summary in `trace-seed1.json` beside its rows): of its {total:,} resends, "
+                f"{sum(crossed.values()):,} ({pct(sum(crossed.values()) / total)}) were of segments a copy of "
+                f"which had already crossed the bottleneck — {crossed.get('recovery', 0):,} in fast recovery, "
+                f"{crossed.get('open', 0):,} in the open state, {crossed.get('loss', 0):,} after a timeout — and "
+                f"{opened['spurious']:,} of its {n_open:,} fast recoveries ({pct(opened['spurious'] / n_open)}) "
+                "began by resending such a segment: spurious, opened by the duplicate ACKs the receiver returns "
+                "for duplicates. Three rules of ns-3.44 without SACK make it so (`tcp-socket-base.cc`, "
+                "`tcp-tx-buffer.cc`): every ACK in recovery that moves the cumulative point short of the "
+                "recovery point resends the segment at the new point, even one that was only in flight behind "
+                "the segment that arrived (`ProcessAck`'s partial ACK, `DoRetransmit`); each duplicate ACK in "
+                "recovery counts one more segment held past the point (`AddRenoSack`), kept after recovery, and "
+                "a point that lands on a segment so guessed marks it lost and resends it (`DiscardUpTo`, "
+                "`MarkHeadAsLost`); and after the full ACK (`m_recoverActive` false) three duplicate ACKs open "
+                "recovery again. The duplicates each recovery sends return the duplicate ACKs that open the "
+                f"next, round after round: {len(cycling)} of the 16 flows spent much of the run in that cycle "
+                f"({cycling[0][0]}–{cycling[-1][0]} fast recoveries, {min(v[1] for v in cycling):,}–"
+                f"{max(v[1] for v in cycling):,} resends each), the other {len(calm)} did not "
+                f"({calm[0][0] if calm else 0}–{calm[-1][0] if calm else 0} fast recoveries) — it starts when a "
+                "timeout's go-back-N has duplicates still in flight as the loss state ends. The model has the "
+                "three rules (`conn/path/cumulative.rs`: a late first copy moves the point, the resends go out "
+                "at once, the guessed holds) and enters that cycle after its first timeouts too, but there it "
+                "dies out within a round trip or two: few of its segments are in flight when it begins "
+                "(docs/DEVIATIONS.md, \"Sato et al.\"). Whether ns-3.25's TCP, the paper's, had these rules is not "
+                "known: the guessed holds came with the scoreboard of 3.27.")
 
     def sato_why(self, rows, pt, use):
         """What the rows say about sato against the baseline on the paper's TCP."""
@@ -167,13 +199,7 @@ class SatoSections:
                "drop-tail buffer's, bursts that put several holes in one group (whose parity then repairs "
                "nothing) rather than the single losses a group's one parity is made for, so the parities "
                "displace data packets and win back little of what the recovery without SACK wastes"
-               + ". What Fig. 7 credits does not appear either: "
-               + f"{fmt(rows.mean(pt, 'sato', 'fast_recoveries'), 1)} fast recoveries and "
-               f"{fmt(rows.mean(pt, 'sato', 'timeouts'), 1)} timeouts against the baseline's "
-               f"{fmt(rows.mean(pt, 'tcp', 'fast_recoveries'), 1)} and {fmt(rows.mean(pt, 'tcp', 'timeouts'), 1)}: "
-               "a burst's holes still need a fast retransmit and one round trip each, and withholding the "
-               "duplicate ACKs while a parity may still repair (§3.2) delays the recovery of the holes it "
-               "cannot, so more recoveries outlast the retransmission timer (each a go-back-N). On this "
+               + ". " + self.fig7_sentence(rows, pt) + " On this "
                f"recovery the baseline wastes little ({pct(res_t)} of its packets resent, go-back-N included; "
                "ns-3.44's about a quarter of its link), so there is little room for the parities to win back. "
                "The sweeps follow the same rule: the less parity, the more goodput.")
@@ -198,6 +224,23 @@ class SatoSections:
                "this link nothing: while one flow recovers, the other 15 fill it."
                + self.idle_room_sentence(buffer))
         self.w()
+
+    @staticmethod
+    def fig7_sentence(rows, pt):
+        """What Fig. 7 credits (fewer fast recoveries and timeouts), as the rows have it."""
+        sr, st = rows.mean(pt, "sato", "fast_recoveries"), rows.mean(pt, "sato", "timeouts")
+        tr, tt = rows.mean(pt, "tcp", "fast_recoveries"), rows.mean(pt, "tcp", "timeouts")
+        counts = (f"{fmt(sr, 1)} fast recoveries and {fmt(st, 1)} timeouts against the baseline's "
+                  f"{fmt(tr, 1)} and {fmt(tt, 1)}")
+        why = ("a burst's holes still need a fast retransmit and one round trip each, and withholding the "
+               "duplicate ACKs while a parity may still repair (§3.2) delays the recovery of the holes it "
+               "cannot, so more recoveries outlast the retransmission timer (each a go-back-N).")
+        if sr < tr and st >= tt:
+            return (f"Of what Fig. 7 credits, the fewer fast recoveries appear, the fewer timeouts do not: {counts}. "
+                    "The withheld duplicate ACKs open fewer recoveries, but " + why)
+        if sr < tr and st < tt:
+            return f"What Fig. 7 credits appears: {counts}."
+        return f"What Fig. 7 credits does not appear either: {counts}: " + why
 
     @staticmethod
     def resent_share(rows, pt, mode):
