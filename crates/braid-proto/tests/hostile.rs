@@ -87,7 +87,9 @@ fn wrong_path_and_version_are_dropped() {
     let mut v2 = real.clone();
     v2[0] = DatagramType::of(&real).expect("a packet of this version").first_byte_of_version(VERSION + 1);
     server.handle_datagram(Instant::from_micros(300_000), 0, &v2);
-    let mut unknown_frame = real[..18].to_vec();
+    // The real packet's header, then a frame type no version knows.
+    let header = PacketHeader::parse(&mut Reader::new(&real)).unwrap();
+    let mut unknown_frame = real[..header.encoded_len()].to_vec();
     unknown_frame.push(0x3f);
     server.handle_datagram(Instant::from_micros(300_000), 0, &unknown_frame);
     assert!(server.stats.datagrams_dropped >= dropped + 2);

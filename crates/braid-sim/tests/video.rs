@@ -1,8 +1,9 @@
 //! The live-video workload: 25 fps at 3.4 Mbit/s over one 20 Mbit/s, 100 ms RTT path
-//! with 2 % random loss on the data direction. braid repairs a frame's losses with the tail
-//! margin sent right after the frame, without a round trip; the `tcp` model, which retransmits
-//! and halves its window at each loss, cannot even carry the bitrate. The seed is in every
-//! failure message.
+//! with 2 % random loss on the data direction. braid repairs a frame's losses in one reactive
+//! round within the deadline: a tail probe shows a lost tail symbol a round trip after it was
+//! sent, and the replacements carry their own margin; the `tcp` model, which retransmits and
+//! halves its window at each loss, cannot even carry the bitrate. The seed is in every failure
+//! message.
 
 use std::time::Duration;
 
@@ -43,8 +44,10 @@ fn braid_delivers_live_video_on_time_at_2_percent_loss() {
     // takes the one-way delay plus its serialization.
     assert_eq!(braid.steady_on_time, braid.steady_frames, "seed {seed}: braid {braid:?}");
     assert!(braid.p50_ms < 70.0, "seed {seed}: braid {braid:?}");
-    // The tail margin costs bandwidth the app-limited sender has to spare, but not without bound.
-    assert!(overhead < 0.2, "seed {seed}: repair overhead {overhead:.3}");
+    // Repair within the budget of 2 × loss + 2 points: 4.8 % of the symbols here (4.6-5.1 %
+    // over three seeds × 60 s; 15 % with a δ̂ = 0.01 margin and no tail probes). Seed 2 is
+    // the one whose frames waited a second reactive round when a lone replacement was lost too.
+    assert!(overhead < 0.06, "seed {seed}: repair overhead {overhead:.3}");
     assert!(tcp.on_time_share() < 0.5, "seed {seed}: tcp {tcp:?}");
 }
 

@@ -248,6 +248,9 @@ pub struct Connection {
     /// built.
     abandon_pending: u8,
     abandon_written: u8,
+    /// Paths (bit = id) whose last ack-eliciting packet carried a symbol of an app-idle block's
+    /// tail: they send a PING once nothing else is due ([`Mode::tail_probes`]).
+    tail_probes: u8,
     /// The path the handshake flight goes on (the client's path 0; the server answers on the
     /// path the Initial came on).
     handshake_path: usize,
@@ -340,6 +343,7 @@ impl Connection {
             window_update_written: false,
             abandon_pending: 0,
             abandon_written: 0,
+            tail_probes: 0,
             handshake_path: 0,
             last_heard: now,
             stats: ConnectionStats::default(),

@@ -182,6 +182,15 @@ impl Mode {
         }
     }
 
+    /// Whether a path whose last packet carried a symbol of a block closed at an app-idle point
+    /// (a video frame, a response) sends a PING after it once it has nothing else to send: the
+    /// PING's ACK shows a lost tail symbol to the time threshold at once, where otherwise only
+    /// the next burst's packets (a frame interval later) do, and a reactive repair then misses
+    /// a live frame's deadline. braid only; the seed modes keep their papers' loss detection.
+    pub(crate) fn tail_probes(self) -> bool {
+        self == Mode::Braid
+    }
+
     /// Whether losses judged congestion still feed the path's loss estimate. FMTCP's p_f is
     /// the path's loss rate, whatever caused the loss; braid's estimate tracks random loss only.
     pub(crate) fn estimate_counts_congestion(self) -> bool {

@@ -137,6 +137,12 @@ impl Connection {
         if !self.parts_out.is_empty() {
             next = next.min(self.last_poll);
         }
+        // A tail probe goes when its path's pacer allows (`send_tail_probe`).
+        for (i, p) in self.paths.iter().enumerate() {
+            if self.tail_probes & (1 << i) != 0 && p.can_send() {
+                next = next.min(p.next_send.max(self.last_poll));
+            }
+        }
         Some(next)
     }
 

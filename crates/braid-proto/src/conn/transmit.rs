@@ -128,7 +128,12 @@ impl Connection {
                     let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
                     self.redundancy.on_symbol(now, event);
                     self.scheduler.on_symbol(now, event);
-                    self.end_packet(now, path, buf, true, vec![symbol])
+                    let tail = self.config.mode.tail_probes() && self.is_tail(symbol.block);
+                    let t = self.end_packet(now, path, buf, true, vec![symbol]);
+                    if tail {
+                        self.tail_probes |= 1 << path;
+                    }
+                    t
                 }
                 None => self.end_packet(now, path, buf, false, Vec::new()),
             });
@@ -150,6 +155,9 @@ impl Connection {
                 });
             }
         }
+        if let Some(t) = self.send_tail_probe(now, buf) {
+            return Some(t);
+        }
         let path = ack_due?;
         self.begin_packet(path, PacketType::Data, buf);
         if self.paths[path].can_send() {
@@ -160,6 +168,30 @@ impl Connection {
             self.write_acks(now, path, buf, 32, max);
         }
         Some(self.end_packet(now, path, buf, false, Vec::new()))
+    }
+
+    /// Whether `block` is closed at an app-idle point with all its sources sent: the tail of a
+    /// burst (a video frame, a response), after which the path may fall silent.
+    fn is_tail(&self, block: u64) -> bool {
+        let sender = self.transfer.as_ref().map(|s| &s.sender);
+        sender.and_then(|s| s.block(block)).is_some_and(|b| b.app_idle && b.closed && b.all_sources_sent())
+    }
+
+    /// A tail probe ([`super::Mode::tail_probes`]): a PING on a path whose last packet carried
+    /// a tail's symbol, once its pacer would let a symbol go and nothing else was sent. Its ACK
+    /// is a later packet acknowledged, so a lost tail symbol is declared by the time threshold
+    /// (RFC 9002 §6.1.2) a little over a round trip after it was sent.
+    fn send_tail_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let path = (0..self.paths.len()).find(|&i| {
+            let p = &self.paths[i];
+            self.tail_probes & (1 << i) != 0 && p.can_send() && p.next_send <= now
+        })?;
+        self.tail_probes &= !(1 << path);
+        self.begin_packet(path, PacketType::Data, buf);
+        Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+        let max = self.config.max_datagram;
+        self.write_control(now, path, buf, 32, max);
+        Some(self.end_packet(now, path, buf, true, Vec::new()))
     }
 
     /// A SYMBOL frame (`buf[start..]`) too large for `path`'s PLPMTU (`limit`): its first piece
@@ -288,6 +320,9 @@ impl Connection {
         let window_update = std::mem::take(&mut self.window_update_written);
         let abandons = std::mem::take(&mut self.abandon_written);
         let ack_eliciting = ack_eliciting || window_update || abandons != 0;
+        if ack_eliciting {
+            self.tail_probes &= !(1 << path);
+        }
         let packet = SentPacket {
             number,
             time: now,
