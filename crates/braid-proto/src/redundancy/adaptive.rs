@@ -339,10 +339,10 @@ mod tests {
         assert!(!bulk.blocks().next().unwrap().app_idle);
         let b = tx.blocks().next().unwrap();
         assert!(b.app_idle && b.closed);
-        // The tail δ̂ = 0.5 asks for no margin for 14 symbols either (an I-frame's 60 get one:
-        // 0.98^60 = 0.30, 61 symbols give 0.66), but it would be sent ahead of data.
+        // The tail δ̂ = 0.5 asks for no margin for 14 symbols either (an I-frame's 60 get two,
+        // by the normal approximation), but it would be sent ahead of data.
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 0));
-        assert_eq!(symbols_for(60, 0.02, 0.5), 61);
+        assert_eq!(symbols_for(60, 0.02, 0.5), 62);
         // No loss estimate, no margin (the target: repair overhead ≤ 1 % at 0 % loss).
         assert_eq!(r.repairs_wanted(b, &view(0.0)), 0);
         // 13 acknowledged, one lost: the reactive round sends two (δ̂ 0.01: one arrives with
