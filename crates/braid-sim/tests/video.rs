@@ -44,9 +44,10 @@ fn braid_delivers_live_video_on_time_at_2_percent_loss() {
     // takes the one-way delay plus its serialization.
     assert_eq!(braid.steady_on_time, braid.steady_frames, "seed {seed}: braid {braid:?}");
     assert!(braid.p50_ms < 70.0, "seed {seed}: braid {braid:?}");
-    // Repair within the budget of 2 × loss + 2 points: 4.8 % of the symbols here (4.6-5.1 %
-    // over three seeds × 60 s; 15 % with a δ̂ = 0.01 margin and no tail probes). Seed 2 is
-    // the one whose frames waited a second reactive round when a lone replacement was lost too.
+    // Repair within the budget of 2 × loss + 2 points: 5.6 % of the symbols here (5.0-6.2 %
+    // over three seeds × 20 or 60 s; 15 % with a δ̂ = 0.01 margin and no tail probes). Seed 2
+    // is the one whose frames waited a second reactive round when a lone replacement was lost
+    // too.
     assert!(overhead < 0.06, "seed {seed}: repair overhead {overhead:.3}");
     assert!(tcp.on_time_share() < 0.5, "seed {seed}: tcp {tcp:?}");
 }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use braid_fec::{BlockDecoder, CodecConfig, CodecError, Decoder, Received, SymbolHeader, SymbolId};
 
-use crate::wire::BlockAckFrame;
+use crate::wire::{BlockAckFrame, SymbolFrame};
 
 /// A block being received: its decoder and which of its source symbols were handed on.
 struct Slot {
@@ -34,6 +34,8 @@ pub struct BlockReceiver {
     pub redundant: u64,
     /// Source symbols recovered by decoding (never received as such).
     pub recovered: u64,
+    /// A short source symbol with its trailing zeros put back ([`Self::on_symbol_frame`]).
+    scratch: Vec<u8>,
 }
 
 /// Why a symbol was not accepted.
@@ -60,6 +62,7 @@ impl BlockReceiver {
             innovative: 0,
             redundant: 0,
             recovered: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -78,6 +81,24 @@ impl BlockReceiver {
     /// is delivered whole and is the lowest).
     pub fn held_delivered(&self) -> usize {
         self.blocks.iter().flatten().map(|s| s.delivered_count).sum()
+    }
+
+    /// Offers a SYMBOL frame's symbol. A source symbol sent without its trailing zero bytes
+    /// (SHORT_SYMBOL, PROTOCOL.md §8.10) gets them back first, so the decoder sees the block's
+    /// symbol size `T` whatever was left off on the wire; its size must then be the block's like
+    /// any other symbol's.
+    pub fn on_symbol_frame(&mut self, s: &SymbolFrame<'_>) -> Result<Received, SymbolRejected> {
+        let block_len = s.block_len.map(usize::from);
+        if s.trailing_zeros == 0 {
+            return self.on_symbol(&s.header, block_len, s.payload);
+        }
+        let mut whole = std::mem::take(&mut self.scratch);
+        whole.clear();
+        whole.extend_from_slice(s.payload);
+        whole.resize(s.symbol_size(), 0);
+        let received = self.on_symbol(&s.header, block_len, &whole);
+        self.scratch = whole;
+        received
     }
 
     /// Offers a symbol. `block_len` is the block's number of source symbols when the sender

@@ -66,15 +66,28 @@ pub struct SendBlock {
     pub path: Option<u8>,
     /// Some symbol of the block went out (the peer may know it: it can no longer be re-cut).
     sent_any: bool,
-    /// The application went idle while this block was open or in flight (the end of a burst:
-    /// a video frame, a response): nothing behind it will trigger loss detection soon, so its
-    /// repair margin is sized for latency, and sent ahead of new data (see
-    /// [`BlockSender::on_app_idle`] and `redundancy::adaptive`).
-    pub app_idle: bool,
+    /// The block ends a burst ([`Tail`]): its repair margin is sized for latency and sent
+    /// ahead of new data (see `redundancy::adaptive`). `None` for the blocks of a bulk transfer.
+    pub tail: Option<Tail>,
     /// The block holds a small write (a request, a response) cut ahead of bulk data already cut
     /// for the wire ([`BlockSender::close_block_as_urgent`]): schedulers that allocate blocks in
     /// order may serve it first.
     pub urgent: bool,
+}
+
+/// Why a block is the tail of a burst, which decides how large a margin it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// The end of what the application wrote on one stream (a request, a response) while other
+    /// streams still send ([`BlockSender::close_block_as_tail`]). The path keeps carrying their
+    /// data, so a loss is detected soon, but a request beside bulk data waits for the reactive
+    /// round: its margin is sized for a small δ̂.
+    Request,
+    /// The application went idle while the block was open or in flight (a video frame, the
+    /// last response; [`BlockSender::on_app_idle`]): nothing behind it triggers loss detection,
+    /// so a tail probe follows it (`Mode::tail_probes`), and its margin carries about the
+    /// expected loss.
+    AppIdle,
 }
 
 impl SendBlock {
@@ -404,7 +417,7 @@ impl BlockSender {
                 decoded: false,
                 path: None,
                 sent_any: false,
-                app_idle: false,
+                tail: None,
                 urgent: false,
             });
         }
@@ -430,14 +443,15 @@ impl BlockSender {
 
     /// The open block holds the end of what the application wrote on some stream (a request, a
     /// response) while other streams still have data: it closes at its current length and is
-    /// marked as a tail ([`SendBlock::app_idle`]), so its repair margin goes out at once. Unlike
-    /// [`BlockSender::on_app_idle`] the blocks cut before it are left alone: they hold the bulk
-    /// data before it, which the next blocks' symbols follow closely enough for loss detection.
+    /// marked as a request's tail ([`Tail::Request`]), so its repair margin goes out at once.
+    /// Unlike [`BlockSender::on_app_idle`] the blocks cut before it are left alone: they hold the
+    /// bulk data before it, which the next blocks' symbols follow closely enough for loss
+    /// detection.
     pub fn close_block_as_tail(&mut self) {
         self.close_block();
         // The newest block holds the symbol just cut (a full block closed as it filled).
         if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
-            block.app_idle = true;
+            block.tail = Some(Tail::Request);
         }
     }
 
@@ -454,7 +468,7 @@ impl BlockSender {
     /// The application has nothing more to send for now (its send buffers are empty, not merely
     /// blocked by flow control): the open block closes at its current length, and the blocks cut
     /// but not yet all sent — the burst just cut (a video frame, a response; at most the two
-    /// blocks `fill_pipe` cuts ahead) — are marked as its tail ([`SendBlock::app_idle`]). Blocks
+    /// blocks `fill_pipe` cuts ahead) — are marked as its tail ([`Tail::AppIdle`]). Blocks
     /// already all in flight are not: at the end of a bulk transfer their margin on a 50 %-loss
     /// path cost FMTCP Table II's case 4 0.7 % of its goodput. TCP-IR's
     /// point (tail losses of short flows cost a timeout unless repair follows the data at once)
@@ -462,7 +476,7 @@ impl BlockSender {
     pub fn on_app_idle(&mut self) {
         self.close_block();
         for b in self.blocks.iter_mut().filter(|b| !b.decoded && !b.all_sources_sent()) {
-            b.app_idle = true;
+            b.tail = Some(Tail::AppIdle);
         }
     }
 
@@ -740,8 +754,22 @@ impl BlockSender {
     }
 }
 
+/// A source symbol goes without its trailing zero bytes (the padding after the last pipe frame
+/// of a write, PROTOCOL.md §8.10) when leaving them off saves more than their count costs.
 fn write_symbol(w: &mut Writer<'_>, block: u64, id: SymbolId<'_>, block_len: Option<u16>, payload: &[u8]) {
-    let frame = Frame::Symbol(SymbolFrame { header: SymbolHeader { block, id }, block_len, payload });
+    let mut trailing_zeros = 0;
+    let mut payload = payload;
+    if matches!(id, SymbolId::Source { .. }) {
+        let end = payload.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let zeros = payload.len() - end;
+        if crate::wire::varint_len(zeros as u64) < zeros {
+            // A symbol is at most MAX_SYMBOL (16384) bytes.
+            trailing_zeros = zeros as u16;
+            payload = &payload[..end];
+        }
+    }
+    let header = SymbolHeader { block, id };
+    let frame = Frame::Symbol(SymbolFrame { header, block_len, payload, trailing_zeros });
     frame.write(w).expect("symbol frames built here are valid");
 }
 

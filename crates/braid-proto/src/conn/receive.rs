@@ -139,8 +139,7 @@ impl Connection {
             Frame::Symbol(s) => {
                 self.stats.symbols_received += 1;
                 let transfer = self.transfer.as_mut().expect("checked");
-                let len = s.block_len.map(usize::from);
-                if let Err(e) = transfer.receiver.on_symbol(&s.header, len, s.payload) {
+                if let Err(e) = transfer.receiver.on_symbol_frame(&s) {
                     return self.violation(format!("symbol refused: {e}"));
                 }
                 transfer.block_ack_dirty = true;

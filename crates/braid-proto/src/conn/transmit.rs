@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::path::{PathState, SentPacket};
 use super::timers::ack_deadline;
 use super::{BlockRecord, Connection, State, Transmit, BLOCK_LOG_LIMIT, COPIES_PER_PATH, MIN_INITIAL};
+use crate::blocks::{SendBlock, Tail};
 use crate::pipe::OwnedFrame;
 use crate::redundancy::RedundancyEvent;
 use crate::sched::Pick;
@@ -174,7 +175,8 @@ impl Connection {
     /// burst (a video frame, a response), after which the path may fall silent.
     fn is_tail(&self, block: u64) -> bool {
         let sender = self.transfer.as_ref().map(|s| &s.sender);
-        sender.and_then(|s| s.block(block)).is_some_and(|b| b.app_idle && b.closed && b.all_sources_sent())
+        let idle = |b: &SendBlock| b.tail == Some(Tail::AppIdle) && b.closed && b.all_sources_sent();
+        sender.and_then(|s| s.block(block)).is_some_and(idle)
     }
 
     /// A tail probe ([`super::Mode::tail_probes`]): a PING on a path whose last packet carried

@@ -8,7 +8,7 @@
 //! (`Redundancy::deficit`).
 
 use super::{RedundancyController, SatoConfig};
-use crate::blocks::SendBlock;
+use crate::blocks::{SendBlock, Tail};
 use crate::view::PathView;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,17 +25,23 @@ pub struct Redundancy {
     /// false. Measured (CTCP Table IV, 5 seeds, 5% loss): false → 0.859 of the ideal, block
     /// delay 241 ms mean; true with δ̂ = 0.3 → 0.825, 124 ms (docs/BENCHMARKS.md, CTCP Table IV).
     pub margin_ahead_of_data: bool,
-    /// δ̂ for the blocks at the tail of a burst, when the application went idle
-    /// ([`SendBlock::app_idle`]: a video frame, a response). Their margin goes out at once,
-    /// ahead of new data. Default 0.5, the margin carrying the expected loss: a tail probe
-    /// (`Mode::tail_probes`) shows a tail's loss a little over a round trip after it was sent, so
-    /// one reactive round (sized with [`Self::tail_repair_failure`]) still completes a frame
-    /// ~1.6 RTT after it began, within a live frame's deadline of 2 RTTs. Live video (25 fps,
-    /// 3.4 Mbit/s, 100 ms RTT, 200 ms deadline; 3 seeds × 60 s) at 1 / 2 / 5 % loss: repair
-    /// 2.7 / 4.6–5.1 / 10.1–10.6 % of the symbols (the budget: 2 × loss + 2 points), frames on
-    /// time 99.8–100 / 99.8–99.9 / 99.6–99.7 %; at 0.01 without tail probes, 11.5 / 14.8–15.6 /
-    /// 21.7–22.6 %. A bulk transfer, which never idles until its end, pays nothing for it.
+    /// δ̂ for a request's tail ([`Tail::Request`]: the end of one stream's write while other
+    /// streams still send, a request beside a bulk transfer). Its margin goes out at once, ahead
+    /// of new data: a loss repaired reactively costs the request a round trip plus the
+    /// detection delay. Default 0.01.
     pub tail_target_failure: f64,
+    /// δ̂ for the blocks at an app-idle point ([`Tail::AppIdle`]: a video frame, the last
+    /// response). Their margin goes out at once, ahead of new data. Default 0.35, a margin near
+    /// the expected loss: a tail probe (`Mode::tail_probes`) shows a tail's loss a little over a
+    /// round trip after it was sent, so one reactive round (sized with
+    /// [`Self::tail_repair_failure`]) still completes a frame ~1.6 RTT after it began, within a
+    /// live frame's deadline of 2 RTTs. Live video (25 fps, 3.4 Mbit/s, 100 ms RTT, 200 ms
+    /// deadline, 2 % loss; seeds 1-3 × 20 and 60 s): repair 5.0–6.2 % of the symbols, p50
+    /// 58 ms; at 0.5, 4.5–5.3 % but p50 58–75 ms (a frame waiting for its reactive round holds
+    /// the frames behind it in the stream, and at 0.5 that was over half of them on two seeds);
+    /// at 0.2, 6.9–7.8 %, p50 57 ms; at 0.01 without tail probes, 15 %. A bulk transfer, which
+    /// never idles until its end, pays nothing for it.
+    pub idle_tail_target_failure: f64,
     /// δ̂ for a tail's reactive round, once its margin is used up: the replacements carry their
     /// own margin, so a frame waits for a second round (a third round trip, past a live
     /// frame's deadline, and the frames behind it in the stream with it) only with about this
@@ -51,7 +57,8 @@ impl Default for Redundancy {
             target_failure: 0.5,
             min_loss: 0.0,
             margin_ahead_of_data: false,
-            tail_target_failure: 0.5,
+            tail_target_failure: 0.01,
+            idle_tail_target_failure: 0.35,
             tail_repair_failure: 0.01,
             sato: SatoConfig::default(),
         }
@@ -64,7 +71,7 @@ impl Redundancy {
     /// 64 packets) swings from 0.4 % to 3 % between losses at 2 % random loss, and a tail whose
     /// margin was sized in a dip waited a round trip for reactive repair.
     fn deficit_on(&self, block: &SendBlock, path: &PathView) -> u64 {
-        let p = if block.app_idle { path.loss.max(path.loss_long) } else { path.loss };
+        let p = if block.tail.is_some() { path.loss.max(path.loss_long) } else { path.loss };
         self.deficit(block, p)
     }
 
@@ -88,10 +95,14 @@ impl Redundancy {
         // after each loss would keep adding margin as losses happen, and whatever margin is left
         // when the block decodes arrives as redundant symbols.)
         let p = p.max(self.min_loss);
-        let delta = if block.app_idle { self.tail_target_failure } else { self.target_failure };
+        let delta = match block.tail {
+            Some(Tail::AppIdle) => self.idle_tail_target_failure,
+            Some(Tail::Request) => self.tail_target_failure,
+            None => self.target_failure,
+        };
         let margin = symbols_for(len, p, delta) - len;
         let mut wanted = missing + margin.saturating_sub(block.lost);
-        if block.app_idle && block.lost > margin {
+        if block.tail.is_some() && block.lost > margin {
             // A tail's reactive round: what it still lacks, with the round's own margin (in
             // flight counts toward it, so the count is the same before and after each send).
             wanted = wanted.max(symbols_for(missing, p, self.tail_repair_failure));
@@ -108,7 +119,7 @@ impl RedundancyController for Redundancy {
     /// Known losses are replaced at once, ahead of new data (and the margin too, if
     /// `margin_ahead_of_data`).
     fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
-        if self.margin_ahead_of_data || block.app_idle {
+        if self.margin_ahead_of_data || block.tail.is_some() {
             return self.deficit_on(block, path);
         }
         if block.decoded || !block.all_sources_sent() {
@@ -336,13 +347,13 @@ mod tests {
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 0));
         // A block already all sent when the application idles is not the burst's tail.
         bulk.on_app_idle();
-        assert!(!bulk.blocks().next().unwrap().app_idle);
+        assert_eq!(bulk.blocks().next().unwrap().tail, None);
         let b = tx.blocks().next().unwrap();
-        assert!(b.app_idle && b.closed);
-        // The tail δ̂ = 0.5 asks for no margin for 14 symbols either (an I-frame's 60 get two,
-        // by the normal approximation), but it would be sent ahead of data.
+        assert!(b.tail == Some(Tail::AppIdle) && b.closed);
+        // The idle tail's δ̂ = 0.35 asks for no margin for 14 symbols either (0.75 ≥ 0.65; an
+        // I-frame's 60 get two), but it would be sent ahead of data.
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 0));
-        assert_eq!(symbols_for(60, 0.02, 0.5), 62);
+        assert_eq!(symbols_for(60, 0.02, 0.35), 62);
         // No loss estimate, no margin (the target: repair overhead ≤ 1 % at 0 % loss).
         assert_eq!(r.repairs_wanted(b, &view(0.0)), 0);
         // 13 acknowledged, one lost: the reactive round sends two (δ̂ 0.01: one arrives with
@@ -360,6 +371,29 @@ mod tests {
         bulk.on_symbol_lost(bulk_sent[13], false);
         let b = bulk.blocks().next().unwrap();
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (1, 0));
+    }
+
+    /// A request's tail beside bulk data keeps the small δ̂ (0.01): its 14 symbols get two
+    /// repairs ahead of data, where an app-idle tail of the same length gets none.
+    #[test]
+    fn request_tail_keeps_the_small_delta() {
+        use crate::blocks::BlockSender;
+        use crate::wire::Writer;
+        use braid_fec::{CodeFamily, CodecConfig};
+        let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..14 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        tx.close_block_as_tail();
+        let mut out = Vec::new();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        let b = tx.blocks().next().unwrap();
+        assert_eq!(b.tail, Some(Tail::Request));
+        // δ̂ = 0.01: 15 symbols succeed with 0.965, 16 with 0.996.
+        assert_eq!(symbols_for(14, 0.02, 0.01), 16);
+        let (r, v) = (Redundancy::default(), view(0.02));
+        assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (2, 0));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Frames: the contents of a packet (PROTOCOL.md §8).
 
-use braid_fec::SymbolHeader;
+use braid_fec::{SymbolHeader, SymbolId};
 
 use super::datagram::{DatagramFrame, DatagramRepairFrame};
 use super::params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
@@ -26,6 +26,7 @@ const CLOSE: u64 = 0x08;
 const HANDSHAKE: u64 = 0x09;
 const PATH_ABANDON: u64 = 0x0a;
 const SYMBOL_PART: u64 = 0x0b;
+const SHORT_SYMBOL: u64 = 0x0e;
 
 /// Longest SYMBOL frame a SYMBOL_PART may carry pieces of (§14.4): the largest payload, its
 /// length prefix and the symbol header with room to spare.
@@ -180,13 +181,24 @@ pub struct BlockAckFrame {
     pub decoded_beyond: u64,
 }
 
-/// One coded or source symbol (§8.5).
+/// One coded or source symbol (§8.5), or a source symbol without its trailing zero bytes
+/// (SHORT_SYMBOL, §8.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SymbolFrame<'a> {
     pub header: SymbolHeader<'a>,
     /// The block's number of source symbols once the sender has closed it; `None` while open.
     pub block_len: Option<u16>,
     pub payload: &'a [u8],
+    /// Zero bytes that end the symbol and are not sent: the symbol is `payload` followed by
+    /// this many zeros. Non-zero only for a source symbol (a SHORT_SYMBOL frame).
+    pub trailing_zeros: u16,
+}
+
+impl SymbolFrame<'_> {
+    /// The symbol's size once its trailing zeros are put back (the block's symbol size).
+    pub fn symbol_size(&self) -> usize {
+        self.payload.len() + usize::from(self.trailing_zeros)
+    }
 }
 
 /// A piece of a SYMBOL frame too large for the path it must go on (PROTOCOL.md §14.4): bytes
@@ -263,12 +275,20 @@ impl Frame<'_> {
                 w.varint(b.decoded_beyond & MAX_VARINT);
             }
             Frame::Symbol(s) => {
-                w.varint(SYMBOL);
+                let short = s.trailing_zeros > 0;
+                if short && (!matches!(s.header.id, SymbolId::Source { .. }) || s.symbol_size() > MAX_SYMBOL)
+                {
+                    return Err(WireError::OutOfRange("short symbol"));
+                }
+                w.varint(if short { SHORT_SYMBOL } else { SYMBOL });
                 let start = w.out.len();
                 let len = s.header.encoded_len();
                 w.out.resize(start + len, 0);
                 s.header.write(&mut w.out[start..])?;
                 w.varint(s.block_len.map_or(0, u64::from));
+                if short {
+                    w.varint(s.trailing_zeros.into());
+                }
                 w.bytes(s.payload);
             }
             Frame::FecStatus(f) => {
@@ -376,7 +396,8 @@ impl<'a> FrameIter<'a> {
 
     fn parse(&mut self) -> Result<Frame<'a>, WireError> {
         let r = &mut self.reader;
-        Ok(match r.varint()? {
+        let ty = r.varint()?;
+        Ok(match ty {
             PADDING => Frame::Padding,
             PING => Frame::Ping,
             ACK => {
@@ -407,7 +428,7 @@ impl<'a> FrameIter<'a> {
                 dofs: r.varint()?,
                 decoded_beyond: r.varint()? & ((1 << MAX_BLOCKS_IN_FLIGHT.min(62)) - 1),
             }),
-            SYMBOL => {
+            SYMBOL | SHORT_SYMBOL => {
                 let (header, rest) = SymbolHeader::parse(r.rest())?;
                 let consumed = r.remaining() - rest.len();
                 r.take(consumed)?;
@@ -415,8 +436,20 @@ impl<'a> FrameIter<'a> {
                     0 => None,
                     k => Some(k as u16),
                 };
-                let payload = r.bytes(MAX_SYMBOL, "symbol length")?;
-                Frame::Symbol(SymbolFrame { header, block_len, payload })
+                let mut trailing_zeros = 0;
+                if ty == SHORT_SYMBOL {
+                    // Only a source symbol's zeros may be left off; a repair is always whole.
+                    if !matches!(header.id, SymbolId::Source { .. }) {
+                        return Err(WireError::OutOfRange("short symbol kind"));
+                    }
+                    trailing_zeros = r.varint_max(MAX_SYMBOL as u64, "trailing zeros")? as u16;
+                    if trailing_zeros == 0 {
+                        return Err(WireError::OutOfRange("trailing zeros"));
+                    }
+                }
+                let max = MAX_SYMBOL - usize::from(trailing_zeros);
+                let payload = r.bytes(max, "symbol length")?;
+                Frame::Symbol(SymbolFrame { header, block_len, payload, trailing_zeros })
             }
             FEC_STATUS => Frame::FecStatus(FecStatusFrame {
                 path: r.varint_max(super::packet::MAX_PATHS - 1, "fec path")? as u8,
@@ -502,10 +535,13 @@ mod tests {
                         SymbolId::Rlnc { span: index + 1, coefficients: Coefficients::Seed(seed) }
                     };
                     let block_len = (seed % 3 == 0).then_some(index + 1);
+                    // Every other source symbol short (SHORT_SYMBOL), by up to 1000 zeros.
+                    let trailing_zeros = if seed % 4 == 0 { (seed >> 8) as u16 % 1000 } else { 0 };
                     Frame::Symbol(SymbolFrame {
                         header: SymbolHeader { block, id },
                         block_len,
                         payload: &payload[..len],
+                        trailing_zeros,
                     })
                 }
             ),
@@ -625,11 +661,59 @@ mod tests {
             header: SymbolHeader { block: 0, id: SymbolId::Source { index: 0 } },
             block_len: None,
             payload: &[1, 2, 3],
+            trailing_zeros: 0,
         });
         sym.write(&mut Writer::new(&mut out)).unwrap();
         let len_at = out.len() - 4;
         out.truncate(len_at);
         Writer::new(&mut out).varint(MAX_SYMBOL as u64 + 1);
         assert_eq!(FrameIter::new(&out).next().unwrap(), Err(WireError::OutOfRange("symbol length")));
+    }
+
+    /// A SHORT_SYMBOL frame (§8.10) carries a source symbol only, with at least one zero left
+    /// off, and never more than MAX_SYMBOL bytes once its zeros are back; writing one that breaks
+    /// a rule is refused too.
+    #[test]
+    fn short_symbols_are_checked() {
+        let source = SymbolHeader { block: 3, id: SymbolId::Source { index: 1 } };
+        let short = SymbolFrame { header: source, block_len: Some(4), payload: &[9; 10], trailing_zeros: 90 };
+        let mut out = Vec::new();
+        Frame::Symbol(short).write(&mut Writer::new(&mut out)).unwrap();
+        assert_eq!(out[0], SHORT_SYMBOL as u8);
+        let Some(Ok(Frame::Symbol(s))) = FrameIter::new(&out).next() else { panic!("short symbol refused") };
+        assert_eq!((s, s.symbol_size()), (short, 100));
+        // The same frame with no zeros is a SYMBOL frame, two bytes shorter (the count's varint).
+        let mut whole = Vec::new();
+        Frame::Symbol(SymbolFrame { trailing_zeros: 0, ..short })
+            .write(&mut Writer::new(&mut whole))
+            .unwrap();
+        assert_eq!((whole[0], whole.len() + 2), (SYMBOL as u8, out.len()));
+        // Hand-built SHORT_SYMBOL frames: header, block length 4, the zeros' count, 10 bytes.
+        let short_frame = |header: SymbolHeader<'_>, zeros: u64| {
+            let mut out = vec![SHORT_SYMBOL as u8];
+            out.resize(1 + header.encoded_len(), 0);
+            header.write(&mut out[1..]).unwrap();
+            let mut w = Writer::new(&mut out);
+            for v in [4, zeros, 10] {
+                w.varint(v);
+            }
+            w.put(&[9; 10]);
+            out
+        };
+        assert_eq!(FrameIter::new(&short_frame(source, 90)).next().unwrap(), Ok(Frame::Symbol(short)));
+        // A count of zero: malformed (a whole symbol is a SYMBOL frame).
+        let zero = short_frame(source, 0);
+        assert_eq!(FrameIter::new(&zero).next().unwrap(), Err(WireError::OutOfRange("trailing zeros")));
+        // More than MAX_SYMBOL bytes with its zeros back.
+        let long = short_frame(source, MAX_SYMBOL as u64 - 5);
+        assert_eq!(FrameIter::new(&long).next().unwrap(), Err(WireError::OutOfRange("symbol length")));
+        // A repair symbol: refused when parsed and when written.
+        let repair =
+            SymbolHeader { block: 3, id: SymbolId::Rlnc { span: 4, coefficients: Coefficients::Seed(7) } };
+        let bad = short_frame(repair, 90);
+        assert_eq!(FrameIter::new(&bad).next().unwrap(), Err(WireError::OutOfRange("short symbol kind")));
+        let mut out = Vec::new();
+        let frame = Frame::Symbol(SymbolFrame { header: repair, ..short });
+        assert_eq!(frame.write(&mut Writer::new(&mut out)), Err(WireError::OutOfRange("short symbol")));
     }
 }

@@ -14,7 +14,7 @@ fn config() -> CodecConfig {
 fn carry(out: &[u8], rx: &mut BlockReceiver) -> Vec<Received> {
     FrameIter::new(out)
         .map(|f| match f.unwrap() {
-            Frame::Symbol(s) => rx.on_symbol(&s.header, s.block_len.map(usize::from), s.payload).unwrap(),
+            Frame::Symbol(s) => rx.on_symbol_frame(&s).unwrap(),
             other => panic!("{other:?}"),
         })
         .collect()
@@ -263,4 +263,86 @@ fn window_bounds_open_blocks_and_receiver_refuses_beyond_it() {
     let header = SymbolHeader { block: 0, id: SymbolId::Source { index: 5 } };
     rx.on_symbol(&header, None, &[0; 32]).unwrap();
     assert!(rx.on_symbol(&header, Some(3), &[0; 32]).is_err());
+}
+
+/// A source symbol ending in zeros (a write's last, padded to the symbol size) goes without them
+/// (SHORT_SYMBOL, PROTOCOL.md §8.10) and arrives whole; repair symbols always go whole.
+#[test]
+fn short_source_symbols_round_trip() {
+    let mut tx = BlockSender::new(config(), 4);
+    let mut rx = BlockReceiver::new(config(), 4);
+    // Three whole symbols, then a write's last: 5 bytes of frames, 27 of padding.
+    let mut pipe: Vec<Vec<u8>> = (1..4u8).map(|i| vec![i; 32]).collect();
+    pipe.push([1, 2, 3, 4, 5].iter().copied().chain([0; 27]).collect());
+    for s in &pipe {
+        tx.push_source(s).unwrap();
+    }
+    tx.close_block();
+    let mut sizes = Vec::new();
+    let mut out = Vec::new();
+    while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {
+        let Some(Ok(Frame::Symbol(s))) = FrameIter::new(&out).last() else { panic!("no symbol") };
+        sizes.push((s.payload.len(), s.trailing_zeros));
+    }
+    assert_eq!(sizes, [(32, 0), (32, 0), (32, 0), (5, 27)]);
+    assert_eq!(carry(&out, &mut rx), [Received::Innovative; 4]);
+    let mut delivered = Vec::new();
+    rx.deliver(|s| delivered.push(s.to_vec()));
+    assert_eq!(delivered, pipe);
+    let mut repair = Vec::new();
+    tx.write_repair(0, &mut Writer::new(&mut repair)).unwrap().unwrap();
+    let Some(Ok(Frame::Symbol(s))) = FrameIter::new(&repair).next() else { panic!("no repair") };
+    assert_eq!((s.payload.len(), s.trailing_zeros), (32, 0));
+}
+
+/// A short source symbol lost is rebuilt whole from a repair; a block whose first symbol to
+/// arrive is short takes its symbol size from the short symbol's zeros put back.
+#[test]
+fn lost_short_source_symbol_is_rebuilt_from_repair() {
+    let mut tx = BlockSender::new(config(), 4);
+    let mut rx = BlockReceiver::new(config(), 4);
+    let pipe: Vec<Vec<u8>> = (1..5u8).map(|i| [i, i, 7].iter().copied().chain([0; 29]).collect()).collect();
+    for s in &pipe {
+        tx.push_source(s).unwrap();
+    }
+    tx.close_block();
+    let mut sent = Vec::new();
+    loop {
+        let mut out = Vec::new();
+        let Some(s) = tx.write_next_source(&mut Writer::new(&mut out)) else { break };
+        sent.push((s, out));
+    }
+    // Symbol 0 lost; 3 arrives first, then 1 and 2; a repair replaces 0.
+    tx.on_symbol_lost(sent[0].0, false);
+    for i in [3, 1, 2] {
+        assert_eq!(carry(&sent[i].1, &mut rx), [Received::Innovative]);
+    }
+    let mut repair = Vec::new();
+    tx.write_repair(0, &mut Writer::new(&mut repair)).unwrap().unwrap();
+    assert_eq!(carry(&repair, &mut rx), [Received::Innovative]);
+    let mut delivered = Vec::new();
+    rx.deliver(|s| delivered.push(s.to_vec()));
+    assert_eq!(delivered, [3, 1, 2, 0].map(|i| pipe[i].clone()));
+    assert_eq!(rx.recovered, 1);
+}
+
+/// Once a block's symbol size is known, a short source symbol of another size once its zeros
+/// are back, a source longer than it, or a repair of another length is refused (PROTOCOL.md
+/// §3.5), and the block is unchanged.
+#[test]
+fn symbols_of_the_wrong_size_are_refused() {
+    use braid_fec::Coefficients;
+    let mut rx = BlockReceiver::new(config(), 4);
+    let source = |index| SymbolHeader { block: 0, id: SymbolId::Source { index } };
+    let frame =
+        |header, payload, trailing_zeros| SymbolFrame { header, block_len: Some(4), payload, trailing_zeros };
+    // The block's symbol size: 32, from a short symbol (5 bytes and 27 zeros).
+    assert_eq!(rx.on_symbol_frame(&frame(source(0), &[1; 5], 27)), Ok(Received::Innovative));
+    assert!(rx.on_symbol_frame(&frame(source(1), &[1; 5], 28)).is_err());
+    assert!(rx.on_symbol_frame(&frame(source(1), &[1; 33], 0)).is_err());
+    let repair =
+        SymbolHeader { block: 0, id: SymbolId::Rlnc { span: 4, coefficients: Coefficients::Seed(3) } };
+    assert!(rx.on_symbol_frame(&frame(repair, &[1; 31], 0)).is_err());
+    assert_eq!(rx.block_ack().dofs, 1);
+    assert_eq!(rx.on_symbol_frame(&frame(source(1), &[1; 32], 0)), Ok(Received::Innovative));
 }

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     let redundancy = Redundancy {
         margin_ahead_of_data: cli.margin_ahead,
         target_failure: cli.delta.unwrap_or(Redundancy::default().target_failure),
-        tail_target_failure: cli.tail_delta.unwrap_or(Redundancy::default().tail_target_failure),
+        idle_tail_target_failure: cli.tail_delta.unwrap_or(Redundancy::default().idle_tail_target_failure),
         ..Redundancy::default()
     };
     let mut rows = Vec::new();
