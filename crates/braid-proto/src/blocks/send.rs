@@ -73,6 +73,8 @@ pub struct SendBlock {
     /// for the wire ([`BlockSender::close_block_as_urgent`]): schedulers that allocate blocks in
     /// order may serve it first.
     pub urgent: bool,
+    /// Its source symbols go without their trailing zeros (see `write_symbol`).
+    short_sources: bool,
 }
 
 /// Why a block is the tail of a burst, which decides how large a margin it gets.
@@ -147,7 +149,8 @@ impl SendBlock {
     /// Writes source symbol `index` as a SYMBOL frame (`None` if it was never pushed).
     fn write_source(&mut self, index: u16, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
         let payload = self.encoder.source(index)?;
-        write_symbol(w, self.id, SymbolId::Source { index }, self.block_len(), payload);
+        let short = self.short_sources;
+        write_symbol(w, self.id, SymbolId::Source { index }, self.block_len(), payload, short);
         self.on_sent();
         Some(OutgoingSymbol { block: self.id, source: Some(index), group: None })
     }
@@ -223,6 +226,8 @@ pub struct BlockSender {
     /// Queued retransmissions go out in sequence order (block, index), each once: TCP's resends
     /// from its cumulative point (`conn::LossRecovery::Cumulative`).
     in_order: bool,
+    /// Source symbols go without their trailing zeros ([`BlockSender::set_short_sources`]).
+    short_sources: bool,
 }
 
 impl BlockSender {
@@ -238,8 +243,15 @@ impl BlockSender {
             per_path: false,
             next_symbol_size: config.symbol_size,
             in_order: false,
+            short_sources: false,
             config,
         }
+    }
+
+    /// Sources ending in zero bytes go as SHORT_SYMBOL frames, without those zeros (PROTOCOL.md
+    /// §8.10; braid's mode: the seed modes keep their papers' whole symbols).
+    pub fn set_short_sources(&mut self) {
+        self.short_sources = true;
     }
 
     /// The symbol size of the blocks opened from now on (PROTOCOL.md §14.3; path MTU
@@ -419,6 +431,7 @@ impl BlockSender {
                 sent_any: false,
                 tail: None,
                 urgent: false,
+                short_sources: self.short_sources,
             });
         }
         let block = self.blocks.back_mut().expect("just ensured");
@@ -550,7 +563,7 @@ impl BlockSender {
             SymbolId::XorParity { first, .. } => Some(first),
             _ => None,
         };
-        write_symbol(w, block, id, len, &self.scratch);
+        write_symbol(w, block, id, len, &self.scratch, false);
         b.on_sent();
         Ok(Some(OutgoingSymbol { block, source: None, group }))
     }
@@ -756,10 +769,17 @@ impl BlockSender {
 
 /// A source symbol goes without its trailing zero bytes (the padding after the last pipe frame
 /// of a write, PROTOCOL.md §8.10) when leaving them off saves more than their count costs.
-fn write_symbol(w: &mut Writer<'_>, block: u64, id: SymbolId<'_>, block_len: Option<u16>, payload: &[u8]) {
+fn write_symbol(
+    w: &mut Writer<'_>,
+    block: u64,
+    id: SymbolId<'_>,
+    block_len: Option<u16>,
+    payload: &[u8],
+    short: bool,
+) {
     let mut trailing_zeros = 0;
     let mut payload = payload;
-    if matches!(id, SymbolId::Source { .. }) {
+    if short && matches!(id, SymbolId::Source { .. }) {
         let end = payload.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         let zeros = payload.len() - end;
         if crate::wire::varint_len(zeros as u64) < zeros {

@@ -541,6 +541,9 @@ impl Connection {
         if self.config.placement() == RepairPlacement::PerPath {
             sender.set_per_path();
         }
+        if self.config.mode.short_sources() {
+            sender.set_short_sources();
+        }
         if self.config.recovery == LossRecovery::Cumulative {
             // Resends go in sequence order, as TCP's from its cumulative point.
             sender.set_in_order();

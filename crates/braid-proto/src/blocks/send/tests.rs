@@ -270,6 +270,7 @@ fn window_bounds_open_blocks_and_receiver_refuses_beyond_it() {
 #[test]
 fn short_source_symbols_round_trip() {
     let mut tx = BlockSender::new(config(), 4);
+    tx.set_short_sources();
     let mut rx = BlockReceiver::new(config(), 4);
     // Three whole symbols, then a write's last: 5 bytes of frames, 27 of padding.
     let mut pipe: Vec<Vec<u8>> = (1..4u8).map(|i| vec![i; 32]).collect();
@@ -300,6 +301,7 @@ fn short_source_symbols_round_trip() {
 #[test]
 fn lost_short_source_symbol_is_rebuilt_from_repair() {
     let mut tx = BlockSender::new(config(), 4);
+    tx.set_short_sources();
     let mut rx = BlockReceiver::new(config(), 4);
     let pipe: Vec<Vec<u8>> = (1..5u8).map(|i| [i, i, 7].iter().copied().chain([0; 29]).collect()).collect();
     for s in &pipe {
