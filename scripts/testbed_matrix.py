@@ -85,7 +85,7 @@ MATRIX = [
     # default (and CTCP's mode, the seed scheme built for streaming, on video).
     {"file": "web.toml", "transfer": None, "limit": "30s", "args": ["--loads", "3"],
      "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False, "run_s": 3 * 3 * 6.0},
-    {"file": "video.toml", "transfer": None, "limit": None,
+    {"file": "video.toml", "transfer": None, "limit": None, "repeat": 3,
      "kernel": ["cubic", "bbr"], "modes": ["braid", "ctcp"], "sim": False, "run_s": 32.0},
     # Latency under load: 20 probe round trips a second beside a 25 MB bulk transfer, one path
     # (20 Mbit/s, 100 ms RTT, 0 and 2 % loss); three runs of each point, for medians.
