@@ -85,6 +85,13 @@ const FIRST_FLIGHT_PACING_GAIN: f64 = 1.6;
 /// Startup's window cap, in estimated BDPs (BBRv3's is 2; see the module comment): the round
 /// that crosses the pipe puts up to this much in flight before any signal says it is full.
 const STARTUP_CWND_GAIN: f64 = 1.5;
+/// Startup's window cap on a secondary path, one whose smoothed RTT is at least
+/// [`SECONDARY_RTT_RATIO`] × another path's: BBRv3's 2 (draft-ietf-ccwg-bbr §4.6.4). The gentler
+/// cap protects requests from Startup's queue, and a request goes on the path that delivers it
+/// first (the arrival-time scheduler), not on a slow one; there the slower ramp only delayed the
+/// bulk data (FMTCP Table II's 300 ms second path: 1.5 × per round trip, ~7 rounds to its BDP).
+const SECONDARY_STARTUP_CWND_GAIN: f64 = 2.0;
+const SECONDARY_RTT_RATIO: f64 = 1.5;
 /// The cap once Startup's RTT samples show a queue ([`QUEUE_SIGN`], [`QUEUE_SIGN_SAMPLES`]).
 const STARTUP_QUEUE_CWND_GAIN: f64 = 1.25;
 /// An RTT this far above the minimum is a queue (HyStart++'s lowest threshold, RFC 9406 §4.2).
@@ -225,6 +232,8 @@ pub struct ModelCc {
     coupling: Coupling,
     /// What the last completed round delivered, bytes per second.
     last_round_rate: f64,
+    /// Another path's smoothed RTT is at most 1 / [`SECONDARY_RTT_RATIO`] of this one's.
+    secondary: bool,
 }
 
 impl ModelCc {
@@ -271,6 +280,7 @@ impl ModelCc {
             cycle_bandwidth: 0.0,
             coupling: Coupling::default(),
             last_round_rate: 0.0,
+            secondary: false,
         }
     }
 
@@ -332,6 +342,8 @@ impl ModelCc {
     fn startup_gain(&self) -> f64 {
         if self.queue_sign() {
             STARTUP_QUEUE_CWND_GAIN
+        } else if self.secondary {
+            SECONDARY_STARTUP_CWND_GAIN
         } else {
             STARTUP_CWND_GAIN
         }
@@ -625,6 +637,14 @@ impl CongestionController for ModelCc {
 
     fn on_aggregate(&mut self, all: &Aggregate) {
         self.coupling.on_aggregate(all);
+        let own = all.iter().nth(all.own()).map(|(_, rtt)| rtt.as_secs_f64());
+        let fastest = all
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != all.own())
+            .map(|(_, (_, rtt))| rtt.as_secs_f64())
+            .fold(f64::INFINITY, f64::min);
+        self.secondary = own.is_some_and(|own| own >= SECONDARY_RTT_RATIO * fastest);
     }
 
     fn model_view(&self) -> Option<ModelView> {

@@ -264,3 +264,34 @@ fn a_lagging_estimate_goes_back_to_startup() {
     assert!(lagging.inflight_hi.is_none());
     assert!(lagging.window() > before, "window {} after Startup, {before} before", lagging.window());
 }
+
+/// A path whose smoothed RTT is 1.5 × another's or more carries no request (the scheduler puts
+/// those on the path that delivers first), so its Startup window may reach BBRv3's 2 × BDP; a
+/// path with no faster companion stops at 1.5 × (one a little faster than another, too).
+#[test]
+fn a_secondary_path_starts_up_to_twice_the_bdp() {
+    let startup_window = |own_ms: u64, other_ms: Option<u64>| {
+        let mut all = Aggregate::default();
+        if let Some(other) = other_ms {
+            all.push(0, Duration::from_millis(other));
+        }
+        all.push(0, Duration::from_millis(own_ms));
+        all.set_own(usize::from(other_ms.is_some()));
+        let mut cc = ModelCc::new(1000);
+        cc.on_aggregate(&all);
+        let r = rtt(own_ms);
+        // A BDP of 50 kB. ACKs 1 ms apart: one round, no full-pipe test.
+        let rate = 50_000.0 / (own_ms as f64 / 1000.0);
+        for i in 0..200u64 {
+            cc.on_ack(&ack(Instant::from_micros(1_000_000 + i * 1000), rate, 10_000), &r);
+        }
+        assert_eq!(cc.state, State::Startup);
+        cc.window()
+    };
+    let secondary = startup_window(500, Some(100));
+    assert!((100_000..=101_000).contains(&secondary), "secondary path's window {secondary}");
+    for (own, other) in [(500, None), (500, Some(400)), (100, Some(500))] {
+        let w = startup_window(own, other);
+        assert!((75_000..=76_000).contains(&w), "{own} ms beside {other:?}: window {w}");
+    }
+}
