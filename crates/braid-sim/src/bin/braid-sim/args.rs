@@ -44,7 +44,7 @@ pub struct Cli {
     #[arg(long, value_name = "D", value_parser = probability)]
     pub delta: Option<f64>,
     /// braid's δ̂ for the blocks at an app-idle point, sent ahead of new data, strictly between 0
-    /// and 1 (default 0.5; a request's tail beside other streams keeps 0.01).
+    /// and 1 (default 0.35; a request's tail beside other streams keeps 0.01).
     #[arg(long, value_name = "D", value_parser = probability)]
     pub tail_delta: Option<f64>,
     /// Also write DIR/summary.csv and DIR/timeseries.csv (and DIR/video.csv for video runs).
