@@ -73,54 +73,7 @@ impl Connection {
     fn on_frame(&mut self, now: Instant, arrival: usize, ty: PacketType, frame: Frame<'_>) {
         match frame {
             Frame::Padding | Frame::Ping => {}
-            Frame::Handshake(peer) => match (self.side, ty, self.state) {
-                (Side::Server, PacketType::Initial, State::Handshake) => {
-                    // PROTOCOL.md §9.2: the client proposes the code; the server takes its
-                    // family and caps its sizes at the server's own configuration, which bounds
-                    // the memory a client can make the server commit.
-                    let own = &self.config.params;
-                    let params = TransportParams {
-                        code: peer.code,
-                        symbol_size: peer.symbol_size.min(own.symbol_size),
-                        max_symbol_size: peer.max_symbol().min(own.max_symbol()),
-                        max_block_len: peer.max_block_len.min(own.max_block_len),
-                        blocks_in_flight: peer.blocks_in_flight.min(own.blocks_in_flight),
-                        ..own.clone()
-                    };
-                    self.config.params = params.clone();
-                    self.start_transfer(&params, &peer);
-                    self.handshake_due = Some(now);
-                    self.handshake_path = arrival;
-                }
-                (Side::Server, PacketType::Initial, State::Established) => {
-                    self.handshake_due = Some(now);
-                    self.handshake_path = arrival;
-                }
-                (Side::Client, PacketType::Accept, State::Handshake) => {
-                    // Adopt the server's answer, which may only shrink the proposal.
-                    let own = &self.config.params;
-                    if peer.code != own.code
-                        || peer.symbol_size > own.symbol_size
-                        || peer.max_symbol() > own.max_symbol()
-                        || peer.max_block_len > own.max_block_len
-                        || peer.blocks_in_flight > own.blocks_in_flight
-                    {
-                        return self.violation(
-                            "the server answered with code parameters beyond the proposal".into(),
-                        );
-                    }
-                    let params = TransportParams {
-                        symbol_size: peer.symbol_size,
-                        max_symbol_size: peer.max_symbol_size,
-                        max_block_len: peer.max_block_len,
-                        blocks_in_flight: peer.blocks_in_flight,
-                        ..own.clone()
-                    };
-                    self.config.params = params.clone();
-                    self.start_transfer(&params, &peer);
-                }
-                _ => {}
-            },
+            Frame::Handshake(peer) => self.on_handshake(now, arrival, ty, peer),
             Frame::Close(c) => {
                 let reason = String::from_utf8_lossy(c.reason).into_owned();
                 self.finish(CloseReason::Peer { code: c.code, reason });
@@ -136,40 +89,7 @@ impl Connection {
                     groups.on_blocks_released(b.lowest_undecoded);
                 }
             }
-            Frame::Symbol(s) => {
-                self.stats.symbols_received += 1;
-                let transfer = self.transfer.as_mut().expect("checked");
-                if let Err(e) = transfer.receiver.on_symbol_frame(&s) {
-                    return self.violation(format!("symbol refused: {e}"));
-                }
-                transfer.block_ack_dirty = true;
-                let lowest_before = transfer.receiver.lowest_undecoded();
-                let Transfer { receiver, streams, .. } = transfer;
-                let mut result: Result<(), PeerViolation> = Ok(());
-                let mut wire_error = None;
-                receiver.deliver(|bytes| {
-                    if result.is_ok() && wire_error.is_none() {
-                        if let Err(e) = crate::pipe::parse_symbol(bytes, |f| {
-                            result = streams.on_pipe_frame(f);
-                            Ok(())
-                        }) {
-                            wire_error = Some(e);
-                        }
-                    }
-                });
-                let lowest_after =
-                    self.transfer.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
-                self.stats.symbols_recovered = self.transfer.as_ref().map_or(0, |s| s.receiver.recovered);
-                self.trace.recovered(now, self.stats.symbols_recovered);
-                for block in lowest_before..lowest_after {
-                    self.log_block(BlockRecord::Delivered { block, at: now });
-                }
-                if let Err(e) = result {
-                    self.violation(e.to_string());
-                } else if let Some(e) = wire_error {
-                    self.violation(format!("pipe: {e}"));
-                }
-            }
+            Frame::Symbol(s) => self.on_symbol(now, &s),
             Frame::SymbolPart(part) => self.on_symbol_part(now, arrival, ty, part),
             Frame::FecStatus(_) => {}
             Frame::Datagram(d) => self.on_datagram_frame(now, &d),
@@ -178,6 +98,94 @@ impl Connection {
             Frame::MaxStreamData { stream, max } => {
                 self.transfer.as_mut().expect("checked").streams.on_max_stream_data(stream, max)
             }
+        }
+    }
+
+    /// A HANDSHAKE frame: the server takes the client's proposal (or answers its repeat), the
+    /// client adopts the server's answer.
+    fn on_handshake(&mut self, now: Instant, arrival: usize, ty: PacketType, peer: TransportParams) {
+        match (self.side, ty, self.state) {
+            (Side::Server, PacketType::Initial, State::Handshake) => {
+                // PROTOCOL.md §9.2: the client proposes the code; the server takes its
+                // family and caps its sizes at the server's own configuration, which bounds
+                // the memory a client can make the server commit.
+                let own = &self.config.params;
+                let params = TransportParams {
+                    code: peer.code,
+                    symbol_size: peer.symbol_size.min(own.symbol_size),
+                    max_symbol_size: peer.max_symbol().min(own.max_symbol()),
+                    max_block_len: peer.max_block_len.min(own.max_block_len),
+                    blocks_in_flight: peer.blocks_in_flight.min(own.blocks_in_flight),
+                    ..own.clone()
+                };
+                self.config.params = params.clone();
+                self.start_transfer(&params, &peer);
+                self.handshake_due = Some(now);
+                self.handshake_path = arrival;
+            }
+            (Side::Server, PacketType::Initial, State::Established) => {
+                self.handshake_due = Some(now);
+                self.handshake_path = arrival;
+            }
+            (Side::Client, PacketType::Accept, State::Handshake) => {
+                // Adopt the server's answer, which may only shrink the proposal.
+                let own = &self.config.params;
+                if peer.code != own.code
+                    || peer.symbol_size > own.symbol_size
+                    || peer.max_symbol() > own.max_symbol()
+                    || peer.max_block_len > own.max_block_len
+                    || peer.blocks_in_flight > own.blocks_in_flight
+                {
+                    return self
+                        .violation("the server answered with code parameters beyond the proposal".into());
+                }
+                let params = TransportParams {
+                    symbol_size: peer.symbol_size,
+                    max_symbol_size: peer.max_symbol_size,
+                    max_block_len: peer.max_block_len,
+                    blocks_in_flight: peer.blocks_in_flight,
+                    ..own.clone()
+                };
+                self.config.params = params.clone();
+                self.start_transfer(&params, &peer);
+            }
+            _ => {}
+        }
+    }
+
+    /// A SYMBOL frame: stored in its block, and whatever source symbols it completes (received
+    /// or decoded) parsed into pipe frames for the streams.
+    fn on_symbol(&mut self, now: Instant, s: &crate::wire::SymbolFrame<'_>) {
+        self.stats.symbols_received += 1;
+        let transfer = self.transfer.as_mut().expect("checked");
+        if let Err(e) = transfer.receiver.on_symbol_frame(s) {
+            return self.violation(format!("symbol refused: {e}"));
+        }
+        transfer.block_ack_dirty = true;
+        let lowest_before = transfer.receiver.lowest_undecoded();
+        let Transfer { receiver, streams, .. } = transfer;
+        let mut result: Result<(), PeerViolation> = Ok(());
+        let mut wire_error = None;
+        receiver.deliver(|bytes| {
+            if result.is_ok() && wire_error.is_none() {
+                if let Err(e) = crate::pipe::parse_symbol(bytes, |f| {
+                    result = streams.on_pipe_frame(f);
+                    Ok(())
+                }) {
+                    wire_error = Some(e);
+                }
+            }
+        });
+        let lowest_after = self.transfer.as_ref().map_or(lowest_before, |s| s.receiver.lowest_undecoded());
+        self.stats.symbols_recovered = self.transfer.as_ref().map_or(0, |s| s.receiver.recovered);
+        self.trace.recovered(now, self.stats.symbols_recovered);
+        for block in lowest_before..lowest_after {
+            self.log_block(BlockRecord::Delivered { block, at: now });
+        }
+        if let Err(e) = result {
+            self.violation(e.to_string());
+        } else if let Some(e) = wire_error {
+            self.violation(format!("pipe: {e}"));
         }
     }
 
@@ -241,17 +249,8 @@ impl Connection {
         lost: Vec<SentPacket>,
         probe: bool,
     ) {
-        // RFC 8899 §4.3 black-hole detection from data packets. A probe timeout only presumes
-        // its packets lost (the tail may be late): it counts as at most two large losses.
         self.trace.lost(now, path, &lost, crate::trace::LossTrigger::of(probe, acked.is_empty()));
-        let big = self.config.max_datagram as u64;
-        let lost_sizes =
-            lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
-        self.paths[path].pmtu.on_data(acked.iter().map(|p| p.size), lost_sizes);
-        for sent in lost.iter().filter_map(|p| p.datagrams).filter(|_| !probe) {
-            self.on_datagrams_lost(sent);
-        }
-        self.on_datagrams_acked(path, &acked);
+        self.packets_settled(path, &acked, &lost, probe);
         let view = self.path_view(path);
         let Some(transfer) = self.transfer.as_mut() else { return };
         let path_id = path as u8;
@@ -326,22 +325,50 @@ impl Connection {
             // mapped to it) may now go on any path — MPTCP's reinjection.
             transfer.sender.unpin_path(path_id);
         }
-        let path = &mut self.paths[path];
         if !lost.is_empty() && !probe {
-            let congestion = self.config.mode.loss_is_congestion(&path.rtt);
-            // A held loss is not yet a loss to the TCP below (Sato et al. §3.2: its receiver
-            // withholds the duplicate ACKs); if its group fails, the congestion signal comes
-            // with the retransmission.
-            path.cc.on_lost(now, (lost.len() - held) as u64);
-            if let Some(newest) = newest.filter(|_| congestion) {
-                path.cc.on_congestion(now, newest, Congestion::Loss);
-            }
-            let uncounted = self.config.mode.loss_is_overflow(&path.rtt)
-                && !self.config.mode.estimate_counts_congestion();
-            path.record_losses(lost.len(), uncounted);
+            self.signal_losses(now, path, lost.len(), held, newest);
         }
         self.apply_fec_actions(now, probe);
         self.trace.metrics(now, usize::from(path_id), &self.paths[usize::from(path_id)]);
+    }
+
+    /// What the packets' sizes and datagrams tell: RFC 8899 §4.3 black-hole detection from data
+    /// packets (a probe timeout only presumes its packets lost, the tail may be late, so it
+    /// counts as at most two large losses), and the unreliable datagrams they carried.
+    fn packets_settled(&mut self, path: usize, acked: &[SentPacket], lost: &[SentPacket], probe: bool) {
+        let big = self.config.max_datagram as u64;
+        let lost_sizes =
+            lost.iter().map(|p| p.size).filter(|&s| s > big).take(if probe { 2 } else { usize::MAX });
+        self.paths[path].pmtu.on_data(acked.iter().map(|p| p.size), lost_sizes);
+        for sent in lost.iter().filter_map(|p| p.datagrams).filter(|_| !probe) {
+            self.on_datagrams_lost(sent);
+        }
+        self.on_datagrams_acked(path, acked);
+    }
+
+    /// Declared losses (`lost` packets, `held` of them taken over by the redundancy controller)
+    /// reach `path`'s congestion controller and loss estimate; `newest` is the send time of the
+    /// newest loss not held, the congestion event's, if the mode counts loss as congestion.
+    fn signal_losses(
+        &mut self,
+        now: Instant,
+        path: usize,
+        lost: usize,
+        held: usize,
+        newest: Option<Instant>,
+    ) {
+        let path = &mut self.paths[path];
+        let congestion = self.config.mode.loss_is_congestion(&path.rtt);
+        // A held loss is not yet a loss to the TCP below (Sato et al. §3.2: its receiver
+        // withholds the duplicate ACKs); if its group fails, the congestion signal comes
+        // with the retransmission.
+        path.cc.on_lost(now, (lost - held) as u64);
+        if let Some(newest) = newest.filter(|_| congestion) {
+            path.cc.on_congestion(now, newest, Congestion::Loss);
+        }
+        let uncounted =
+            self.config.mode.loss_is_overflow(&path.rtt) && !self.config.mode.estimate_counts_congestion();
+        path.record_losses(lost, uncounted);
     }
 
     /// Carries out what the redundancy controller decided about the losses it took over:

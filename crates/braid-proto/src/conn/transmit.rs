@@ -17,45 +17,30 @@ use crate::wire::{Frame, PacketHeader, PacketType, Writer};
 use crate::Instant;
 
 impl Connection {
-    /// Writes the next datagram into `buf` (cleared first), if one is due now.
+    /// Writes the next datagram into `buf` (cleared first), if one is due now. What goes out is
+    /// decided in this order: a CLOSE, the handshake, a failed path's probe, the rest of a
+    /// parted symbol, a PLPMTU probe, an unmeasured path's PING, unreliable datagrams, a
+    /// duplicate's copy, the scheduler's symbol, TCP-IR's fixed-rate parity, a tail probe, and
+    /// last ACKs and control frames alone.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
         self.last_poll = self.last_poll.max(now);
         self.clock_windows(now);
         if let Some((code, reason)) = self.close_pending.take() {
-            // Any path this end may address (none: the peer was never heard, nothing to tell).
-            let heard = self.paths.iter().position(|p| p.heard && p.state() != PathState::Removed);
-            let path = self.control_path().or(heard)?;
-            self.begin_packet(path, PacketType::Data, buf);
-            let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
-            close.write(&mut Writer::new(buf)).expect("valid");
-            return Some(self.end_packet(now, path, buf, false, Vec::new()));
+            return self.send_close(now, buf, code, &reason);
         }
         if self.state == State::Closed {
             return None;
         }
         if self.handshake_due.is_some_and(|t| t <= now) {
-            // Each handshake flight goes out twice, 2 ms apart: on a lossy path a lost Initial
-            // otherwise costs a whole probe timeout (1 s before any RTT is known).
-            self.handshake_copies += 1;
-            self.handshake_due = (self.handshake_copies % 2 == 1).then(|| now + Duration::from_millis(2));
-            let ty = if self.side == Side::Client { PacketType::Initial } else { PacketType::Accept };
-            let path = self.handshake_path;
-            self.begin_packet(path, ty, buf);
-            Frame::Handshake(self.config.params.clone()).write(&mut Writer::new(buf)).expect("valid");
-            if self.side == Side::Client && buf.len() < MIN_INITIAL {
-                buf.resize(MIN_INITIAL, 0);
-            }
-            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+            return Some(self.send_handshake(now, buf));
         }
         self.transfer.as_ref()?;
         // A failed path's probe: a PING alone (PROTOCOL.md §12.2). Nothing that must arrive
         // rides on it, since its loss is never declared.
         if let Some(path) = self.paths.iter().position(|p| p.probe_pending) {
             self.paths[path].probe_pending = false;
-            self.begin_packet(path, PacketType::Data, buf);
-            Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
-            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+            return Some(self.send_ping(now, path, buf));
         }
         // The rest of a SYMBOL frame that did not fit its path (PROTOCOL.md §14.4).
         if let Some(t) = self.send_part(now, buf) {
@@ -67,30 +52,13 @@ impl Connection {
         }
         // A path the scheduler will not use until it is measured: a PING alone (§12.1).
         if let Some((path, _)) = self.measurement_due().filter(|&(_, at)| at <= now) {
-            self.begin_packet(path, PacketType::Data, buf);
-            Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
-            return Some(self.end_packet(now, path, buf, true, Vec::new()));
+            return Some(self.send_ping(now, path, buf));
         }
         // Unreliable datagrams go before stream data (PROTOCOL.md §15.5).
         if let Some(t) = self.send_datagrams(now, buf) {
             return Some(t);
         }
-        let size = self.block_symbol_size();
-        if let Some(s) =
-            self.transfer.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
-        {
-            s.sender.set_symbol_size(size);
-            // Blocks cut but never sent are cut again at the new size (PROTOCOL.md §14.3); in
-            // pipe order they come before what was not cut yet.
-            let taken = s.sender.take_unsent_blocks();
-            if !taken.is_empty() {
-                let earlier: Vec<OwnedFrame> = s.recut.drain(..).collect();
-                let partial = std::mem::take(&mut s.partial);
-                s.recut.extend(OwnedFrame::from_symbols([taken.as_slice()]));
-                s.recut.extend(earlier);
-                s.recut.extend(OwnedFrame::from_symbols([partial.as_slice()]));
-            }
-        }
+        self.recut_at_symbol_size();
         self.fill_pipe();
         self.mark_app_limited();
         self.apply_parity_covers(now);
@@ -98,68 +66,140 @@ impl Connection {
             return Some(t);
         }
         let ready = self.pinned_path(now).map(Pick::path).or_else(|| self.choose_path(now));
-        let ack_due = self
-            .paths
-            .iter()
-            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
-            .or_else(|| {
-                let updates = self.transfer.as_ref().is_some_and(|s| s.streams.has_window_updates());
-                (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
-            });
-        let max = self.config.max_datagram;
+        let ack_due = self.ack_due(now);
         if let Some(pick) = ready {
             self.cut_block_for(pick.path);
         }
         if let Some(pick) = ready.filter(|&p| self.has_symbol(p)) {
-            let path = pick.path;
-            self.begin_packet(path, PacketType::Data, buf);
-            // The symbol first, then whatever control frames fit beside it. `has_symbol` is a
-            // promise the code may not keep (an XOR block has no complete group to repair):
-            // then the control frames go out alone.
-            let start = buf.len();
-            let symbol = self.write_symbol(now, path, buf, false, pick.block);
-            let limit = self.paths[path].pmtu.plpmtu();
-            let parted = buf.len() > limit && self.part_symbol(path, start, buf, limit);
-            if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates() && !parted) {
-                self.queue_copies(path, symbol, &buf[start..]);
-            }
-            self.write_control(now, path, buf, 2, limit);
-            return Some(match symbol {
-                Some(symbol) => {
-                    let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
-                    self.redundancy.on_symbol(now, event);
-                    self.scheduler.on_symbol(now, event);
-                    let tail = self.config.mode.tail_probes() && self.is_tail(symbol.block);
-                    let t = self.end_packet(now, path, buf, true, vec![symbol]);
-                    if tail {
-                        self.tail_probes |= 1 << path;
-                    }
-                    t
-                }
-                None => self.end_packet(now, path, buf, false, Vec::new()),
-            });
+            return Some(self.send_symbol(now, pick, buf));
         }
-        // TCP-IR's parity goes out at its fixed rate even when the window is full.
-        if self.redundancy.parity_groups().is_some_and(|g| g.repair_ignores_window()) {
-            if let Some(path) = self.control_path().filter(|&p| self.repair_due(p)) {
-                self.begin_packet(path, PacketType::Data, buf);
-                let start = buf.len();
-                let symbol = self.write_symbol(now, path, buf, true, None);
-                let limit = self.paths[path].pmtu.plpmtu();
-                if buf.len() > limit {
-                    self.part_symbol(path, start, buf, limit);
-                }
-                self.write_control(now, path, buf, 2, max);
-                return Some(match symbol {
-                    Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
-                    None => self.end_packet(now, path, buf, false, Vec::new()),
-                });
-            }
+        if let Some(t) = self.send_fixed_rate_parity(now, buf) {
+            return Some(t);
         }
         if let Some(t) = self.send_tail_probe(now, buf) {
             return Some(t);
         }
         let path = ack_due?;
+        Some(self.send_control_alone(now, path, buf))
+    }
+
+    /// A CLOSE frame, on any path this end may address (none: the peer was never heard, nothing
+    /// to tell).
+    fn send_close(&mut self, now: Instant, buf: &mut Vec<u8>, code: u64, reason: &str) -> Option<Transmit> {
+        let heard = self.paths.iter().position(|p| p.heard && p.state() != PathState::Removed);
+        let path = self.control_path().or(heard)?;
+        self.begin_packet(path, PacketType::Data, buf);
+        let close = Frame::Close(crate::wire::CloseFrame { code, reason: reason.as_bytes() });
+        close.write(&mut Writer::new(buf)).expect("valid");
+        Some(self.end_packet(now, path, buf, false, Vec::new()))
+    }
+
+    /// This end's handshake packet (the client's Initial, padded; the server's Accept).
+    fn send_handshake(&mut self, now: Instant, buf: &mut Vec<u8>) -> Transmit {
+        // Each handshake flight goes out twice, 2 ms apart: on a lossy path a lost Initial
+        // otherwise costs a whole probe timeout (1 s before any RTT is known).
+        self.handshake_copies += 1;
+        self.handshake_due = (self.handshake_copies % 2 == 1).then(|| now + Duration::from_millis(2));
+        let ty = if self.side == Side::Client { PacketType::Initial } else { PacketType::Accept };
+        let path = self.handshake_path;
+        self.begin_packet(path, ty, buf);
+        Frame::Handshake(self.config.params.clone()).write(&mut Writer::new(buf)).expect("valid");
+        if self.side == Side::Client && buf.len() < MIN_INITIAL {
+            buf.resize(MIN_INITIAL, 0);
+        }
+        self.end_packet(now, path, buf, true, Vec::new())
+    }
+
+    /// A PING alone on `path`.
+    fn send_ping(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>) -> Transmit {
+        self.begin_packet(path, PacketType::Data, buf);
+        Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+        self.end_packet(now, path, buf, true, Vec::new())
+    }
+
+    /// When the symbol size in force changed (PROTOCOL.md §14.3), blocks cut but never sent are
+    /// cut again at the new size; in pipe order they come before what was not cut yet.
+    fn recut_at_symbol_size(&mut self) {
+        let size = self.block_symbol_size();
+        let Some(s) =
+            self.transfer.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
+        else {
+            return;
+        };
+        s.sender.set_symbol_size(size);
+        let taken = s.sender.take_unsent_blocks();
+        if !taken.is_empty() {
+            let earlier: Vec<OwnedFrame> = s.recut.drain(..).collect();
+            let partial = std::mem::take(&mut s.partial);
+            s.recut.extend(OwnedFrame::from_symbols([taken.as_slice()]));
+            s.recut.extend(earlier);
+            s.recut.extend(OwnedFrame::from_symbols([partial.as_slice()]));
+        }
+    }
+
+    /// The path whose ACK is due (two ack-eliciting packets unacknowledged, or its ACK delay
+    /// passed), else the control path if window updates or PATH_ABANDONs wait.
+    fn ack_due(&self, now: Instant) -> Option<usize> {
+        self.paths
+            .iter()
+            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
+            .or_else(|| {
+                let updates = self.transfer.as_ref().is_some_and(|s| s.streams.has_window_updates());
+                (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
+            })
+    }
+
+    /// The scheduler's pick: a symbol on `pick.path`, then whatever control frames fit beside
+    /// it. `has_symbol` is a promise the code may not keep (an XOR block has no complete group
+    /// to repair): then the control frames go out alone.
+    fn send_symbol(&mut self, now: Instant, pick: Pick, buf: &mut Vec<u8>) -> Transmit {
+        let path = pick.path;
+        self.begin_packet(path, PacketType::Data, buf);
+        let start = buf.len();
+        let symbol = self.write_symbol(now, path, buf, false, pick.block);
+        let limit = self.paths[path].pmtu.plpmtu();
+        let parted = buf.len() > limit && self.part_symbol(path, start, buf, limit);
+        if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates() && !parted) {
+            self.queue_copies(path, symbol, &buf[start..]);
+        }
+        self.write_control(now, path, buf, 2, limit);
+        let Some(symbol) = symbol else {
+            return self.end_packet(now, path, buf, false, Vec::new());
+        };
+        let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+        self.redundancy.on_symbol(now, event);
+        self.scheduler.on_symbol(now, event);
+        let tail = self.config.mode.tail_probes() && self.is_tail(symbol.block);
+        let t = self.end_packet(now, path, buf, true, vec![symbol]);
+        if tail {
+            self.tail_probes |= 1 << path;
+        }
+        t
+    }
+
+    /// TCP-IR's parity, which goes out at its fixed rate even when the window is full.
+    fn send_fixed_rate_parity(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if !self.redundancy.parity_groups().is_some_and(|g| g.repair_ignores_window()) {
+            return None;
+        }
+        let path = self.control_path().filter(|&p| self.repair_due(p))?;
+        self.begin_packet(path, PacketType::Data, buf);
+        let start = buf.len();
+        let symbol = self.write_symbol(now, path, buf, true, None);
+        let limit = self.paths[path].pmtu.plpmtu();
+        if buf.len() > limit {
+            self.part_symbol(path, start, buf, limit);
+        }
+        self.write_control(now, path, buf, 2, self.config.max_datagram);
+        Some(match symbol {
+            Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
+            None => self.end_packet(now, path, buf, false, Vec::new()),
+        })
+    }
+
+    /// ACKs and control frames alone on `path`.
+    fn send_control_alone(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>) -> Transmit {
+        let max = self.config.max_datagram;
         self.begin_packet(path, PacketType::Data, buf);
         if self.paths[path].can_send() {
             self.write_control(now, path, buf, 32, max);
@@ -168,7 +208,7 @@ impl Connection {
             // frames that must arrive go on paths that answer.
             self.write_acks(now, path, buf, 32, max);
         }
-        Some(self.end_packet(now, path, buf, false, Vec::new()))
+        self.end_packet(now, path, buf, false, Vec::new())
     }
 
     /// Whether `block` is closed at an app-idle point with all its sources sent: the tail of a
