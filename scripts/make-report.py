@@ -105,6 +105,11 @@ class Report(Targets):
                 self.w("- Testbed self-check: `check.json` unreadable.")
         self.w("- Goodput = bytes delivered × 8 / (connect → last byte at the receiver), slow start "
                "included; a run cut by its limit (completion `> N s`) reports its goodput so far. "
+               "A kernel contender's connect includes its SYN's round trip; braid's is to its local "
+               "`braid forward` port, which opens only once braid's own handshake completed (two round "
+               "trips: Noise, then the core's Initial and Accept), so braid's rows leave its tunnel's "
+               "setup out (`setup_s` in raw rows that have it: the testbed's wait from spawning braid "
+               "to its port listening). "
                "× ideal = goodput / Σ rateᵢ (1 − pᵢ) over the same time. Per-path share = bytes the "
                "client put into each path (client TUN counters), headers and repair included.")
         self.w()
@@ -276,7 +281,8 @@ class Report(Targets):
         self.w("## Targets (braid's default)")
         self.w()
         self.w("Goodput in these verdicts is the whole transfer's (connect → last byte at the receiver, slow "
-               "start and handshake included), the stricter reading; one run per point.")
+               "start included; a kernel flow's SYN round trip is in it, braid's tunnel setup is not, "
+               "as said above), the stricter reading of goodput; one run per point.")
         self.w()
         self.w("| target | verdict | evidence (✗ = misses) |")
         self.w("|---|---|---|")

@@ -62,6 +62,12 @@ pub struct Row {
     /// (where the scenario's outages and changes count from).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_s: Option<f64>,
+    /// An external contender's setup: from spawning its commands to its entry port listening,
+    /// in seconds. `braid forward` opens its port once its handshake completed, so this is the
+    /// tunnel's setup, and not part of `completion_s` (which starts at the sender's connect, as
+    /// a kernel contender's starts at its SYN). JSON only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_s: Option<f64>,
     /// `--timeline`: (seconds from the links' time zero, bytes at the sink), every 100 ms
     /// from the run's start to its end. JSON only.
     #[serde(skip_serializing_if = "Vec::is_empty")]

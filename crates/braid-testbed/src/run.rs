@@ -190,6 +190,8 @@ struct Flow {
     probe: Option<std::thread::JoinHandle<io::Result<ProbeMetrics>>>,
     /// (time, bytes) at the start of the steady-state window.
     mark: Option<(Instant, u64)>,
+    /// When an external contender's commands were spawned.
+    spawned: Option<Instant>,
 }
 
 impl Flow {
@@ -216,6 +218,7 @@ impl Flow {
             std::thread::sleep(Duration::from_millis(1));
         }
         let mut helpers = Helpers(Vec::new());
+        let spawned = matches!(contender, Contender::External(_)).then(Instant::now);
         if let Contender::External(ext) = contender {
             let (s, e) = (sink_addr.to_string(), Self::entry(contender, port).to_string());
             let own = port.wrapping_add(20000);
@@ -231,7 +234,19 @@ impl Flow {
             helpers,
             probe: None,
             mark: None,
+            spawned,
         })
+    }
+
+    /// An external contender: waits until its entry port listens (`braid forward` opens it once
+    /// its handshake with the server completed; on a long first path that takes more than any
+    /// fixed grace), at most `limit`, and returns how long that took from spawning its commands.
+    /// A contender that never listens is left to fail at the sender's connect, in its row.
+    fn wait_external(&self, tb: &Testbed, limit: Duration) -> Option<Duration> {
+        let spawned = self.spawned?;
+        let entry = Self::entry(&self.contender, self.port);
+        sys::wait_listen(&tb.client_ns, entry, limit).ok()?;
+        Some(spawned.elapsed())
     }
 
     /// Where the sender connects.
@@ -404,9 +419,7 @@ pub fn run_one(
     let paths = scenario.paths.len();
     let (load, before, fwd) = begin_measuring(tb, scenario, contender)?;
     let mut flow = Flow::prepare(tb, paths, contender, opts)?;
-    if matches!(contender, Contender::External(_)) {
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    let setup = flow.wait_external(tb, opts.limit);
     let deadline = Instant::now() + opts.limit;
     flow.start(tb, paths, deadline, opts.probes);
 
@@ -490,6 +503,7 @@ pub fn run_one(
         workload: if opts.probes { "latency" } else { "bulk" }.into(),
         probe,
         connect_s: opts.timeline.then(|| t0.saturating_duration_since(fwd_epoch).as_secs_f64()),
+        setup_s: setup.map(|d| d.as_secs_f64()),
         timeline,
         ..Row::default()
     })
@@ -523,8 +537,8 @@ pub fn run_mix(
     for c in mix {
         flows.push(Flow::prepare(tb, paths, c, &unbounded)?);
     }
-    if mix.iter().any(|c| matches!(c, Contender::External(_))) {
-        std::thread::sleep(Duration::from_millis(500));
+    for f in &flows {
+        f.wait_external(tb, opts.limit);
     }
     let started = Instant::now();
     let deadline = started + opts.limit;

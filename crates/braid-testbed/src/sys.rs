@@ -251,6 +251,36 @@ fn set_tcp_congestion(fd: impl AsFd, cc: &str) -> io::Result<()> {
         .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("TCP_CONGESTION {cc}: {e}")))
 }
 
+/// Waits until a TCP socket in namespace `ns` listens on `addr`, at most `timeout`, and returns
+/// how long that took. It reads the namespace's `/proc/thread-self/net/tcp` (the thread's own
+/// namespace; `/proc/self` is the process's) and never connects: a test connection to an
+/// external contender's entry would be carried to the sink as a connection of its own.
+pub fn wait_listen(ns: &str, addr: SocketAddrV4, timeout: Duration) -> io::Result<Duration> {
+    let began = Instant::now();
+    spawn_in(ns, "wait-listen", move || loop {
+        if listens(&std::fs::read_to_string("/proc/thread-self/net/tcp")?, addr) {
+            return Ok(began.elapsed());
+        }
+        if began.elapsed() >= timeout || interrupted() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("nothing listens on {addr}")));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    })
+    .join()
+    .map_err(|_| io::Error::other("wait thread panicked"))?
+}
+
+/// Whether a `/proc/net/tcp` table has a socket listening on `addr`. The table writes the local
+/// address as the in-memory u32 in hex and the port in hex; state 0A is LISTEN.
+fn listens(table: &str, addr: SocketAddrV4) -> bool {
+    let local = format!("{:08X}:{:04X}", u32::from_ne_bytes(addr.ip().octets()), addr.port());
+    table.lines().skip(1).any(|line| {
+        let mut cols = line.split_whitespace();
+        let (at, state) = (cols.nth(1), cols.nth(1));
+        at == Some(local.as_str()) && state == Some("0A")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +307,21 @@ mod tests {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success() && stdout.contains("1 passed"), "{:?}: {stdout}", out.status);
+    }
+
+    /// A listening socket on the address counts; a connected one on it, or one listening on
+    /// another port, does not.
+    #[test]
+    fn the_socket_table_shows_who_listens() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:6D61 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:6D62 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1
+";
+        let at = |port| SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
+        if cfg!(target_endian = "little") {
+            assert!(listens(table, at(0x6D61)));
+        }
+        assert!(!listens(table, at(0x6D62)), "an established socket is not listening");
+        assert!(!listens(table, at(0x6D63)));
     }
 }
