@@ -340,6 +340,10 @@ impl Path {
                 if c.recover.is_some() {
                     c.guess(dupacks);
                 }
+            } else if self.sent.is_empty() {
+                // Everything sent is acknowledged (the last ACK was for packets without
+                // segments, such as parities): the timer stops (RFC 6298 §5.2).
+                c.rto_at = None;
             }
             return;
         }
@@ -635,6 +639,32 @@ mod tests {
         assert!(!why.is_congestion());
         assert_eq!(p.stats.packets_lost, lost, "not a loss");
         assert!(p.cumulative_loss(false).is_none());
+    }
+
+    /// RFC 6298 §5.2: once everything sent is acknowledged the timer stops. An ACK that moves
+    /// no segment (here the last one, for a parity sent after the window's segments) must stop
+    /// it as well as one that does, else it fires later with nothing outstanding and collapses
+    /// the window for no loss.
+    #[test]
+    fn the_timer_stops_when_an_ack_leaves_nothing_outstanding() {
+        let mut p = path();
+        send(&mut p, 0, 0, 0);
+        let mut parity = packet(1);
+        parity.time = ms(1);
+        parity.symbols = vec![OutgoingSymbol { block: 0, source: None, group: Some(0) }];
+        p.on_sent(ms(1), 1, parity);
+        p.next_number = 2;
+        // The segment's ACK moves the point; the parity is still out, so the timer runs.
+        ack(&mut p, 100, &[(0, 0)]);
+        assert_eq!(p.cumulative_point(), None);
+        assert!(p.loss_timeout().is_some(), "the parity is still outstanding");
+        // The parity's ACK moves nothing, but leaves nothing outstanding.
+        ack(&mut p, 101, &[(0, 1)]);
+        assert_eq!(p.in_flight, 0);
+        assert_eq!(p.loss_timeout(), None, "nothing is outstanding");
+        let window = p.cc.window();
+        assert!(p.on_timer(ms(5000)).0.is_empty());
+        assert_eq!((p.stats.timeouts, p.cc.window()), (0, window), "no timeout, no collapse");
     }
 
     /// The retransmission timer resends from the cumulative point on, the segments the receiver
