@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use super::{initial_window, Ack, Congestion, CongestionController, RttEstimator};
+use super::{initial_window, Ack, Congestion, CongestionController, RttEstimator, MAXIMUM_WINDOW};
 use crate::Instant;
 
 /// 2/ln 2: the smallest gain that doubles the sending rate each round (BBR's Startup).
@@ -29,6 +29,9 @@ const STARTUP_GAIN: f64 = 2.885;
 const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 const BW_WINDOW_ROUNDS: u64 = 10;
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// Rate samples above 100 Gbit/s, or not a positive number, are nonsense and ignored: one of
+/// them would hold the max filter, and the pacing rate and window with it, for 10 rounds.
+const MAX_RATE: f64 = 12.5e9;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -100,14 +103,18 @@ impl CongestionController for Bbr {
 
     fn window(&self) -> u64 {
         match self.bdp() {
-            Some(bdp) => ((self.cwnd_gain() * bdp) as u64 + 3 * self.mss).max(4 * self.mss),
+            Some(bdp) => ((self.cwnd_gain() * bdp) as u64)
+                .saturating_add(3 * self.mss)
+                .clamp(4 * self.mss, MAXIMUM_WINDOW.max(4 * self.mss)),
             None => initial_window(self.mss),
         }
     }
 
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
         if self.bandwidth > 0.0 {
-            Some((self.pacing_gain() * self.bandwidth) as u64)
+            // At least a datagram a second: a path that only carried a few small packets has a
+            // tiny estimate, and a rate near zero would hold the next packet for minutes.
+            Some(((self.pacing_gain() * self.bandwidth) as u64).max(self.mss))
         } else {
             // No sample yet: the initial window over the RTT, at the startup gain.
             let srtt = rtt.smoothed().as_secs_f64().max(1e-3);
@@ -130,7 +137,7 @@ impl CongestionController for Bbr {
             self.round += 1;
             self.round_start = now;
         }
-        if let Some(rate) = ack.delivery_rate {
+        if let Some(rate) = ack.delivery_rate.filter(|r| r.is_finite() && *r > 0.0 && *r <= MAX_RATE) {
             self.samples.push((self.round, rate));
             let oldest = self.round.saturating_sub(BW_WINDOW_ROUNDS);
             self.samples.retain(|&(r, _)| r > oldest);

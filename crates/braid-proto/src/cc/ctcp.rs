@@ -15,7 +15,9 @@
 //! *spike* and a timeout are. The paper gives no values for α, β, μ, ν, the initial tokens or
 //! the initial threshold; the ones chosen are the constants below (docs/DEVIATIONS.md).
 
-use super::{initial_window, minimum_window, Ack, Congestion, CongestionController, RttEstimator};
+use super::{
+    initial_window, minimum_window, Ack, Congestion, CongestionController, RttEstimator, MAXIMUM_WINDOW,
+};
 use crate::Instant;
 
 /// μ: weight of the short-term loss average `p` (not given by the paper).
@@ -116,6 +118,11 @@ impl CtcpTokens {
         (minimum_window(self.mss) / self.mss) as f64
     }
 
+    /// The most tokens: [`MAXIMUM_WINDOW`]'s worth of packets.
+    fn max_tokens(&self) -> f64 {
+        (MAXIMUM_WINDOW / self.mss).max(1) as f64
+    }
+
     pub fn tokens(&self) -> f64 {
         self.tokens
     }
@@ -155,7 +162,7 @@ impl CtcpTokens {
         if self.estimate.spike() {
             self.tokens -= (self.estimate.p - self.estimate.p_long) / 2.0;
         }
-        self.tokens = self.tokens.max(self.min_tokens());
+        self.tokens = self.tokens.clamp(self.min_tokens(), self.max_tokens());
     }
 }
 
@@ -178,8 +185,10 @@ impl CongestionController for CtcpTokens {
         let delta = if latest > 0.0 { 1.0 - rtt.min().as_secs_f64() / latest } else { 0.0 };
         let stale = self.timeout_at.is_some_and(|t| ack.largest_sent < t);
         self.in_timeout &= stale;
-        // CTCP's ACKs are per packet; braid's cover `bytes`: one Algorithm 1/2 step per packet.
-        let packets = ack.bytes.div_ceil(self.mss).max(1);
+        // CTCP's ACKs are per packet; braid's cover `bytes`: one Algorithm 1/2 step per packet,
+        // at most 65 535 of them (no ACK of what a window holds comes near; an ACK that claims
+        // more, of packets never sent, must not cost a second of steps).
+        let packets = ack.bytes.div_ceil(self.mss).clamp(1, u64::from(u16::MAX));
         for i in 0..packets {
             let losses = if i == 0 { std::mem::take(&mut self.pending_losses) } else { 0 };
             if stale {

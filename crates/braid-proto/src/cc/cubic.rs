@@ -77,7 +77,7 @@ impl CongestionController for Cubic {
             // §4.4: grow by (target − cwnd)/cwnd MSS per MSS acknowledged.
             self.carry += (goal - cwnd) / cwnd * ack.bytes as f64;
             let whole = self.carry.floor();
-            self.w.window += whole as u64;
+            self.w.grow(whole as u64);
             self.carry -= whole;
         }
     }

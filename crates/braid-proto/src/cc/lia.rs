@@ -87,7 +87,7 @@ impl CongestionController for Lia {
         }
         self.carry += Self::increase(&all, self.w.window, self.w.mss, ack.bytes);
         let whole = self.carry.floor();
-        self.w.window += whole as u64;
+        self.w.grow(whole as u64);
         self.carry -= whole;
     }
 

@@ -286,6 +286,12 @@ pub(crate) fn minimum_window(mss: u64) -> u64 {
     2 * mss
 }
 
+/// The widest window a loss-based controller opens: 1 GiB, 8 Gbit/s over a 1 s round trip, as
+/// braid's own controller caps its window. Loss-based windows grow by what is acknowledged; the
+/// cap keeps an acknowledgement of more than was ever in flight from lifting the window for
+/// good, and the window's arithmetic far from overflow.
+pub(crate) const MAXIMUM_WINDOW: u64 = 1 << 30;
+
 /// Duration as fractional seconds, for the cubic function.
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
@@ -302,5 +308,120 @@ mod tests {
         assert!("vegas".parse::<CcAlgorithm>().unwrap_err().contains("newreno, cubic, bbr"));
         assert_eq!(initial_window(1200), 12_000);
         assert_eq!(initial_window(9000), 18_000);
+    }
+
+    const MSS: u64 = 1200;
+    /// The widest window any controller may open.
+    const CEILING: u64 = MAXIMUM_WINDOW;
+    /// The fastest pacing rate any controller may ask for: `newreno-ns3`'s "unpaced" rate.
+    const FASTEST: u64 = u64::MAX >> 16;
+
+    /// The window, pacing rate, model and loss estimate of `cc` are within the stated bounds:
+    /// at least one datagram in flight (`newreno-ns3` after a timeout) and at most [`CEILING`];
+    /// paced, if at all, at one datagram a second or more (a zero rate would stall the path)
+    /// and at most [`FASTEST`]; finite estimates.
+    fn assert_bounded(cc: &dyn CongestionController, rtt: &RttEstimator, step: &str) {
+        let name = cc.name();
+        let w = cc.window();
+        assert!((MSS..=CEILING).contains(&w), "{name}, {step}: window {w}");
+        if let Some(p) = cc.pacing_rate(rtt) {
+            assert!((MSS..=FASTEST).contains(&p), "{name}, {step}: pacing {p}");
+        }
+        if let Some(m) = cc.model_view() {
+            assert!(m.bandwidth.is_finite() && m.bandwidth >= 0.0, "{name}, {step}: {m:?}");
+            assert!(m.round_rate.is_finite() && m.round_rate >= 0.0, "{name}, {step}: {m:?}");
+        }
+        if let Some(p) = cc.loss_estimate() {
+            assert!((0.0..=1.0).contains(&p), "{name}, {step}: loss estimate {p}");
+        }
+    }
+
+    /// Every controller, through the common trait, fed what no path produces: RTT samples of
+    /// zero and of minutes, delivery rates that are not a number, infinite, negative, zero or
+    /// far above any link, ACKs for a terabyte never sent and for packets "sent" in the future,
+    /// absurd loss counts and in-flight figures, other paths' views of the same kind, and
+    /// timeouts in a row. None may panic (no division by zero, no overflow) or leave the
+    /// bounds of [`assert_bounded`].
+    #[test]
+    fn every_controller_stays_within_bounds_on_nonsense() {
+        let rtts = [0, 1, 60_000_000, 600_000_000, 100_000].map(Duration::from_micros);
+        let rates =
+            [None, Some(f64::NAN), Some(f64::INFINITY), Some(-5.0), Some(0.0), Some(1e-9), Some(1e30)];
+        // (bytes acknowledged, in flight after): an ACK of nothing, one that leaves absurdly
+        // much in flight, one for a terabyte nobody sent.
+        let acks = [(0, 0), (MSS, u64::MAX / 2), (1 << 40, 0)];
+        // Another path's view as far off as its controller's clamped inputs allow (RTTs to 60 s)
+        // and beyond (rates that are not finite).
+        let nonsense_view = ModelView {
+            bandwidth: f64::NAN,
+            queue: Some(Duration::from_secs(60)),
+            round: 1 << 40,
+            round_rate: f64::INFINITY,
+        };
+        let mut others = Aggregate::default();
+        others.push_path(0, Duration::ZERO, Some(nonsense_view));
+        others.push_path(
+            u64::MAX,
+            Duration::from_secs(60),
+            Some(ModelView { bandwidth: 0.0, ..nonsense_view }),
+        );
+        others.push_path(CEILING, Duration::from_secs(600), None);
+        for algorithm in CcAlgorithm::ALL {
+            let mut cc = algorithm.build(MSS);
+            assert_bounded(&*cc, &RttEstimator::default(), "before any sample");
+            let mut t = 0;
+            for sample in rtts {
+                let mut rtt = RttEstimator::default();
+                rtt.update(sample, Duration::ZERO);
+                for rate in rates {
+                    for (bytes, in_flight) in acks {
+                        t += 10_000;
+                        let now = Instant::from_micros(t);
+                        for largest_sent in [now, Instant::from_micros(u64::MAX), Instant::ZERO] {
+                            cc.on_sent(now, MSS, in_flight);
+                            for own in 0..3 {
+                                let mut all = others;
+                                all.set_own(own);
+                                cc.on_aggregate(&all);
+                            }
+                            cc.on_ack(
+                                &Ack { now, bytes, largest_sent, in_flight, delivery_rate: rate },
+                                &rtt,
+                            );
+                            let step = format!("ACK of {bytes} at {now:?}, rtt {sample:?}, rate {rate:?}");
+                            assert_bounded(&*cc, &rtt, &step);
+                        }
+                    }
+                    let now = Instant::from_micros(t);
+                    cc.on_lost(now, 1 << 32);
+                    cc.on_congestion(now, now, Congestion::Loss);
+                    cc.on_congestion(
+                        now,
+                        Instant::from_micros(u64::MAX),
+                        Congestion::Repaired { factor: 0.7 },
+                    );
+                    assert_bounded(&*cc, &rtt, "after congestion");
+                    cc.on_app_limited();
+                    for consecutive in [1, 3, u32::MAX] {
+                        cc.on_probe_timeout(now, consecutive);
+                    }
+                    cc.on_timeout(now);
+                    cc.on_recovery_end(now);
+                    assert_bounded(&*cc, &rtt, "after timeouts");
+                }
+            }
+            // Then ACKs for a terabyte each, in a row, with nothing in between to shrink the
+            // window: growth stops at the ceiling.
+            let mut rtt = RttEstimator::default();
+            rtt.update(Duration::from_millis(100), Duration::ZERO);
+            for _ in 0..100 {
+                t += 10_000;
+                let now = Instant::from_micros(t);
+                let ack =
+                    Ack { now, bytes: 1 << 40, largest_sent: now, in_flight: 0, delivery_rate: Some(1e30) };
+                cc.on_ack(&ack, &rtt);
+                assert_bounded(&*cc, &rtt, "ACKs for terabytes in a row");
+            }
+        }
     }
 }

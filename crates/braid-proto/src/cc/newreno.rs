@@ -36,7 +36,7 @@ impl CongestionController for NewReno {
             self.acked_in_avoidance += ack.bytes;
             if self.acked_in_avoidance >= self.w.window {
                 self.acked_in_avoidance -= self.w.window;
-                self.w.window += self.w.mss;
+                self.w.grow(self.w.mss);
             }
         }
     }

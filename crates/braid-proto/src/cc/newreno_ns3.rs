@@ -50,7 +50,7 @@
 
 use std::time::Duration;
 
-use super::{minimum_window, Ack, Congestion, CongestionController, RttEstimator};
+use super::{minimum_window, Ack, Congestion, CongestionController, RttEstimator, MAXIMUM_WINDOW};
 use crate::Instant;
 
 /// ns-3's `MinRto` default (also the cumulative-ACK recovery's, `conn/path/cumulative.rs`).
@@ -205,7 +205,7 @@ impl CongestionController for NewRenoNs3 {
         }
         // The ACKs ns-3's receiver would have sent for these bytes: one per two segments.
         let per_ack = DELAYED_ACK_COUNT * self.mss.max(1);
-        self.unacked_by_ns3 += ack.bytes;
+        self.unacked_by_ns3 = self.unacked_by_ns3.saturating_add(ack.bytes);
         let acks = self.unacked_by_ns3 / per_ack;
         self.unacked_by_ns3 %= per_ack;
         for _ in 0..acks.min(u64::from(u16::MAX)) {
@@ -215,10 +215,11 @@ impl CongestionController for NewRenoNs3 {
                 self.window += (self.mss * self.mss / self.window.max(1)).max(1);
             }
         }
+        self.window = self.window.min(MAXIMUM_WINDOW);
     }
 
     fn on_lost(&mut self, _now: Instant, packets: u64) {
-        self.pending_lost += packets;
+        self.pending_lost = self.pending_lost.saturating_add(packets);
     }
 
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion) {

@@ -2,7 +2,7 @@
 //! RFC 6582's rule of one reduction per round trip.
 
 use super::hystart::HyStart;
-use super::{initial_window, minimum_window, Ack, Congestion, RttEstimator};
+use super::{initial_window, minimum_window, Ack, Congestion, RttEstimator, MAXIMUM_WINDOW};
 use crate::Instant;
 
 /// What an ACK means for a loss-based controller.
@@ -51,10 +51,15 @@ impl LossWindow {
             self.ssthresh = self.window;
         }
         if self.window < self.ssthresh {
-            self.window += ack.bytes;
+            self.grow(ack.bytes);
             return AckPhase::SlowStart;
         }
         AckPhase::Avoidance
+    }
+
+    /// Opens the window by `bytes`, up to [`MAXIMUM_WINDOW`].
+    pub(crate) fn grow(&mut self, bytes: u64) {
+        self.window = self.window.saturating_add(bytes).min(MAXIMUM_WINDOW);
     }
 
     /// The factor a congestion signal for a packet sent at `sent` calls for: `loss` (the
