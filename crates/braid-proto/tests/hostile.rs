@@ -3,7 +3,8 @@
 //! closes with a stated reason.
 
 use braid_proto::wire::{
-    DatagramType, Frame, FrameIter, PacketHeader, PacketType, Reader, SymbolPartFrame, Writer, VERSION,
+    AckFrame, AckRange, DatagramType, Frame, FrameIter, PacketHeader, PacketType, Reader, SymbolPartFrame,
+    Writer, VERSION,
 };
 use braid_proto::{CloseReason, Connection, ConnectionConfig, Event, Instant};
 use proptest::prelude::*;
@@ -155,6 +156,52 @@ fn symbol_parts_reassemble_stay_bounded_and_must_hold_a_symbol() {
     server.handle_datagram(now, 0, &packet_with(&real, 20_000, &[ping]));
     match closed_reason(&mut server) {
         Some(CloseReason::Violation(why)) => assert!(why.contains("SYMBOL_PART"), "{why}"),
+        other => panic!("expected a violation, got {other:?}"),
+    }
+}
+
+/// RFC 9000 §13.1: an ACK for a packet never sent is a protocol violation. Taken as real, it
+/// moved the path's largest acknowledged past everything the sender had sent, and the next
+/// ACKs' loss detection declared every packet then in flight lost (140 of them in the 40 steps
+/// after it here, against none without it).
+#[test]
+fn an_ack_for_a_packet_never_sent_closes_the_connection() {
+    let mut client = Connection::client(ConnectionConfig::default(), Instant::ZERO, 1);
+    let mut server = Connection::server(ConnectionConfig::default(), Instant::ZERO);
+    let mut buf = Vec::new();
+    let mut from_server: Vec<Vec<u8>> = Vec::new();
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    for step in 0..80u64 {
+        let now = Instant::from_micros(step * 5_000);
+        if client.is_established() && step == 10 {
+            let s = client.streams().unwrap();
+            let id = s.open().unwrap();
+            s.write(id, &[7u8; 2_000_000]).unwrap();
+        }
+        if step == 40 {
+            assert!(!held.is_empty() && !client.is_closed(), "nothing in flight to take as acknowledged");
+            let ranges = [AckRange { start: 0, end: 1_000_000_000 }];
+            let ack = Frame::Ack(AckFrame { path: 0, ack_delay_us: 0, ranges: (&ranges).into() });
+            client.handle_datagram(now, 0, &packet_with(from_server.last().unwrap(), 1_000_000, &[ack]));
+        }
+        // The client's datagrams arrive a step late, so some are always in flight.
+        for d in std::mem::take(&mut held) {
+            server.handle_datagram(now, 0, &d);
+        }
+        while let Some(t) = client.poll_transmit(now, &mut buf) {
+            held.push(buf[..t.size].to_vec());
+        }
+        while let Some(t) = server.poll_transmit(now, &mut buf) {
+            from_server.push(buf[..t.size].to_vec());
+            client.handle_datagram(now, t.path, &buf[..t.size]);
+        }
+        client.handle_timeout(now);
+        server.handle_timeout(now);
+    }
+    let lost: u64 = client.path_stats().iter().map(|p| p.packets_lost).sum();
+    assert_eq!(lost, 0, "the false ACK made the client declare packets lost");
+    match closed_reason(&mut client) {
+        Some(CloseReason::Violation(why)) => assert!(why.contains("never sent"), "{why}"),
         other => panic!("expected a violation, got {other:?}"),
     }
 }

@@ -189,7 +189,9 @@ impl Connection {
 
     /// Before an ACK frame for path `id` is processed, which arrived on path `arrival`: whether
     /// to process it. An ACK of a failed path's probe that came back on the path itself brings
-    /// the path back.
+    /// the path back. An ACK for a packet number the path never sent closes the connection
+    /// (RFC 9000 §13.1): taken as real, it moved the path's largest acknowledged past everything
+    /// sent, and the next ACK's loss detection declared every packet then in flight lost.
     pub(super) fn ack_for_path(
         &mut self,
         now: Instant,
@@ -198,6 +200,12 @@ impl Connection {
         ack: &crate::wire::AckFrame,
     ) -> bool {
         let Some(p) = self.paths.get(id) else { return false };
+        let largest = ack.ranges.iter().map(|r| r.end).max();
+        if let Some(largest) = largest.filter(|&l| l >= p.next_number) {
+            let next = p.next_number;
+            self.violation(format!("an ACK on path {id} for packet {largest}, never sent (next is {next})"));
+            return false;
+        }
         match p.state() {
             PathState::Active => true,
             PathState::Removed => false,
