@@ -357,6 +357,11 @@ fn errors_are_one_line_with_a_non_zero_exit() {
         &["not found", "braid keygen"],
     );
     assert_one_line_error(&run(&["send", f, "--key", k, "--mode", "quic"]), &["--mode", "unknown mode"]);
+    // A wrong controller name lists the valid ones.
+    assert_one_line_error(
+        &run(&["send", f, "--key", k, "--cc", "vegas"]),
+        &["--cc", "vegas", "braid, newreno, cubic, bbr, ctcp, lia, newreno-ns3"],
+    );
     assert_one_line_error(&run(&["send", f, "--key", k, "--emulate", "fast"]), &["--emulate"]);
     assert_one_line_error(&run(&["keygen", "-o", k]), &["already exists"]);
 }

@@ -124,6 +124,10 @@ mod tests {
         assert_eq!((cli.delta, cli.files.len()), (Some(0.2), 1));
         let err = Cli::try_parse_from(["braid-sim", "--delta", "1", "a.toml"]).unwrap_err().to_string();
         assert!(err.contains("strictly between 0 and 1"), "{err}");
+        // A wrong controller name is named, with every valid one.
+        let err = Cli::try_parse_from(["braid-sim", "--cc", "vegas", "a.toml"]).unwrap_err().to_string();
+        let names = CcAlgorithm::ALL.map(|a| a.name()).join(", ");
+        assert!(err.contains("--cc") && err.contains("vegas") && err.contains(&names), "{err}");
         let err = Cli::try_parse_from(["braid-sim", "--frobnicate", "a.toml"]).unwrap_err().to_string();
         assert!(err.contains("--frobnicate"), "{err}");
         assert!(Cli::try_parse_from(["braid-sim"]).is_err(), "a scenario file is required");
