@@ -420,7 +420,12 @@ fn bench_json_and_stats_json() {
         let goodput = json["goodput_mbps"].as_f64().unwrap();
         assert!(goodput > 0.5 && goodput < 40.0, "goodput {goodput} Mbit/s on two 20 Mbit/s paths: {out}");
         assert_eq!(json["stats"]["paths"][1]["path"], 1, "per-path numbers: {out}");
-        assert!(json["latency_ms"]["probes"].as_u64().is_some(), "{out}");
+        // Latency probes beside the transfer: at least 10 a second (20 are sent), with
+        // min ≤ p50 ≤ p99 ≤ max.
+        let latency = &json["latency_ms"];
+        assert!(latency["probes"].as_u64().is_some_and(|n| n >= 20), "{out}");
+        let q: Vec<f64> = ["min", "p50", "p99", "max"].iter().filter_map(|k| latency[k].as_f64()).collect();
+        assert!(q.len() == 4 && q.windows(2).all(|w| w[0] <= w[1]), "{out}");
     }
     let lines = std::fs::read_to_string(&stats).unwrap();
     assert!(lines.lines().count() >= 4, "a line every 0.2 s: {lines}");
