@@ -141,7 +141,13 @@ fn main() {
     // The handshake layer's real messages.
     let key = Key([7; 32]);
     let cid = ConnectionId([1, 2, 3, 4, 5, 6, 7, 8]);
-    let hello = Hello { paths: 2, mode: "braid".into(), cc: "cubic".into(), scheduler: String::new() };
+    let hello = Hello {
+        paths: 2,
+        mode: "braid".into(),
+        cc: "cubic".into(),
+        scheduler: String::new(),
+        params: Some(braid_proto::wire::TransportParams::default()),
+    };
     let client = ClientHandshake::new(&key, cid, &hello);
     let init = client.init_datagram().to_vec();
     let accepted = server_accept(&key, &init).expect("own handshake");

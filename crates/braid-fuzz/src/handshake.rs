@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use braid_proto::wire::{ConnectionId, PacketHeader, PacketType, Writer, MAX_PATHS};
+use braid_proto::wire::{ConnectionId, PacketHeader, PacketType, TransportParams, Writer, MAX_PATHS};
 use braid_runtime::crypto::{
     hello_cid, init_cid, is_init, refusal, server_accept, ClientHandshake, Hello, PacketKeys, ReplayWindow,
     INIT_LEN, MAX_PACKET_NUMBER,
@@ -34,7 +34,13 @@ fn fixture() -> &'static Fixture {
     F.get_or_init(|| {
         let key = Key([7; 32]);
         let cid = CID;
-        let hello = Hello { paths: 2, mode: "braid".into(), cc: String::new(), scheduler: String::new() };
+        let hello = Hello {
+            paths: 2,
+            mode: "braid".into(),
+            cc: String::new(),
+            scheduler: String::new(),
+            params: Some(TransportParams::default()),
+        };
         let mut client = ClientHandshake::new(&key, cid, &hello);
         let init = client.init_datagram().to_vec();
         let accepted = server_accept(&key, &init).expect("the fixture's own handshake");
@@ -55,6 +61,8 @@ pub fn handshake(data: &[u8]) {
             let _ = init_cid(rest);
             let _ = refusal(rest);
             let _ = hello_cid(rest);
+            // The hello's parser, which reads a first message's payload once it authenticated.
+            let _ = Hello::decode(rest);
             // A real first message (the corpus has one) is accepted while its clock is recent.
             let _ = server_accept(&f.key, rest);
         }

@@ -233,12 +233,15 @@ fn start_client(
     let mut transport = config.transport.clone();
     transport.paths = paths as u8;
     fit_to_datagram(&mut transport);
-    let hello = Hello::asking(&transport, paths as u8);
+    let mut hello = Hello::asking(&transport, paths as u8);
     let mut core = braid_proto::Connection::client(transport, Instant::ZERO, random_u64());
+    // The core's proposal rides in the first message, so the server's core answers at once.
+    hello.params = Some(core.params().clone());
     if config.qlog_dir().is_some() {
         core.enable_trace();
     }
-    // The core's Initial leaves in the first round after the Noise keys exist.
+    // The core's Initial still leaves in the first round after the Noise keys exist (the
+    // server answers it again; it matters only to a server that ignored the proposal).
     let cid = core.cid();
     let noise = ClientHandshake::with_auth(&config.auth, cid, &hello);
     let timeout = config.handshake_timeout;

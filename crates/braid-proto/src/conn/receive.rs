@@ -10,7 +10,9 @@ use crate::cc::Congestion;
 use crate::redundancy::{FecAction, RedundancyEvent};
 use crate::streams::{PeerViolation, Side};
 use crate::view::SymbolEvent;
-use crate::wire::{Frame, FrameIter, PacketHeader, PacketType, Reader, TransportParams, WireError};
+use crate::wire::{
+    ConnectionId, Frame, FrameIter, PacketHeader, PacketType, Reader, TransportParams, WireError,
+};
 use crate::Instant;
 
 impl Connection {
@@ -99,6 +101,24 @@ impl Connection {
                 self.transfer.as_mut().expect("checked").streams.on_max_stream_data(stream, max)
             }
         }
+    }
+
+    /// Server: the client's proposal came in its first handshake message (PROTOCOL.md §13.2),
+    /// naming connection `cid`: the connection starts as an Initial on path 0 with those
+    /// parameters would start it, so its Accept goes out behind the security layer's answer and
+    /// the client's core is up one round trip after its first message, not two. The client's
+    /// own Initial, when it comes, is answered again. Anything but a server waiting for its
+    /// handshake ignores it.
+    pub fn accept_proposal(&mut self, now: Instant, cid: ConnectionId, peer: TransportParams) {
+        if self.side != Side::Server || self.state != State::Handshake {
+            return;
+        }
+        self.cid = cid;
+        if self.paths.first().is_none_or(|p| !p.heard) {
+            self.accept_path(now, 0);
+        }
+        self.last_heard = now;
+        self.on_handshake(now, 0, PacketType::Initial, peer);
     }
 
     /// A HANDSHAKE frame: the server takes the client's proposal (or answers its repeat), the

@@ -1,14 +1,18 @@
 //! What the client tells the server in its first handshake message (PROTOCOL.md §13.2): the
-//! path count and the names of the scheme, congestion controller and scheduler it asks for.
+//! path count, the names of the scheme, congestion controller and scheduler it asks for, and
+//! its core's transport parameters, so the server's core can answer at once.
 
 use crate::cc::CcAlgorithm;
 use crate::conn::Mode;
 use crate::sched::SchedulerKind;
-use crate::wire::MAX_PATHS;
+use crate::wire::{Reader, TransportParams, Writer, MAX_PATHS};
 use crate::ConnectionConfig;
 
 /// Longest name kept in a hello (longer ones are cut).
 const MAX_NAME: usize = 64;
+
+/// Most bytes the transport parameters take (nine entries of at most 10 bytes and the count).
+const MAX_PARAMS: usize = 96;
 
 /// The client's choices, carried encrypted and authenticated in its first message.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -22,14 +26,21 @@ pub struct Hello {
     /// The multipath scheduler's name (`--scheduler`); empty: the mode's default. (A hello
     /// without it reads as empty: the padding is zeros.)
     pub scheduler: String,
+    /// The client core's transport parameters, its Initial's HANDSHAKE frame (PROTOCOL.md
+    /// §9.2): with them the server's core starts as that Initial would start it and its Accept
+    /// follows the handshake's answer, so the core is up one round trip after the first message
+    /// instead of two. `None`: the server waits for the Initial (a hello without them reads as
+    /// `None`: the padding is zeros).
+    pub params: Option<TransportParams>,
 }
 
 impl Hello {
     /// Bytes [`Hello::encode`] needs at most.
-    pub const MAX_LEN: usize = 10 + 3 * (1 + MAX_NAME);
+    pub const MAX_LEN: usize = 10 + 3 * (1 + MAX_NAME) + 1 + MAX_PARAMS;
 
     /// `version 1 | paths | unix time µs (8) | mode length | mode | cc length | cc |
-    /// scheduler length | scheduler` into the front of `out` (at least [`Hello::MAX_LEN`]
+    /// scheduler length | scheduler`, then with parameters `1 | parameters (§9.2's list)`,
+    /// into the front of `out` (at least [`Hello::MAX_LEN`]
     /// bytes; the rest is left as it is, zeros in a first message). `unix_micros` is the
     /// sender's wall clock, which the server checks to bound replays (§13.3).
     pub fn encode(&self, unix_micros: u64, out: &mut [u8]) {
@@ -42,6 +53,13 @@ impl Hello {
             out[at] = bytes.len() as u8;
             out[at + 1..at + 1 + bytes.len()].copy_from_slice(bytes);
             at += 1 + bytes.len();
+        }
+        if let Some(params) = &self.params {
+            let mut list = Vec::with_capacity(MAX_PARAMS);
+            params.write(&mut Writer::new(&mut list));
+            debug_assert!(list.len() <= MAX_PARAMS);
+            out[at] = 1;
+            out[at + 1..at + 1 + list.len()].copy_from_slice(&list);
         }
     }
 
@@ -62,7 +80,12 @@ impl Hello {
             at += 1 + len;
         }
         let [mode, cc, scheduler] = names;
-        Some((Hello { paths, mode, cc, scheduler }, sent))
+        let params = match payload.get(at) {
+            None | Some(0) => None,
+            Some(1) => Some(TransportParams::parse(&mut Reader::new(&payload[at + 1..])).ok()?),
+            Some(_) => return None,
+        };
+        Some((Hello { paths, mode, cc, scheduler, params }, sent))
     }
 
     /// What a client with `config` asks for over `paths` paths: its mode, and its congestion
@@ -74,6 +97,7 @@ impl Hello {
             mode: config.mode.name().to_string(),
             cc: config.cc.map(|c| c.name().to_string()).unwrap_or_default(),
             scheduler: config.scheduler.map(|k| k.name().to_string()).unwrap_or_default(),
+            params: None,
         }
     }
 
@@ -171,7 +195,13 @@ mod tests {
 
     #[test]
     fn round_trip_cut_names_and_garbage() {
-        let h = Hello { paths: 3, mode: "fmtcp".into(), cc: "x".repeat(100), scheduler: "eat".into() };
+        let h = Hello {
+            paths: 3,
+            mode: "fmtcp".into(),
+            cc: "x".repeat(100),
+            scheduler: "eat".into(),
+            params: None,
+        };
         let mut out = [0u8; Hello::MAX_LEN];
         h.encode(42, &mut out);
         let (back, sent) = Hello::decode(&out).unwrap();
@@ -183,6 +213,7 @@ mod tests {
         }
         out[0] = 2;
         assert_eq!(Hello::decode(&out), None);
+        assert_eq!(back.params, None, "the padding's zeros carry no parameters");
         assert!(!Hello { paths: 0, ..Hello::default() }.paths_valid());
         assert!(!Hello { paths: 9, ..Hello::default() }.paths_valid());
     }
@@ -190,7 +221,13 @@ mod tests {
     #[test]
     fn choices_apply_and_unknown_names_keep_the_servers() {
         let base = ConnectionConfig::default();
-        let h = Hello { paths: 3, mode: "fmtcp".into(), cc: "nope".into(), scheduler: "eat".into() };
+        let h = Hello {
+            paths: 3,
+            mode: "fmtcp".into(),
+            cc: "nope".into(),
+            scheduler: "eat".into(),
+            params: None,
+        };
         let (config, unknown) = h.apply(&base);
         assert_eq!(config.paths, 3);
         assert_eq!(config.mode, "fmtcp".parse().unwrap());
@@ -200,5 +237,33 @@ mod tests {
         let (same, none) = Hello { paths: 1, ..Hello::default() }.apply(&base);
         assert!(none.is_empty());
         assert_eq!((same.mode, same.cc, same.scheduler), (base.mode, base.cc, base.scheduler));
+    }
+
+    /// The core's parameters ride after the names, the largest values included; a list that
+    /// does not parse, or an unknown marker, makes the whole hello unreadable.
+    #[test]
+    fn parameters_round_trip_and_bad_ones_are_refused() {
+        let params = TransportParams {
+            symbol_size: 16_000,
+            max_symbol_size: 16_384,
+            initial_max_data: crate::wire::MAX_VARINT,
+            initial_max_stream_data: crate::wire::MAX_VARINT,
+            max_streams: 1 << 32,
+            idle_timeout_ms: 86_400_000,
+            ..TransportParams::default()
+        };
+        let name = "n".repeat(MAX_NAME);
+        let h =
+            Hello { paths: 8, mode: name.clone(), cc: name.clone(), scheduler: name, params: Some(params) };
+        let mut out = [0u8; Hello::MAX_LEN];
+        h.encode(7, &mut out);
+        assert_eq!(Hello::decode(&out), Some((h, 7)));
+        let marker = 10 + 3 * (1 + MAX_NAME);
+        let mut bad = out;
+        bad[marker + 1] = 65; // a parameter count above the list's limit
+        assert_eq!(Hello::decode(&bad), None);
+        let mut bad = out;
+        bad[marker] = 2;
+        assert_eq!(Hello::decode(&bad), None);
     }
 }

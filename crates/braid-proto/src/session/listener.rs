@@ -236,7 +236,11 @@ impl<R: Responder> Listener<R> {
         let Accepted { hello, keys, response, client_key, .. } = accepted;
         let (config, unknown) = hello.apply(&self.transport);
         let paths = usize::from(hello.paths);
-        let core = Connection::server(config, now);
+        let mut core = Connection::server(config, now);
+        if let Some(params) = hello.params.clone() {
+            // The client's Initial rode in its first message: the Accept follows the answer.
+            core.accept_proposal(now, cid, params);
+        }
         let session = Session::server(keys, paths, data, response, from, (self.random)(), now);
         self.connections.insert(cid, Some(now));
         self.half_open.insert((now, cid.0));

@@ -325,7 +325,13 @@ mod tests {
         let mut client = ClientHandshake::new(
             key_client,
             cid,
-            &Hello { paths: 2, mode: "fmtcp".into(), cc: String::new(), scheduler: "roundrobin".into() },
+            &Hello {
+                paths: 2,
+                mode: "fmtcp".into(),
+                cc: String::new(),
+                scheduler: "roundrobin".into(),
+                params: None,
+            },
         );
         let accepted = server_accept(key_server, client.init_datagram())?;
         assert_eq!(accepted.hello.paths, 2);

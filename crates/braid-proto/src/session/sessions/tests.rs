@@ -103,9 +103,15 @@ struct Net {
 
 impl Net {
     fn new(handshake_timeout: Duration) -> Net {
+        Net::with_hello(handshake_timeout, false)
+    }
+
+    /// `proposal`: the first message carries the client core's parameters (PROTOCOL.md §13.2).
+    fn with_hello(handshake_timeout: Duration, proposal: bool) -> Net {
         let core = Connection::client(ConnectionConfig::default(), Instant::ZERO, 1);
         let cid = core.cid();
-        let hello = Hello { paths: 1, ..Hello::default() };
+        let params = proposal.then(|| core.params().clone());
+        let hello = Hello { paths: 1, params, ..Hello::default() };
         let initiator = InsecureInitiator::new(5, cid, &hello, 9, 0);
         let session = Session::client(
             Box::new(initiator),
@@ -202,6 +208,37 @@ fn a_handshake_through_both_tables_survives_a_lost_first_message() {
     assert_eq!((listener.connections(), listener.half_open()), (1, 0));
     let connected = |io: &Io| io.news.iter().filter(|(_, n)| n.connected).count();
     assert_eq!((connected(&net.client_io), connected(&net.server_io)), (1, 1));
+}
+
+/// A client whose first message carries its core's parameters is up one round trip after
+/// sending it: the server's core starts from them and its Accept follows the handshake's
+/// answer. Without them the core's own Initial and Accept take a second round trip. Both ends
+/// come up, and the client's Initial that still follows is answered without harm.
+#[test]
+fn the_proposal_in_the_first_message_saves_a_round_trip() {
+    for (proposal, trips) in [(true, 1), (false, 2)] {
+        let mut net = Net::with_hello(Duration::from_secs(10), proposal);
+        let cid = net.cid;
+        net.run(Duration::from_secs(1), |n| n.client.cell(&cid).is_some_and(|c| c.core.is_established()));
+        let took = net.now - Instant::ZERO;
+        let rtt = 2 * ONE_WAY;
+        assert!(
+            took >= rtt * trips && took <= rtt * trips + Duration::from_millis(1),
+            "proposal {proposal}: up after {took:?}"
+        );
+        net.run(Duration::from_secs(1), Net::up);
+        assert!(net.up(), "proposal {proposal}: the server is up too");
+        let core = &mut net.client.cell_mut(&cid).unwrap().core;
+        let streams = core.streams().unwrap();
+        let id = streams.open().unwrap();
+        streams.write(id, b"hello").unwrap();
+        poke(&mut net.client, cid);
+        net.run(Duration::from_secs(2), |n| {
+            n.server_core().and_then(|c| c.streams()).is_some_and(|s| s.recv_buffered() >= 5)
+        });
+        let server = net.server_core().unwrap().streams().unwrap();
+        assert_eq!(server.recv_buffered(), 5, "proposal {proposal}: the data crossed");
+    }
 }
 
 /// A connection that closes is retired: the table keeps only its CLOSE, the listener frees
