@@ -287,7 +287,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     let ms = |d: Option<&Duration>| {
         d.map_or_else(|| "null".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3))
     };
-    let (min, p50, max) = (ms(rtts.first()), ms(rtts.get(rtts.len() / 2)), ms(rtts.last()));
+    let (min, p50, max) = (ms(rtts.first()), ms(percentile(rtts, 0.5)), ms(rtts.last()));
     let p99 = ms(percentile(rtts, 0.99));
     let direction = if reverse { "download" } else { "upload" };
     // stdout may be a closed pipe (`| head`): what cannot be printed is dropped, not a panic.
@@ -304,7 +304,7 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
             goodput_mbps: crate::stats::rounded(goodput, 3),
             latency_ms: LatencyJson {
                 min: ms(rtts.first()),
-                p50: ms(rtts.get(rtts.len() / 2)),
+                p50: ms(percentile(rtts, 0.5)),
                 p99: ms(percentile(rtts, 0.99)),
                 max: ms(rtts.last()),
                 probes: rtts.len(),
@@ -325,4 +325,22 @@ pub async fn run(client: &ClientOpts, seconds: f64, reverse: bool, json: bool) -
     conn.close(0, "done");
     let _ = tokio::time::timeout(Duration::from_millis(200), conn.closed()).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nearest rank, as the testbed's probes take it: the p50 of an even count is the lower of
+    /// the two middle samples, the p99 of fewer than 100 the largest.
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
+        let four = ms(&[10, 20, 30, 40]);
+        assert_eq!(percentile(&four, 0.5), Some(&Duration::from_millis(20)));
+        assert_eq!(percentile(&four, 0.99), Some(&Duration::from_millis(40)));
+        assert_eq!(percentile(&four, 0.0), Some(&Duration::from_millis(10)));
+        assert_eq!(percentile(&ms(&[7]), 0.5), Some(&Duration::from_millis(7)));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
 }

@@ -201,7 +201,7 @@ fn table(rows: &[Row], ideal: Option<f64>) -> String {
         let ms = |d: Option<&Duration>| {
             d.map_or_else(|| "-".to_string(), |d| format!("{:.0}", d.as_secs_f64() * 1e3))
         };
-        let latency = format!("{} / {}", ms(r.m.rtts.get(r.m.rtts.len() / 2)), ms(r.m.rtts.last()));
+        let latency = format!("{} / {}", ms(bench::percentile(&r.m.rtts, 0.5)), ms(r.m.rtts.last()));
         let _ = writeln!(
             s,
             "{:<28} {:>14.2} {:>8} {:>19} {:>9.1} {:>20}",
