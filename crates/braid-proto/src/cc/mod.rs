@@ -56,6 +56,8 @@ pub struct Aggregate {
     models: [Option<ModelView>; crate::wire::MAX_PATHS as usize],
     len: usize,
     own: usize,
+    /// Bit `i`: path `i` cannot carry data now (failed, or not heard from yet).
+    inactive: u8,
 }
 
 /// What a model-based controller estimates of its path (see [`CongestionController::model_view`]).
@@ -84,6 +86,18 @@ impl Aggregate {
             self.models[self.len] = model;
             self.len += 1;
         }
+    }
+
+    /// Marks path `index` as one that cannot carry data now (failed, or not heard from yet).
+    pub fn set_inactive(&mut self, index: usize) {
+        if index < self.len {
+            self.inactive |= 1 << index;
+        }
+    }
+
+    /// Whether path `index` can carry data (paths are, unless marked otherwise).
+    pub fn is_active(&self, index: usize) -> bool {
+        index < self.len && self.inactive & (1 << index) == 0
     }
 
     /// Marks path `index` as the one the view is given to.

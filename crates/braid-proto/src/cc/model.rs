@@ -234,6 +234,12 @@ pub struct ModelCc {
     last_round_rate: f64,
     /// Another path's smoothed RTT is at most 1 / [`SECONDARY_RTT_RATIO`] of this one's.
     secondary: bool,
+    /// Paths beside this one that can carry data, at the last aggregate view.
+    siblings: usize,
+    /// A sibling stopped carrying data (failed, or removed) since the last round's end: what
+    /// it carried may now come here, beyond what this path's estimate, learned while it shared
+    /// the load, allows.
+    sibling_lost: bool,
 }
 
 impl ModelCc {
@@ -281,6 +287,8 @@ impl ModelCc {
             coupling: Coupling::default(),
             last_round_rate: 0.0,
             secondary: false,
+            siblings: 0,
+            sibling_lost: false,
         }
     }
 
@@ -424,8 +432,9 @@ impl ModelCc {
     fn on_round_end(&mut self, now: Instant) {
         let Some(min) = self.min_rtt() else { return };
         let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
+        let lost = std::mem::take(&mut self.sibling_lost);
         if matches!(self.state, State::Down | State::Cruise | State::Refill | State::Up)
-            && self.estimate_lags()
+            && (self.estimate_lags() || lost)
         {
             self.restart_startup(now);
             return;
@@ -645,6 +654,13 @@ impl CongestionController for ModelCc {
             .map(|(_, (_, rtt))| rtt.as_secs_f64())
             .fold(f64::INFINITY, f64::min);
         self.secondary = own.is_some_and(|own| own >= SECONDARY_RTT_RATIO * fastest);
+        // A sibling gone: Startup again from the window in use, as when the estimate lags
+        // (`restart_startup`). ProbeBW's UP adds a quarter once a cycle of 6-8 rounds, which on
+        // a 500 ms satellite path left to carry a failed cellular path's load took ~10 s to
+        // climb from the 0.8 Mbit/s it had while sharing to its 1.4.
+        let siblings = (0..all.iter().count()).filter(|&i| i != all.own() && all.is_active(i)).count();
+        self.sibling_lost |= siblings < self.siblings;
+        self.siblings = siblings;
     }
 
     fn model_view(&self) -> Option<ModelView> {

@@ -93,8 +93,11 @@ impl Connection {
     /// braid's), given to path `own`.
     pub(super) fn aggregate(&self, own: usize) -> Aggregate {
         let mut all = Aggregate::default();
-        for p in &self.paths {
+        for (i, p) in self.paths.iter().enumerate() {
             all.push_path(p.cc.window(), p.rtt.smoothed(), p.cc.model_view());
+            if !p.can_send() {
+                all.set_inactive(i);
+            }
         }
         all.set_own(own);
         all

@@ -295,3 +295,37 @@ fn a_secondary_path_starts_up_to_twice_the_bdp() {
         assert!((75_000..=76_000).contains(&w), "{own} ms beside {other:?}: window {w}");
     }
 }
+
+/// A sibling path that stops carrying data sends a settled path back to Startup at its next
+/// round's end, from the window in use; a sibling that was never active, or one that comes
+/// back, does not.
+#[test]
+fn a_failed_sibling_sends_the_path_back_to_startup() {
+    let view = |sibling_active: bool| {
+        let mut all = Aggregate::default();
+        all.push(0, Duration::from_millis(100));
+        all.push(0, Duration::from_millis(80));
+        all.set_own(0);
+        if !sibling_active {
+            all.set_inactive(1);
+        }
+        all
+    };
+    let after = |views: &[bool]| {
+        let (mut cc, r) = settled();
+        for &active in views {
+            cc.on_aggregate(&view(active));
+        }
+        let settled_window = cc.window();
+        for i in 0..30u64 {
+            cc.on_ack(&ack(Instant::from_micros(3_000_000 + i * 10_000), 2.5e6, 200_000), &r);
+        }
+        (cc.state, settled_window)
+    };
+    let (state, _) = after(&[true, false]);
+    assert_eq!(state, State::Startup, "the sibling failed");
+    for views in [&[false, false][..], &[true, true], &[false, true]] {
+        let (state, _) = after(views);
+        assert!(!matches!(state, State::Startup | State::Drain), "{views:?}: state {state:?}");
+    }
+}
