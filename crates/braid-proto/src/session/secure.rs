@@ -126,6 +126,9 @@ pub struct Session<K> {
     plain: Vec<u8>,
     /// The sealed CLOSE of a closed core, as sent (for [`Closing`](super::Closing)).
     close: Option<SentClose>,
+    /// A core packet from the peer authenticated: it holds the keys (a server's proof that the
+    /// client read its answer; a client's keys come with the answer itself).
+    proven: bool,
     /// Whether the application let go of the connection, and since when.
     linger: Linger,
     pub stats: SessionStats,
@@ -196,6 +199,7 @@ impl<K: Keys> Session<K> {
             opened: Vec::with_capacity(2048),
             plain: Vec::with_capacity(2048),
             close: None,
+            proven: false,
             linger: Linger::default(),
             stats: SessionStats::default(),
         }
@@ -213,6 +217,12 @@ impl<K: Keys> Session<K> {
     /// Client: whether the handshake is still under way (neither done nor failed).
     pub fn is_handshaking(&self) -> bool {
         matches!(&self.side, Side::Client { handshake: Some(_), .. })
+    }
+
+    /// Whether the peer proved it holds the keys: a client, once it has them; a server, once a
+    /// core packet from the client authenticated.
+    pub fn peer_proven(&self) -> bool {
+        self.proven || (self.is_client() && self.keys.is_some())
     }
 
     /// Whether the client's handshake failed (nothing more is sent then).
@@ -406,6 +416,7 @@ impl<K: Keys> Session<K> {
             self.stats.replayed += 1;
             return Received::Replayed;
         }
+        self.proven = true;
         let moved = if is_client {
             self.announcer.on_packet(p, now);
             false

@@ -119,6 +119,9 @@ struct Slot<K, C> {
     cell: C,
     session: Session<K>,
     established: bool,
+    /// The listener was told the handshake finished (a server's, once the client proved it
+    /// holds the keys: [`Session::peer_proven`]).
+    counted: bool,
     closed: bool,
     /// The session's `poll_timeout` after the last round (asking it is not free): the entry
     /// of the table's timer heap that stands for it.
@@ -136,6 +139,7 @@ impl<K, C: CoreCell> Slot<K, C> {
             cell,
             session,
             established: false,
+            counted: false,
             closed: false,
             next_timeout: None,
             queued: false,
@@ -521,8 +525,12 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             slot.closed = true;
             self.closed.push(cid);
         }
-        if news.connected {
-            slot.established = true;
+        slot.established |= news.connected;
+        // A server's core may be up from the client's first message alone (its proposal,
+        // PROTOCOL.md §13.2); the connection stays half-open, and expires as one, until a
+        // packet sealed with the keys shows a client that read the answer at that address.
+        if slot.established && !slot.counted && slot.session.peer_proven() {
+            slot.counted = true;
             if let Some(l) = &mut self.listener {
                 l.established(cid);
             }

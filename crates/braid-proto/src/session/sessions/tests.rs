@@ -226,6 +226,11 @@ fn the_proposal_in_the_first_message_saves_a_round_trip() {
             took >= rtt * trips && took <= rtt * trips + Duration::from_millis(1),
             "proposal {proposal}: up after {took:?}"
         );
+        if proposal {
+            // Up from the first message alone, the server's connection is still half-open: no
+            // packet sealed with the keys has come from the client yet.
+            assert_eq!(net.server.listener().unwrap().half_open(), 1);
+        }
         net.run(Duration::from_secs(1), Net::up);
         assert!(net.up(), "proposal {proposal}: the server is up too");
         let core = &mut net.client.cell_mut(&cid).unwrap().core;
@@ -238,7 +243,23 @@ fn the_proposal_in_the_first_message_saves_a_round_trip() {
         });
         let server = net.server_core().unwrap().streams().unwrap();
         assert_eq!(server.recv_buffered(), 5, "proposal {proposal}: the data crossed");
+        assert_eq!(net.server.listener().unwrap().half_open(), 0, "proposal {proposal}");
     }
+}
+
+/// A client whose proposal came in its first message but who never sends a packet sealed with
+/// the keys (its address may have been forged, its first message replayed) leaves the server a
+/// connection that expires as half-open, though its core came up.
+#[test]
+fn a_proposal_alone_leaves_the_connection_half_open_until_it_expires() {
+    let mut net = Net::with_hello(Duration::from_secs(1), true);
+    net.lose = Box::new(|to_server, d| to_server && DatagramType::of(d) != Some(DatagramType::NoiseInit));
+    let cid = net.cid;
+    net.run(Duration::from_millis(100), |n| n.server_core().is_some_and(|c| c.is_established()));
+    assert!(net.server_core().is_some_and(|c| c.is_established()), "the server's core is up");
+    assert_eq!(net.server.listener().unwrap().half_open(), 1);
+    net.run(Duration::from_secs(3), |n| !n.server_io.expired.is_empty());
+    assert_eq!(net.server_io.expired, [cid], "expired as half-open by {:?}", net.now);
 }
 
 /// A connection that closes is retired: the table keeps only its CLOSE, the listener frees
