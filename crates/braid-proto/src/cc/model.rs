@@ -432,10 +432,12 @@ impl ModelCc {
     fn on_round_end(&mut self, now: Instant) {
         let Some(min) = self.min_rtt() else { return };
         let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-        let lost = std::mem::take(&mut self.sibling_lost);
+        // A sibling's failure waits out ProbeRTT and Drain; Startup already probes.
+        self.sibling_lost &= self.state != State::Startup;
         if matches!(self.state, State::Down | State::Cruise | State::Refill | State::Up)
-            && (self.estimate_lags() || lost)
+            && (self.estimate_lags() || self.sibling_lost)
         {
+            self.sibling_lost = false;
             self.restart_startup(now);
             return;
         }

@@ -324,6 +324,18 @@ fn a_failed_sibling_sends_the_path_back_to_startup() {
     };
     let (state, _) = after(&[true, false]);
     assert_eq!(state, State::Startup, "the sibling failed");
+    // Noticed in ProbeRTT, the restart waits for ProbeBW.
+    let (mut cc, r) = settled();
+    cc.enter(State::ProbeRtt, Instant::from_micros(2_990_000));
+    cc.on_aggregate(&view(true));
+    cc.on_aggregate(&view(false));
+    let mut restarted = false;
+    for i in 0..60u64 {
+        // Half a BDP in flight or less: ProbeRTT ends after its 200 ms and a round.
+        cc.on_ack(&ack(Instant::from_micros(3_000_000 + i * 10_000), 2.5e6, 100_000), &r);
+        restarted |= cc.state == State::Startup;
+    }
+    assert!(restarted, "the failure seen in ProbeRTT was dropped (state {:?})", cc.state);
     for views in [&[false, false][..], &[true, true], &[false, true]] {
         let (state, _) = after(views);
         assert!(!matches!(state, State::Startup | State::Drain), "{views:?}: state {state:?}");
