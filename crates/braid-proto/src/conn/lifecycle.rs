@@ -273,18 +273,6 @@ impl Connection {
             p.rtt.restart_min();
         }
     }
-
-    /// Fires the probe timers of failed paths that are due.
-    pub(super) fn on_probe_timers(&mut self, now: Instant) {
-        for p in &mut self.paths {
-            p.on_probe_timer(now);
-        }
-    }
-
-    /// The earliest probe timer of a failed path.
-    pub(super) fn next_probe(&self) -> Option<Instant> {
-        self.paths.iter().filter_map(Path::probe_due).min()
-    }
 }
 
 impl Connection {

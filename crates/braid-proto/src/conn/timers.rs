@@ -1,5 +1,15 @@
-//! Timers: what `handle_timeout` does when one fires (idle, handshake retry, loss/probe, the
-//! receive release, pacing) and when `poll_timeout` says the next one is due.
+//! Timers: the table of every deadline the connection keeps ([`Timer`], `timers`), what
+//! `handle_timeout` does when one fires, and `poll_timeout`, the earliest of them.
+//!
+//! Some entries are deadlines of their own (idle, a path's loss or probe timer, the receive
+//! release): `handle_timeout` fires those that expired. The others only wake the caller so
+//! that `poll_transmit` sends (an ACK, the next symbol, a probe, a PING that measures a path, a
+//! piece of a parted symbol, a tail probe, datagrams, the handshake). Three handlers are told
+//! the time at every `handle_timeout` instead of being gated by their entry, because their own
+//! deadline is not the wake-up's: the redundancy controller keeps a clock (CTCP's ages the
+//! symbols in flight by it), the datagram sender drops what expired and gives up on silent
+//! paths by its own checks, and PMTU probes time out on every path, also those the wake-up
+//! leaves out (paths that cannot send).
 
 use std::time::Duration;
 
@@ -11,42 +21,103 @@ use crate::sched::{PathInfo, Pick};
 use crate::streams::Side;
 use crate::Instant;
 
+/// A deadline the connection keeps (the path index where there is one per path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Timer {
+    /// Nothing heard for the idle timeout: the connection ends.
+    Idle,
+    /// A path's loss detection or probe timeout (RFC 9002 §6.1.2, §6.2).
+    Loss(usize),
+    /// A path's ACK delay ([`ack_deadline`]).
+    Ack(usize),
+    /// The next symbol (or a redundant scheduler's copy) a pacer lets go.
+    NextSymbol,
+    /// A failed path's probe (PROTOCOL.md §12.2).
+    Probe(usize),
+    /// A PING that measures a path the scheduler leaves unused (PROTOCOL.md §12.1).
+    Measure(usize),
+    /// The scheduler's own wake-up.
+    Scheduler,
+    /// A block waiting on the receiver with nothing in flight is doubted.
+    Release,
+    /// The redundancy controller's wake-up, seen from a path.
+    Redundancy(usize),
+    /// The handshake flight or its copy.
+    Handshake,
+    /// Unreliable datagrams: a deadline, a silent path, or a send.
+    Datagrams,
+    /// A path's PLPMTU probe or its timeout (RFC 8899 §5.1).
+    Pmtu(usize),
+    /// Pieces of a parted symbol wait (PROTOCOL.md §14.4).
+    Parts,
+    /// A path's tail probe ([`super::Mode::tail_probes`]).
+    TailProbe(usize),
+}
+
 impl Connection {
+    /// Fires the timers that expired at `now`, in a fixed order: idle (which ends everything),
+    /// then the handlers told the time at every call (see the module doc), the receive
+    /// release, each path's loss timer, each failed path's probe timer, and the PMTU probes.
+    /// Each entry is looked up again when its turn comes: an earlier handler may move it.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.state == State::Closed {
             return;
         }
-        if now - self.last_heard >= self.idle_timeout {
+        if self.expired(Timer::Idle, now) {
             self.finish(CloseReason::IdleTimeout);
             return;
         }
         self.redundancy.handle_timeout(now);
         self.on_datagram_timeout(now);
-        self.on_release_timeout(now);
+        if self.expired(Timer::Release, now) {
+            self.on_release_timeout(now);
+        }
         for i in 0..self.paths.len() {
-            if self.paths[i].loss_timeout().is_some_and(|t| t <= now) {
-                let threshold = self.redundancy.parity_groups().and_then(|g| g.packet_threshold(i));
-                self.paths[i].set_packet_threshold(threshold);
-                let (lost, probe) = self.paths[i].on_timer(now);
-                self.after_losses(now, i, Vec::new(), lost, probe);
-                if probe {
-                    self.check_failure(now, i);
-                }
-                if self.state == State::Handshake && self.side == Side::Client {
-                    self.handshake_due = Some(now);
-                    if probe {
-                        // The flight is presumed lost: try the next path (PROTOCOL.md §9.1), so
-                        // a first path that is down or in a loss burst cannot keep the
-                        // connection from coming up over the others.
-                        self.handshake_path = (self.handshake_path + 1) % self.paths.len().max(1);
-                    }
-                }
+            if self.expired(Timer::Loss(i), now) {
+                self.on_loss_timer(now, i);
             }
         }
-        self.on_probe_timers(now);
+        for i in 0..self.paths.len() {
+            if self.expired(Timer::Probe(i), now) {
+                self.paths[i].on_probe_timer(now);
+            }
+        }
         for p in &mut self.paths {
             let timer = super::pmtu::probe_timer(p.pto_base());
             p.pmtu.on_timeout(now, timer);
+        }
+    }
+
+    /// Whether a timer `handle_timeout` fires by its table entry is due at `now` (the entries
+    /// are the same the handlers check: idle, release, loss and probe).
+    fn expired(&self, timer: Timer, now: Instant) -> bool {
+        let at = match timer {
+            Timer::Idle => Some(self.last_heard + self.idle_timeout),
+            Timer::Release => self.release_deadline(),
+            Timer::Loss(i) => self.paths[i].loss_timeout(),
+            Timer::Probe(i) => self.paths[i].probe_due(),
+            _ => None,
+        };
+        at.is_some_and(|t| t <= now)
+    }
+
+    /// Path `i`'s loss detection or probe timeout (RFC 9002 §6.1.2, §6.2.1) expired.
+    fn on_loss_timer(&mut self, now: Instant, i: usize) {
+        let threshold = self.redundancy.parity_groups().and_then(|g| g.packet_threshold(i));
+        self.paths[i].set_packet_threshold(threshold);
+        let (lost, probe) = self.paths[i].on_timer(now);
+        self.after_losses(now, i, Vec::new(), lost, probe);
+        if probe {
+            self.check_failure(now, i);
+        }
+        if self.state == State::Handshake && self.side == Side::Client {
+            self.handshake_due = Some(now);
+            if probe {
+                // The flight is presumed lost: try the next path (PROTOCOL.md §9.1), so
+                // a first path that is down or in a loss burst cannot keep the
+                // connection from coming up over the others.
+                self.handshake_path = (self.handshake_path + 1) % self.paths.len().max(1);
+            }
         }
     }
 
@@ -82,68 +153,83 @@ impl Connection {
         }
     }
 
+    /// The earliest entry of the timer table (`None` once closed).
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        self.timers(|_, t| next = Some(next.map_or(t, |n| n.min(t))));
+        next
+    }
+
+    /// The timer table: every deadline set, handed to `set` with its kind. Wake-ups for a
+    /// send that are already past count from the last poll (the time cannot be earlier).
+    pub(super) fn timers(&self, mut set: impl FnMut(Timer, Instant)) {
         if self.state == State::Closed {
-            return None;
+            return;
         }
-        let mut next = self.last_heard + self.idle_timeout;
-        for p in &self.paths {
+        set(Timer::Idle, self.last_heard + self.idle_timeout);
+        for (i, p) in self.paths.iter().enumerate() {
             if let Some(t) = p.loss_timeout() {
-                next = next.min(t);
+                set(Timer::Loss(i), t);
             }
             if p.ack_pending {
-                next = next.min(ack_deadline(p));
+                set(Timer::Ack(i), ack_deadline(p));
             }
         }
         if let Some(t) = self.next_symbol_time() {
-            next = next.min(t);
+            set(Timer::NextSymbol, t);
         }
-        if let Some(t) = self.next_probe() {
-            next = next.min(t);
+        for (i, p) in self.paths.iter().enumerate() {
+            if let Some(t) = p.probe_due() {
+                set(Timer::Probe(i), t);
+            }
         }
-        if let Some((_, at)) = self.measurement_due() {
-            next = next.min(at.max(self.last_poll));
+        if let Some((path, at)) = self.measurement_due() {
+            set(Timer::Measure(path), at.max(self.last_poll));
         }
         if self.transfer.is_some() {
             let mut paths = [PathInfo::default(); 8];
             let n = self.path_infos(self.last_poll, &mut paths);
             if let Some(t) = self.scheduler.poll_timeout(self.last_poll, &paths[..n]) {
-                next = next.min(t.max(self.last_poll));
+                set(Timer::Scheduler, t.max(self.last_poll));
             }
         }
         if let Some(t) = self.release_deadline() {
-            next = next.min(t);
+            set(Timer::Release, t);
         }
         if self.transfer.is_some() {
             for i in 0..self.paths.len() {
                 if let Some(t) = self.redundancy.poll_timeout(&self.path_view(i)) {
-                    next = next.min(t);
+                    set(Timer::Redundancy(i), t);
                 }
             }
         }
+        self.send_timers(&mut set);
+    }
+
+    /// The table's entries that only wake `poll_transmit` for a packet of its own.
+    fn send_timers(&self, set: &mut impl FnMut(Timer, Instant)) {
         if let Some(t) = self.handshake_due {
-            next = next.min(t);
+            set(Timer::Handshake, t);
         }
         if let Some(t) = self.datagram_timeout() {
-            next = next.min(t);
+            set(Timer::Datagrams, t);
         }
         if self.transfer.is_some() {
-            for p in self.paths.iter().filter(|p| p.can_send()) {
+            for (i, p) in self.paths.iter().enumerate().filter(|(_, p)| p.can_send()) {
                 if let Some(t) = p.pmtu.timeout(super::pmtu::probe_timer(p.pto_base())) {
-                    next = next.min(t.max(self.last_poll));
+                    set(Timer::Pmtu(i), t.max(self.last_poll));
                 }
             }
         }
         if !self.parts_out.is_empty() {
-            next = next.min(self.last_poll);
+            set(Timer::Parts, self.last_poll);
         }
         // A tail probe goes when its path's pacer allows (`send_tail_probe`).
         for (i, p) in self.paths.iter().enumerate() {
             if self.tail_probes & (1 << i) != 0 && p.can_send() {
-                next = next.min(p.next_send.max(self.last_poll));
+                set(Timer::TailProbe(i), p.next_send.max(self.last_poll));
             }
         }
-        Some(next)
     }
 
     /// When `poll_transmit` would next send a symbol if nothing else happened: it takes the
@@ -191,3 +277,7 @@ impl Connection {
 pub(super) fn ack_deadline(p: &Path) -> Instant {
     p.last_received + Duration::from_millis(1)
 }
+
+#[cfg(test)]
+#[path = "timer_tests.rs"]
+mod tests;
