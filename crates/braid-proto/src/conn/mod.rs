@@ -15,6 +15,7 @@ mod lifecycle;
 mod parts;
 pub(crate) mod path;
 mod placement;
+mod planner;
 mod pmtu;
 mod policy;
 mod receive;

@@ -17,7 +17,7 @@ use braid_fec::CodeFamily;
 
 use super::path::Path;
 use super::{CloseReason, Connection, State};
-use crate::sched::{PathInfo, Pick};
+use crate::sched::PathInfo;
 use crate::streams::Side;
 use crate::Instant;
 
@@ -175,16 +175,10 @@ impl Connection {
                 set(Timer::Ack(i), ack_deadline(p));
             }
         }
-        if let Some(t) = self.next_symbol_time() {
-            set(Timer::NextSymbol, t);
-        }
         for (i, p) in self.paths.iter().enumerate() {
             if let Some(t) = p.probe_due() {
                 set(Timer::Probe(i), t);
             }
-        }
-        if let Some((path, at)) = self.measurement_due() {
-            set(Timer::Measure(path), at.max(self.last_poll));
         }
         if self.transfer.is_some() {
             let mut paths = [PathInfo::default(); 8];
@@ -204,71 +198,6 @@ impl Connection {
             }
         }
         self.send_timers(&mut set);
-    }
-
-    /// The table's entries that only wake `poll_transmit` for a packet of its own.
-    fn send_timers(&self, set: &mut impl FnMut(Timer, Instant)) {
-        if let Some(t) = self.handshake_due {
-            set(Timer::Handshake, t);
-        }
-        if let Some(t) = self.datagram_timeout() {
-            set(Timer::Datagrams, t);
-        }
-        if self.transfer.is_some() {
-            for (i, p) in self.paths.iter().enumerate().filter(|(_, p)| p.can_send()) {
-                if let Some(t) = p.pmtu.timeout(super::pmtu::probe_timer(p.pto_base())) {
-                    set(Timer::Pmtu(i), t.max(self.last_poll));
-                }
-            }
-        }
-        if !self.parts_out.is_empty() {
-            set(Timer::Parts, self.last_poll);
-        }
-        // A tail probe goes when its path's pacer allows (`send_tail_probe`).
-        for (i, p) in self.paths.iter().enumerate() {
-            if self.tail_probes & (1 << i) != 0 && p.can_send() {
-                set(Timer::TailProbe(i), p.next_send.max(self.last_poll));
-            }
-        }
-    }
-
-    /// When `poll_transmit` would next send a symbol if nothing else happened: it takes the
-    /// lowest-RTT path with room whose pacer allows and sends only if that path has a symbol (or
-    /// `fill_pipe` can make a new source), and more paths qualify as their pacers allow. Waking
-    /// at every pacer instead spun the connection whenever the chosen path had nothing to carry
-    /// (pipe data behind a full block window, a repair wanted on another path), until the next
-    /// ACK. Pacers already past count from the last poll (the time cannot be earlier), where
-    /// more paths may qualify. Never later than the first send; an earlier wake-up only polls
-    /// for nothing.
-    fn next_symbol_time(&self) -> Option<Instant> {
-        let s = self.transfer.as_ref()?;
-        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty())
-            && s.sender.has_room();
-        // With per-path placement new data joins the open block, which only its path may carry.
-        let new_source_on = |c: usize| {
-            new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
-        };
-        let mss = self.config.max_datagram as u64;
-        let mut next: Option<Instant> = None;
-        for &(path, _, _) in &self.copies {
-            let Some(p) = self.paths.get(path) else { continue };
-            if self.data_room(path) >= mss {
-                let at = p.next_send.max(self.last_poll);
-                next = Some(next.map_or(at, |n: Instant| n.min(at)));
-            }
-        }
-        for i in (0..self.paths.len()).filter(|&i| self.data_room(i) >= mss) {
-            let at = self.paths[i].next_send.max(self.last_poll);
-            if next.is_some_and(|n| n <= at) {
-                continue;
-            }
-            // The path `poll_transmit` would choose at `at`.
-            let chosen = self.pinned_path(at).map(Pick::path).or_else(|| self.choose_path(at));
-            if chosen.is_some_and(|c| new_source_on(c.path) || self.has_symbol(c)) {
-                next = Some(at);
-            }
-        }
-        next
     }
 }
 

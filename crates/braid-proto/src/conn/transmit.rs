@@ -1,14 +1,14 @@
-//! The transmit side: `poll_transmit` builds the next datagram (close, handshake, ACKs and
-//! control frames, PMTU probes, copies, pieces of oversized symbols, source and repair symbols)
-//! and records what each packet carried for loss detection.
+//! The transmit side: `poll_transmit` runs the send planner's stages (conn/planner.rs) and
+//! builds the packet it names (close, handshake, ACKs and control frames, PMTU probes, copies,
+//! pieces of oversized symbols, source and repair symbols), recording what each packet
+//! carried for loss detection.
 
 use std::time::Duration;
 
 use super::path::{PathState, SentPacket};
-use super::timers::ack_deadline;
-use super::{BlockRecord, Connection, State, Transmit, BLOCK_LOG_LIMIT, COPIES_PER_PATH, MIN_INITIAL};
+use super::planner::Next;
+use super::{BlockRecord, Connection, Transmit, BLOCK_LOG_LIMIT, COPIES_PER_PATH, MIN_INITIAL};
 use crate::blocks::{SendBlock, Tail};
-use crate::pipe::OwnedFrame;
 use crate::redundancy::RedundancyEvent;
 use crate::sched::Pick;
 use crate::streams::Side;
@@ -17,70 +17,58 @@ use crate::wire::{Frame, PacketHeader, PacketType, Writer};
 use crate::Instant;
 
 impl Connection {
-    /// Writes the next datagram into `buf` (cleared first), if one is due now. What goes out is
-    /// decided in this order: a CLOSE, the handshake, a failed path's probe, the rest of a
-    /// parted symbol, a PLPMTU probe, an unmeasured path's PING, unreliable datagrams, a
-    /// duplicate's copy, the scheduler's symbol, TCP-IR's fixed-rate parity, a tail probe, and
-    /// last ACKs and control frames alone.
+    /// Writes the next datagram into `buf` (cleared first), if one is due now: each stage's
+    /// preparation, then the planner's decision (conn/planner.rs, whose module doc gives the
+    /// order), then the packet it names.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
         self.last_poll = self.last_poll.max(now);
         self.clock_windows(now);
-        if let Some((code, reason)) = self.close_pending.take() {
-            return self.send_close(now, buf, code, &reason);
+        if let Some(next) = self.plan_first(now) {
+            return self.execute(now, next, buf);
         }
-        if self.state == State::Closed {
-            return None;
-        }
-        if self.handshake_due.is_some_and(|t| t <= now) {
-            return Some(self.send_handshake(now, buf));
-        }
-        self.transfer.as_ref()?;
-        // A failed path's probe: a PING alone (PROTOCOL.md §12.2). Nothing that must arrive
-        // rides on it, since its loss is never declared.
-        if let Some(path) = self.paths.iter().position(|p| p.probe_pending) {
-            self.paths[path].probe_pending = false;
-            return Some(self.send_ping(now, path, buf));
-        }
-        // The rest of a SYMBOL frame that did not fit its path (PROTOCOL.md §14.4).
-        if let Some(t) = self.send_part(now, buf) {
-            return Some(t);
-        }
-        // RFC 8899 §4.1: a PLPMTU probe, PING and PADDING, on a confirmed path.
-        if let Some(t) = self.send_pmtu_probe(now, buf) {
-            return Some(t);
-        }
-        // A path the scheduler will not use until it is measured: a PING alone (§12.1).
-        if let Some((path, _)) = self.measurement_due().filter(|&(_, at)| at <= now) {
-            return Some(self.send_ping(now, path, buf));
+        self.drop_dead_parts();
+        if let Some(next) = self.plan_control(now) {
+            return self.execute(now, next, buf);
         }
         // Unreliable datagrams go before stream data (PROTOCOL.md §15.5).
         if let Some(t) = self.send_datagrams(now, buf) {
             return Some(t);
         }
-        self.recut_at_symbol_size();
-        self.fill_pipe();
-        self.mark_app_limited();
-        self.apply_parity_covers(now);
-        if let Some(t) = self.send_copy(now, buf) {
-            return Some(t);
+        let fixed_rate = self.prepare_data(now);
+        if let Some(next) = self.plan_copy(now) {
+            return self.execute(now, next, buf);
         }
-        let ready = self.pinned_path(now).map(Pick::path).or_else(|| self.choose_path(now));
-        let ack_due = self.ack_due(now);
+        let ready = self.ready_pick(now);
         if let Some(pick) = ready {
             self.cut_block_for(pick.path);
         }
-        if let Some(pick) = ready.filter(|&p| self.has_symbol(p)) {
-            return Some(self.send_symbol(now, pick, buf));
-        }
-        if let Some(t) = self.send_fixed_rate_parity(now, buf) {
-            return Some(t);
-        }
-        if let Some(t) = self.send_tail_probe(now, buf) {
-            return Some(t);
-        }
-        let path = ack_due?;
-        Some(self.send_control_alone(now, path, buf))
+        let next = self.plan_data(now, ready, fixed_rate)?;
+        self.execute(now, next, buf)
+    }
+
+    /// Builds the packet the planner named.
+    fn execute(&mut self, now: Instant, next: Next, buf: &mut Vec<u8>) -> Option<Transmit> {
+        Some(match next {
+            Next::Nothing => return None,
+            Next::Close => {
+                let (code, reason) = self.close_pending.take()?;
+                return self.send_close(now, buf, code, &reason);
+            }
+            Next::Handshake => self.send_handshake(now, buf),
+            Next::Probe(path) => {
+                self.paths[path].probe_pending = false;
+                self.send_ping(now, path, buf)
+            }
+            Next::Part => self.send_part(now, buf)?,
+            Next::PmtuProbe { path, size } => self.send_pmtu_probe(now, path, size, buf),
+            Next::Measure(path) => self.send_ping(now, path, buf),
+            Next::Copy(i) => self.send_copy(now, i, buf)?,
+            Next::Symbol(pick) => self.send_symbol(now, pick, buf),
+            Next::Parity(path) => self.send_fixed_rate_parity(now, path, buf),
+            Next::TailProbe(path) => self.send_tail_probe(now, path, buf),
+            Next::Control(path) => self.send_control_alone(now, path, buf),
+        })
     }
 
     /// A CLOSE frame, on any path this end may address (none: the peer was never heard, nothing
@@ -117,38 +105,6 @@ impl Connection {
         self.end_packet(now, path, buf, true, Vec::new())
     }
 
-    /// When the symbol size in force changed (PROTOCOL.md §14.3), blocks cut but never sent are
-    /// cut again at the new size; in pipe order they come before what was not cut yet.
-    fn recut_at_symbol_size(&mut self) {
-        let size = self.block_symbol_size();
-        let Some(s) =
-            self.transfer.as_mut().filter(|s| s.sender.symbol_size() != size || !s.recut.is_empty())
-        else {
-            return;
-        };
-        s.sender.set_symbol_size(size);
-        let taken = s.sender.take_unsent_blocks();
-        if !taken.is_empty() {
-            let earlier: Vec<OwnedFrame> = s.recut.drain(..).collect();
-            let partial = std::mem::take(&mut s.partial);
-            s.recut.extend(OwnedFrame::from_symbols([taken.as_slice()]));
-            s.recut.extend(earlier);
-            s.recut.extend(OwnedFrame::from_symbols([partial.as_slice()]));
-        }
-    }
-
-    /// The path whose ACK is due (two ack-eliciting packets unacknowledged, or its ACK delay
-    /// passed), else the control path if window updates or PATH_ABANDONs wait.
-    fn ack_due(&self, now: Instant) -> Option<usize> {
-        self.paths
-            .iter()
-            .position(|p| p.ack_pending && (p.unacked_eliciting >= 2 || now >= ack_deadline(p)))
-            .or_else(|| {
-                let updates = self.transfer.as_ref().is_some_and(|s| s.streams.has_window_updates());
-                (updates || self.abandon_pending != 0).then(|| self.control_path()).flatten()
-            })
-    }
-
     /// The scheduler's pick: a symbol on `pick.path`, then whatever control frames fit beside
     /// it. `has_symbol` is a promise the code may not keep (an XOR block has no complete group
     /// to repair): then the control frames go out alone.
@@ -177,12 +133,8 @@ impl Connection {
         t
     }
 
-    /// TCP-IR's parity, which goes out at its fixed rate even when the window is full.
-    fn send_fixed_rate_parity(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.redundancy.parity_groups().is_some_and(|g| g.repair_ignores_window()) {
-            return None;
-        }
-        let path = self.control_path().filter(|&p| self.repair_due(p))?;
+    /// TCP-IR's parity on `path`, which goes out at its fixed rate even when the window is full.
+    fn send_fixed_rate_parity(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>) -> Transmit {
         self.begin_packet(path, PacketType::Data, buf);
         let start = buf.len();
         let symbol = self.write_symbol(now, path, buf, true, None);
@@ -191,10 +143,10 @@ impl Connection {
             self.part_symbol(path, start, buf, limit);
         }
         self.write_control(now, path, buf, 2, self.config.max_datagram);
-        Some(match symbol {
+        match symbol {
             Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
             None => self.end_packet(now, path, buf, false, Vec::new()),
-        })
+        }
     }
 
     /// ACKs and control frames alone on `path`.
@@ -223,17 +175,13 @@ impl Connection {
     /// a tail's symbol, once its pacer would let a symbol go and nothing else was sent. Its ACK
     /// is a later packet acknowledged, so a lost tail symbol is declared by the time threshold
     /// (RFC 9002 §6.1.2) a little over a round trip after it was sent.
-    fn send_tail_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let path = (0..self.paths.len()).find(|&i| {
-            let p = &self.paths[i];
-            self.tail_probes & (1 << i) != 0 && p.can_send() && p.next_send <= now
-        })?;
+    fn send_tail_probe(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>) -> Transmit {
         self.tail_probes &= !(1 << path);
         self.begin_packet(path, PacketType::Data, buf);
         Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
         let max = self.config.max_datagram;
         self.write_control(now, path, buf, 32, max);
-        Some(self.end_packet(now, path, buf, true, Vec::new()))
+        self.end_packet(now, path, buf, true, Vec::new())
     }
 
     /// A SYMBOL frame (`buf[start..]`) too large for `path`'s PLPMTU (`limit`): its first piece
@@ -262,31 +210,22 @@ impl Connection {
         true
     }
 
-    /// Sends the next waiting piece of a parted SYMBOL frame; pieces for a path that can no
-    /// longer send are dropped (the symbol is then lost with its first piece's packet's fate
-    /// unknown to the receiver: the block's count falls back on BLOCK_ACK, §11.5).
+    /// Sends the next waiting piece of a parted SYMBOL frame (its path can send:
+    /// `drop_dead_parts`).
     fn send_part(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        while let Some(part) = self.parts_out.pop_front() {
-            if !self.paths.get(part.path).is_some_and(|p| p.can_send()) {
-                continue;
-            }
-            let path = part.path;
-            self.begin_packet(path, PacketType::Data, buf);
-            write_part(&part, buf);
-            let limit = self.paths[path].pmtu.plpmtu();
-            self.write_control(now, path, buf, 2, limit);
-            return Some(self.end_packet(now, path, buf, true, Vec::new()));
-        }
-        None
+        let part = self.parts_out.pop_front()?;
+        let path = part.path;
+        self.begin_packet(path, PacketType::Data, buf);
+        write_part(&part, buf);
+        let limit = self.paths[path].pmtu.plpmtu();
+        self.write_control(now, path, buf, 2, limit);
+        Some(self.end_packet(now, path, buf, true, Vec::new()))
     }
 
     /// RFC 8899 §4.1: a probe is a PING padded to the probe size. It is kept out of the path's
     /// `sent` record, so it is not in flight for congestion control and its loss is neither
     /// congestion nor data loss (§3 item 7, §4.4); the PMTU state machine times it out itself.
-    fn send_pmtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let (path, size) = self.paths.iter().enumerate().find_map(|(i, p)| {
-            (p.can_send() && p.rtt.has_sample()).then(|| p.pmtu.probe_due(now).map(|s| (i, s))).flatten()
-        })?;
+    fn send_pmtu_probe(&mut self, now: Instant, path: usize, size: usize, buf: &mut Vec<u8>) -> Transmit {
         self.begin_packet(path, PacketType::Data, buf);
         Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
         buf.resize(size.max(buf.len()), 0); // PADDING frames (§8)
@@ -296,7 +235,7 @@ impl Connection {
         p.stats.packets_sent += 1;
         p.stats.bytes_sent += buf.len() as u64;
         p.pmtu.on_probe_sent(now, number, size);
-        Some(Transmit { path: path as u8, size: buf.len() })
+        Transmit { path: path as u8, size: buf.len() }
     }
 
     /// The redundant scheduler: a copy of the symbol just written (`frame`, its SYMBOL frame)
@@ -314,32 +253,21 @@ impl Connection {
         }
     }
 
-    /// Sends the oldest queued copy (see [`Self::queue_copies`]) whose path may send now;
-    /// copies whose block was decoded meanwhile are dropped.
-    fn send_copy(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let mss = self.config.max_datagram as u64;
-        let transfer = self.transfer.as_ref()?;
-        let mut may_send = [false; 8];
-        for (i, may) in may_send.iter_mut().enumerate().take(self.paths.len()) {
-            *may = self.data_room(i) >= mss && self.paths[i].next_send <= now;
+    /// Sends the queued copy at index `i` (see [`Self::queue_copies`]; copies whose block was
+    /// decoded meanwhile were dropped by `prepare_data`).
+    fn send_copy(&mut self, now: Instant, i: usize, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (path, symbol, frame) = self.copies.remove(i)?;
+        self.begin_packet(path, PacketType::Data, buf);
+        buf.extend_from_slice(&frame);
+        if let Some(s) = self.transfer.as_mut() {
+            s.sender.on_copy_sent(symbol.block);
         }
-        let paths = self.paths.len();
-        self.copies.retain(|c| c.0 < paths && transfer.sender.block(c.1.block).is_some_and(|b| !b.decoded));
-        let i = self.copies.iter().position(|c| may_send[c.0])?;
-        if let Some((path, symbol, frame)) = self.copies.remove(i) {
-            self.begin_packet(path, PacketType::Data, buf);
-            buf.extend_from_slice(&frame);
-            if let Some(s) = self.transfer.as_mut() {
-                s.sender.on_copy_sent(symbol.block);
-            }
-            self.stats.copies_sent += 1;
-            self.write_control(now, path, buf, 2, self.config.max_datagram);
-            let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
-            self.redundancy.on_symbol(now, event);
-            self.scheduler.on_symbol(now, event);
-            return Some(self.end_packet(now, path, buf, true, vec![symbol]));
-        }
-        None
+        self.stats.copies_sent += 1;
+        self.write_control(now, path, buf, 2, self.config.max_datagram);
+        let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
+        self.redundancy.on_symbol(now, event);
+        self.scheduler.on_symbol(now, event);
+        Some(self.end_packet(now, path, buf, true, vec![symbol]))
     }
 
     pub(super) fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {
@@ -545,7 +473,7 @@ const PART_OVERHEAD: usize = 1 + 8 + 4 + 4 + 4;
 
 /// A piece of a SYMBOL frame waiting to go out on `path`.
 pub(super) struct PartOut {
-    path: usize,
+    pub(super) path: usize,
     id: u64,
     total: u64,
     offset: u64,
