@@ -3,10 +3,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, SymbolHeader, SymbolId};
+use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, SymbolId};
 
-use crate::wire::{BlockAckFrame, Frame, SymbolFrame, Writer};
+use crate::wire::{BlockAckFrame, Writer, MAX_PATHS};
 use crate::Instant;
+use symbol::write_symbol;
 
 /// Most doublings of the release timeout for a block that stays unreleased (see
 /// [`BlockSender::release_deadline`]).
@@ -40,6 +41,9 @@ pub struct SendBlock {
     next_unsent: usize,
     /// Symbols of this block in packets not yet acknowledged or declared lost.
     pub in_flight: u64,
+    /// Symbols of this block sent on each path so far, in flight or settled (the connection
+    /// counts them as their packets go out: [`BlockSender::on_sent_on`]).
+    pub sent_on: [u32; MAX_PATHS as usize],
     /// Symbols of this block acknowledged at packet level. Acknowledged is not innovative: a
     /// duplicate, a repair over sources that all arrived, or a linearly dependent combination
     /// is acknowledged and adds nothing. [`SendBlock::known_dofs`] prefers the receiver's count.
@@ -418,6 +422,7 @@ impl BlockSender {
                 closed: false,
                 next_unsent: 0,
                 in_flight: 0,
+                sent_on: [0; MAX_PATHS as usize],
                 acked: 0,
                 reported: None,
                 report_arrived: None,
@@ -525,6 +530,14 @@ impl BlockSender {
     pub fn on_copy_sent(&mut self, block: u64) {
         if let Some(b) = self.block_mut(block) {
             b.on_sent();
+        }
+    }
+
+    /// A symbol of `block` written earlier went out on `path` (the packet's path, which the
+    /// writes do not know): counted in [`SendBlock::sent_on`].
+    pub fn on_sent_on(&mut self, block: u64, path: u8) {
+        if let Some(n) = self.block_mut(block).and_then(|b| b.sent_on.get_mut(usize::from(path))) {
+            *n = n.saturating_add(1);
         }
     }
 
@@ -767,31 +780,6 @@ impl BlockSender {
     }
 }
 
-/// A source symbol goes without its trailing zero bytes (the padding after the last pipe frame
-/// of a write, PROTOCOL.md §8.10) when leaving them off saves more than their count costs.
-fn write_symbol(
-    w: &mut Writer<'_>,
-    block: u64,
-    id: SymbolId<'_>,
-    block_len: Option<u16>,
-    payload: &[u8],
-    short: bool,
-) {
-    let mut trailing_zeros = 0;
-    let mut payload = payload;
-    if short && matches!(id, SymbolId::Source { .. }) {
-        let end = payload.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        let zeros = payload.len() - end;
-        if crate::wire::varint_len(zeros as u64) < zeros {
-            // A symbol is at most MAX_SYMBOL (16384) bytes.
-            trailing_zeros = zeros as u16;
-            payload = &payload[..end];
-        }
-    }
-    let header = SymbolHeader { block, id };
-    let frame = Frame::Symbol(SymbolFrame { header, block_len, payload, trailing_zeros });
-    frame.write(w).expect("symbol frames built here are valid");
-}
-
+mod symbol;
 #[cfg(test)]
 mod tests;

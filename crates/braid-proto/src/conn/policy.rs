@@ -11,8 +11,8 @@ use braid_fec::CodeFamily;
 
 use crate::cc::{CcAlgorithm, CongestionController, RttEstimator};
 use crate::redundancy::{
-    CtcpRepair, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController, RepairPlacement, Sato,
-    TcpIr, XorGroups,
+    Adaptive, CtcpRepair, Dfec, Fmtcp, NoRedundancy, PerPath, Redundancy, RedundancyController,
+    RepairPlacement, Sato, TcpIr, XorGroups,
 };
 use crate::sched::SchedulerKind;
 
@@ -275,7 +275,7 @@ impl Mode {
                 Box::new(PerPath::<XorGroups<Dfec>>::default())
             }
             Mode::MptcpDfec => Box::new(XorGroups::new(Dfec::default())),
-            Mode::Braid => Box::new(adaptive),
+            Mode::Braid => Box::new(Adaptive::new(adaptive)),
             Mode::Tcp => Box::new(NoRedundancy),
             Mode::Ctcp => Box::new(CtcpRepair::default()),
             Mode::Fmtcp => Box::new(Fmtcp::default()),

@@ -293,6 +293,10 @@ impl Connection {
         if ack_eliciting {
             self.tail_probes &= !(1 << path);
         }
+        if let Some(t) = self.transfer.as_mut() {
+            // Where each block's symbols went (braid's margin weighs them by the path's loss).
+            symbols.iter().for_each(|s| t.sender.on_sent_on(s.block, path as u8));
+        }
         let packet = SentPacket {
             number,
             time: now,

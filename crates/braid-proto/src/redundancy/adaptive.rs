@@ -6,10 +6,18 @@
 //! repair. Each loss of one of the block's symbols uses up one unit of the margin, and losses
 //! beyond it are replaced one for one at once, with no round trip beyond detection
 //! (`Redundancy::deficit`).
+//!
+//! Across paths ([`Adaptive`]), the margin is sized with the loss estimate of the path that
+//! would send the repair, and each symbol of the block already sent on another path counts by
+//! that path's own estimate: a block whose sources went over a lossy path gets its margin from
+//! a clean one at once, and one sent over a clean path is not repaired as if it had crossed the
+//! lossy path that happens to ask (docs/DEVIATIONS.md, "braid's margin across paths").
 
-use super::{RedundancyController, SatoConfig};
+use super::{RedundancyController, RedundancyEvent, SatoConfig};
 use crate::blocks::{SendBlock, Tail};
 use crate::view::PathView;
+use crate::wire::MAX_PATHS;
+use crate::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Redundancy {
@@ -66,17 +74,16 @@ impl Default for Redundancy {
 }
 
 impl Redundancy {
-    /// Repair symbols `block` should get now, given the path's loss estimates: a tail's margin
-    /// is sized with the larger of the fast and the long estimate. The fast one (an EWMA over
-    /// 64 packets) swings from 0.4 % to 3 % between losses at 2 % random loss, and a tail whose
-    /// margin was sized in a dip waited a round trip for reactive repair.
-    fn deficit_on(&self, block: &SendBlock, path: &PathView) -> u64 {
-        let p = if block.tail.is_some() { path.loss.max(path.loss_long) } else { path.loss };
-        self.deficit(block, p)
+    /// Repair symbols `block` should get now, given loss estimate `p` (every symbol of the
+    /// block taken to cross a path with that loss).
+    pub fn deficit(&self, block: &SendBlock, p: f64) -> u64 {
+        self.deficit_across(block, p, 0.0)
     }
 
-    /// Repair symbols `block` should get now, given loss estimate `p`.
-    pub fn deficit(&self, block: &SendBlock, p: f64) -> u64 {
+    /// [`Self::deficit`] for repair sent on a path with loss `p`, where the symbols of the block
+    /// already sent on other paths are expected to deliver `bonus` more (in symbols of the
+    /// sending path; negative if they crossed lossier paths): see [`Adaptive`].
+    fn deficit_across(&self, block: &SendBlock, p: f64, bonus: f64) -> u64 {
         if block.decoded || !block.all_sources_sent() || block.is_empty() {
             return 0;
         }
@@ -101,8 +108,16 @@ impl Redundancy {
             None => self.target_failure,
         };
         let margin = symbols_for(len, p, delta) - len;
-        let mut wanted = missing + margin.saturating_sub(block.lost);
-        if block.tail.is_some() && block.lost > margin {
+        // What is left of it: the symbols sent elsewhere used up (or add) their share too.
+        let (left, spent) = if bonus == 0.0 {
+            (margin.saturating_sub(block.lost), block.lost > margin)
+        } else {
+            let left = margin as f64 - block.lost as f64 - bonus;
+            // To the nearest symbol: rounded up, a bonus of a tenth of a symbol cost a whole one.
+            (left.round().max(0.0) as u64, left < -0.5)
+        };
+        let mut wanted = missing + left;
+        if block.tail.is_some() && spent {
             // A tail's reactive round: what it still lacks, with the round's own margin (in
             // flight counts toward it, so the count is the same before and after each send).
             wanted = wanted.max(symbols_for(missing, p, self.tail_repair_failure));
@@ -111,7 +126,67 @@ impl Redundancy {
     }
 }
 
-impl RedundancyController for Redundancy {
+/// braid's redundancy controller: [`Redundancy`]'s δ̂ rule with every path's loss estimate.
+///
+/// FMTCP's Eq. 4 sizes a block's margin with one loss rate. A block of braid's may cross several
+/// paths, and the rule is asked by whichever path is about to send. The margin is sized, as
+/// before, for the block's length at the asking path's loss pₐ; each symbol of the block sent
+/// on another path i ([`SendBlock::sent_on`], in flight or settled) then counts by its expected
+/// delivery, (1 − pᵢ) / (1 − pₐ) symbols of the asking path's, instead of one. Equivalently,
+/// the margin left shrinks by Σᵢ sᵢ (pₐ − pᵢ) / (1 − pₐ): symbols sent over a cleaner path
+/// than the asking one used up less of it, over a lossier one more, before their losses are
+/// even known. With every symbol on the asking path (one path, or equal estimates) this is
+/// exactly [`Redundancy::deficit`]. Counting what was sent rather than only what is in flight
+/// keeps the whole-block margin consistent: a symbol delivered over the clean path leaves the
+/// in-flight count but not the margin's budget, which would then be re-sized as if it had
+/// crossed the lossy path.
+///
+/// Only a margin sent ahead of new data is weighed so: a tail's (a video frame, a request), or
+/// every block's with `margin_ahead_of_data`. A bulk block's margin goes only in capacity new
+/// data leaves unused, and there the asking path's own rule stays: weighed by path, the spare
+/// repairs a 50 %-loss path sent for blocks that went over the clean one stopped, and with them
+/// most of what that path carried (FMTCP Table II case 4, braid: 12.74 → 9.70 Mbit/s, the paths'
+/// split 69/31 → 98/2).
+#[derive(Debug, Clone)]
+pub struct Adaptive {
+    config: Redundancy,
+    /// Each path's (loss, long loss) estimates, as its latest view showed them.
+    losses: [Option<(f64, f64)>; MAX_PATHS as usize],
+}
+
+impl Adaptive {
+    pub fn new(config: Redundancy) -> Adaptive {
+        Adaptive { config, losses: [None; MAX_PATHS as usize] }
+    }
+
+    /// Repair symbols `block` should get now if sent on `path`: a tail's margin is sized with
+    /// the larger of the fast and the long estimate. The fast one (an EWMA over 64 packets)
+    /// swings from 0.4 % to 3 % between losses at 2 % random loss, and a tail whose margin was
+    /// sized in a dip waited a round trip for reactive repair.
+    fn deficit_on(&self, block: &SendBlock, path: &PathView) -> u64 {
+        let estimate = |loss: f64, long: f64| {
+            let p = if block.tail.is_some() { loss.max(long) } else { loss };
+            p.max(self.config.min_loss).clamp(0.0, 0.9)
+        };
+        let p = estimate(path.loss, path.loss_long);
+        if !(self.config.margin_ahead_of_data || block.tail.is_some()) {
+            // A margin sent only as spare capacity keeps the asking path's rule (see above).
+            return self.config.deficit_across(block, p, 0.0);
+        }
+        let mut bonus = 0.0;
+        for (i, &sent) in block.sent_on.iter().enumerate() {
+            if sent == 0 || i == usize::from(path.path) {
+                continue;
+            }
+            // A path never heard of counts as the asking one.
+            let Some((loss, long)) = self.losses[i] else { continue };
+            bonus += f64::from(sent) * (p - estimate(loss, long));
+        }
+        self.config.deficit_across(block, p, bonus / (1.0 - p))
+    }
+}
+
+impl RedundancyController for Adaptive {
     fn name(&self) -> &'static str {
         "adaptive"
     }
@@ -119,7 +194,7 @@ impl RedundancyController for Redundancy {
     /// Known losses are replaced at once, ahead of new data (and the margin too, if
     /// `margin_ahead_of_data`).
     fn repairs_wanted(&self, block: &SendBlock, path: &PathView) -> u64 {
-        if self.margin_ahead_of_data || block.tail.is_some() {
+        if self.config.margin_ahead_of_data || block.tail.is_some() {
             return self.deficit_on(block, path);
         }
         if block.decoded || !block.all_sources_sent() {
@@ -132,6 +207,14 @@ impl RedundancyController for Redundancy {
     /// The proactive margin goes out whenever the path has room and no new data is waiting.
     fn spare_repairs(&self, block: &SendBlock, path: &PathView) -> u64 {
         self.deficit_on(block, path).saturating_sub(self.repairs_wanted(block, path))
+    }
+
+    /// Every event comes with its path's view: its loss estimates are kept for the blocks that
+    /// path carried.
+    fn on_event(&mut self, _now: Instant, _event: RedundancyEvent, path: &PathView) {
+        if let Some(l) = self.losses.get_mut(usize::from(path.path)) {
+            *l = Some((path.loss, path.loss_long));
+        }
     }
 }
 
@@ -288,13 +371,13 @@ mod tests {
         while let Some(s) = tx.write_next_source(&mut Writer::new(&mut out)) {
             sent.push(s);
         }
-        let r = Redundancy::default();
+        let r = Adaptive::new(Redundancy::default());
         let (v, block) = (view(0.05), |tx: &BlockSender| tx.blocks().next().map(|b| (b.in_flight, b.lost)));
         let b = tx.blocks().next().unwrap();
         // 64 / 0.95 = 67.4 → 68 symbols: a margin of 4, nothing known lost yet.
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (0, 4));
         // Latency first: the same margin, ahead of new data.
-        let ahead = Redundancy { margin_ahead_of_data: true, ..Redundancy::default() };
+        let ahead = Adaptive::new(Redundancy { margin_ahead_of_data: true, ..Redundancy::default() });
         assert_eq!((ahead.repairs_wanted(b, &v), ahead.spare_repairs(b, &v)), (4, 0));
         for s in &sent[..3] {
             tx.on_symbol_lost(*s, false);
@@ -326,7 +409,7 @@ mod tests {
         for _ in 0..14 {
             tx.push_source(&[7; 16]).unwrap();
         }
-        let (r, v) = (Redundancy::default(), view(0.02));
+        let (r, v) = (Adaptive::new(Redundancy::default()), view(0.02));
         let mut bulk = BlockSender::new(config, 4);
         for _ in 0..14 {
             bulk.push_source(&[7; 16]).unwrap();
@@ -392,8 +475,71 @@ mod tests {
         assert_eq!(b.tail, Some(Tail::Request));
         // δ̂ = 0.01: 15 symbols succeed with 0.965, 16 with 0.996.
         assert_eq!(symbols_for(14, 0.02, 0.01), 16);
-        let (r, v) = (Redundancy::default(), view(0.02));
+        let (r, v) = (Adaptive::new(Redundancy::default()), view(0.02));
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (2, 0));
+    }
+
+    /// 64 sources of one closed block, all sent, the i-th on path `on(i)`.
+    fn sent_across(on: impl Fn(usize) -> u8) -> crate::blocks::BlockSender {
+        use crate::blocks::BlockSender;
+        use crate::wire::Writer;
+        use braid_fec::{CodeFamily, CodecConfig};
+        let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..64 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        for i in 0..64 {
+            tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+            tx.on_sent_on(0, on(i));
+        }
+        tx
+    }
+
+    /// Across paths each symbol counts by the loss of the path it crossed (for a margin sent
+    /// ahead of data): a block sent over the clean path is not given the lossy asking path's
+    /// margin, one sent over the lossy path gets its expected loss from the clean one at once,
+    /// and the margin left does not grow back as the clean path's symbols are acknowledged.
+    #[test]
+    fn symbols_count_by_the_loss_of_the_path_they_crossed() {
+        let (clean, lossy) = (view(0.0), PathView { path: 1, ..view(0.2) });
+        let ahead = Redundancy { margin_ahead_of_data: true, ..Redundancy::default() };
+        let (mut r, mut spare) = (Adaptive::new(ahead), Adaptive::new(Redundancy::default()));
+        let sent = RedundancyEvent::Sent { repair: false, retransmission: false };
+        for v in [&clean, &lossy] {
+            r.on_event(Instant::ZERO, sent, v);
+            spare.on_event(Instant::ZERO, sent, v);
+        }
+        let m = symbols_for(64, 0.2, 0.5) - 64;
+        assert!((16..=17).contains(&m), "64 / 0.8 = 80 symbols: {m}");
+        // All on the lossy path: the one-path rule, whichever path asks for the margin's repairs
+        // (from the clean path, its 12.8 expected losses, rounded up).
+        let tx = sent_across(|_| 1);
+        let b = tx.blocks().next().unwrap();
+        assert_eq!(r.repairs_wanted(b, &lossy), m);
+        assert_eq!(r.repairs_wanted(b, &lossy), Redundancy::default().deficit(b, 0.2));
+        assert_eq!(r.repairs_wanted(b, &clean), 13);
+        assert_eq!(Redundancy::default().deficit(b, 0.0), 0, "the asking path's rule: none");
+        // All on the clean path: asked from the lossy one, the 16 it expects lost are not.
+        let tx = sent_across(|_| 0);
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((r.repairs_wanted(b, &lossy), r.repairs_wanted(b, &clean)), (m - 16, 0));
+        // Sent only as spare capacity, the margin keeps the asking path's rule.
+        assert_eq!(spare.spare_repairs(b, &lossy), m);
+        // Half on each, asked from the lossy path: 32 × 0.2 / 0.8 = 8 fewer than its own rule.
+        let mut tx = sent_across(|i| (i % 2) as u8);
+        let b = tx.blocks().next().unwrap();
+        assert_eq!(r.repairs_wanted(b, &lossy), m - 8);
+        // The clean path's 32 acknowledged: what is missing and what is in flight fall alike.
+        for _ in 0..32 {
+            tx.on_symbol_acked(0);
+        }
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((b.in_flight, b.known_dofs()), (32, 32));
+        assert_eq!(r.repairs_wanted(b, &lossy), m - 8);
+        // A path the controller never heard of counts as the asking one.
+        let fresh = Adaptive::new(ahead);
+        assert_eq!(fresh.repairs_wanted(b, &lossy), Redundancy::default().deficit(b, 0.2));
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod xor;
 use std::fmt;
 
 pub use adaptive::symbols_for;
-pub use adaptive::Redundancy;
+pub use adaptive::{Adaptive, Redundancy};
 pub use ctcp::CtcpRepair;
 pub use dfec::Dfec;
 pub use fmtcp::{appended_symbols, failure_probability, Fmtcp, SubflowLoss};

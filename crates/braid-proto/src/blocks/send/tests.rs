@@ -1,10 +1,10 @@
 //! Unit tests of the block sender, each driving a real BlockReceiver through written frames.
 
-use braid_fec::{CodeFamily, Received};
+use braid_fec::{CodeFamily, Received, SymbolHeader};
 
 use super::*;
 use crate::blocks::BlockReceiver;
-use crate::wire::FrameIter;
+use crate::wire::{Frame, FrameIter, SymbolFrame};
 
 fn config() -> CodecConfig {
     CodecConfig { symbol_size: 32, max_block_len: 8, ..CodecConfig::new(CodeFamily::Rlnc) }
@@ -119,7 +119,7 @@ fn pinned_retransmissions_and_per_path_blocks() {
 /// out and the block is released.
 #[test]
 fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_timeout() {
-    use crate::redundancy::{Redundancy, RedundancyController};
+    use crate::redundancy::{Adaptive, Redundancy, RedundancyController};
     use crate::view::PathView;
     let mut tx = BlockSender::new(config(), 4);
     let mut rx = BlockReceiver::new(config(), 4);
@@ -145,7 +145,7 @@ fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_time
     let b = tx.blocks().next().unwrap();
     assert_eq!((b.acked, b.reported, b.acked_since_report), (3, Some(3), 3));
     assert_eq!(b.known_dofs(), 4, "the over-count this test is about");
-    let (policy, view) = (Redundancy::default(), PathView::default());
+    let (policy, view) = (Adaptive::new(Redundancy::default()), PathView::default());
     assert_eq!(policy.repairs_wanted(b, &view), 0);
 
     let (t0, pto) = (Instant::from_micros(1_000_000), Duration::from_millis(450));
@@ -176,7 +176,7 @@ fn a_block_believed_complete_but_unreleased_gets_a_repair_after_the_release_time
 /// missing symbol at once; one sent after it is.
 #[test]
 fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
-    use crate::redundancy::{Redundancy, RedundancyController};
+    use crate::redundancy::{Adaptive, Redundancy, RedundancyController};
     use crate::view::PathView;
     let mut tx = BlockSender::new(config(), 4);
     let mut rx = BlockReceiver::new(config(), 4);
@@ -203,7 +203,7 @@ fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
     }
     let b = tx.blocks().next().unwrap();
     assert_eq!((b.acked, b.acked_since_report, b.known_dofs()), (3, 0, 3));
-    assert_eq!(Redundancy::default().repairs_wanted(b, &PathView::default()), 1);
+    assert_eq!(Adaptive::new(Redundancy::default()).repairs_wanted(b, &PathView::default()), 1);
     let mut out = Vec::new();
     let repair = tx.write_repair(0, &mut Writer::new(&mut out)).unwrap().unwrap();
     tx.on_symbol_acked_at(repair.block, at(100_000));
