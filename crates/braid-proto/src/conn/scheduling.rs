@@ -117,6 +117,7 @@ impl Connection {
                 oldest_unacked_age: p.sent.first_key_value().map_or(Duration::ZERO, |(_, s)| at - s.time),
                 ready: self.data_room(i) >= mss && p.next_send <= at,
                 measured: p.rtt.has_sample(),
+                model: p.cc.model_view(),
             };
             n += 1;
         }

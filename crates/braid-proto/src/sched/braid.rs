@@ -15,6 +15,22 @@
 //! - d_f + (SRTT_f − τ_f) + (k − R_f) / r_f beyond: the ACK clock frees the window at r_f
 //!   from the moment the oldest packet is acknowledged.
 //!
+//! When the path's congestion controller keeps a model of it (braid's own, `cc/model.rs`:
+//! BBRv3's BtlBw and RTprop, draft-ietf-ccwg-bbr §2.9–2.10, and the queue its last round's
+//! smallest RTT showed), the model replaces the window's view of the path:
+//!
+//! - RTT_f = RTprop_f + q_f (the min RTT plus the model's queue estimate) stands for SRTT_f:
+//!   SRTT lags a round and carries every transient queue, Startup's included;
+//! - r_f = BtlBw_f / MSS: a model-paced window is ~1.25 BDP plus headroom (more in UP or beside
+//!   a competitor), so W_f / SRTT_f overstates what the path delivers by that headroom;
+//! - the k-th further packet arrives at d_f + k / r_f, not sooner than the bottleneck passes it,
+//!   however fast the pacer sends into its queue; packets beyond the room go when the ACK
+//!   clock frees the window, the first at RTT_f − τ_f: so at
+//!   d_f + max(k / r_f, RTT_f − τ_f + (k − R_f) / r_f).
+//!
+//! The model counts only once it has a bandwidth estimate and a completed round; before that,
+//! and for controllers without one (NewReno, CUBIC, LIA), the window rule above.
+//!
 //! FMTCP's EDT instead charges a loss a whole RTO on the same path (Eq. 8), and its EAT a whole
 //! RT per window (Eq. 10); with coding a loss is replaced on whichever path is best, so here a
 //! loss only makes a path's packets count for (1 − p_f) of a symbol delivered. When path f_p
@@ -65,30 +81,55 @@ impl Model {
         m
     }
 
-    /// The path's one-way delay: its SRTT less the ACK's way back.
+    /// The path's one-way delay: its round trip less the ACK's way back.
     fn one_way(&self, p: &PathInfo) -> f64 {
-        (p.view.smoothed_rtt.as_secs_f64() - self.ack_return).max(0.0)
+        (rtt(p) - self.ack_return).max(0.0)
     }
 }
 
-/// Packets per second the path's window sustains.
-fn rate(p: &PathInfo) -> f64 {
-    p.window_packets() as f64 / p.view.smoothed_rtt.as_secs_f64().max(1e-6)
+/// The controller's model of the path, once it has measured something: a bandwidth estimate
+/// and a completed round's queue.
+fn path_model(p: &PathInfo) -> Option<PathModel> {
+    let m = p.model?;
+    let queue = m.queue?;
+    let packets = m.bandwidth / p.view.mss.max(1) as f64;
+    (packets.is_finite() && packets > 0.0)
+        .then_some(PathModel { rtt: p.view.min_rtt.as_secs_f64() + queue.as_secs_f64(), rate: packets })
 }
 
-/// A loss is detected this many SRTTs after sending (RFC 9002's time threshold).
+/// What braid's scheduler takes from a path's model.
+struct PathModel {
+    /// RTprop plus the queue the last round saw, in seconds.
+    rtt: f64,
+    /// The bottleneck bandwidth estimate, packets per second.
+    rate: f64,
+}
+
+/// The path's round trip: the model's (min RTT plus queue), else the smoothed RTT.
+fn rtt(p: &PathInfo) -> f64 {
+    path_model(p).map_or_else(|| p.view.smoothed_rtt.as_secs_f64(), |m| m.rtt)
+}
+
+/// Packets per second the path delivers: the model's bottleneck bandwidth, else what its window
+/// sustains over the smoothed RTT.
+fn rate(p: &PathInfo) -> f64 {
+    path_model(p)
+        .map_or_else(|| p.window_packets() as f64 / p.view.smoothed_rtt.as_secs_f64().max(1e-6), |m| m.rate)
+}
+
+/// A loss is detected this many RTTs after sending (RFC 9002's time threshold).
 const LOSS_DETECTION_RTTS: f64 = 9.0 / 8.0;
 
 /// The expected delay a loss adds to a symbol sent on `p`: with probability p it is replaced
 /// once the loss is detected, on the fastest path.
 fn loss_delay(p: &PathInfo, m: &Model) -> f64 {
     let loss = p.view.loss.clamp(0.0, 0.99);
-    loss * (LOSS_DETECTION_RTTS * p.view.smoothed_rtt.as_secs_f64() + m.fastest)
+    loss * (LOSS_DETECTION_RTTS * rtt(p) + m.fastest)
 }
 
 /// How long a packet beyond the window waits for the first ACK to free room.
 fn ack_wait(p: &PathInfo) -> f64 {
-    (p.view.smoothed_rtt.as_secs_f64() - p.oldest_unacked_age.as_secs_f64()).max(0.0)
+    (rtt(p) - p.oldest_unacked_age.as_secs_f64()).max(0.0)
 }
 
 /// When the symbol in the path's next packet is expected at the receiver, in seconds from now
@@ -113,10 +154,16 @@ fn deliveries_before(f: &PathInfo, deadline: f64, m: &Model, ties: bool, cap: f6
     };
     let r = rate(f);
     let start = m.one_way(f) + loss_delay(f, m);
-    // Within the room, paced; beyond it, clocked by ACKs from the first one's return.
-    let paced = count(deadline - start, PACING_GAIN * r).min(f.room_packets() as f64);
+    let room = f.room_packets() as f64;
     let clocked = count(deadline - start - ack_wait(f), r);
-    (paced + clocked).min(cap)
+    let n = if path_model(f).is_some() {
+        // One bottleneck at r: the room and then the ACK-clocked packets, in line behind it.
+        count(deadline - start, r).min(room + clocked)
+    } else {
+        // Within the room, paced; beyond it, clocked by ACKs from the first one's return.
+        count(deadline - start, PACING_GAIN * r).min(room) + clocked
+    };
+    n.min(cap)
 }
 
 impl ArrivalTime {
@@ -187,8 +234,10 @@ impl Scheduler for ArrivalTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::ModelView;
     use crate::sched::testing::{block, path};
     use crate::sched::ExpectedArrival;
+    use crate::view::PathView;
     use crate::Instant;
 
     fn pick(paths: &[PathInfo], blocks: &[BlockView]) -> Option<Pick> {
@@ -219,6 +268,63 @@ mod tests {
         let mut full = path(0, 100, 0.0, 100, 100);
         full.oldest_unacked_age = std::time::Duration::from_millis(40);
         assert!((expected_delivery(&full, &M) - 0.11).abs() < 1e-9);
+    }
+
+    /// `path`'s numbers with a model: `bw` packets/s (of 1000 bytes), a queue of `queue_ms`.
+    fn modelled(p: PathInfo, bw: f64, queue_ms: u64) -> PathInfo {
+        let queue = Some(std::time::Duration::from_millis(queue_ms));
+        PathInfo { model: Some(ModelView { bandwidth: bw * 1000.0, queue, round: 10, round_rate: 0.0 }), ..p }
+    }
+
+    #[test]
+    fn model_arrival_by_hand() {
+        // Min RTT 100 ms, SRTT 130 ms, a 10 ms queue: the model's RTT is 110 ms, the one-way
+        // delay 60 ms (not SRTT's 80 ms). 500 packets/s, 20 packets of room in a 100-packet
+        // window (the window would say 100 / 0.13 = 769/s, paced at 962/s).
+        let mut f = path(0, 100, 0.0, 100, 80);
+        f.view.smoothed_rtt = std::time::Duration::from_millis(130);
+        let f = modelled(f, 500.0, 10);
+        assert!((expected_delivery(&f, &M) - 0.06).abs() < 1e-9);
+        // By 70.1 ms: 10.1 ms at the bottleneck's 500/s = 5.05 → 6 packets (the window's rule
+        // counts 8 at the pacer's 962/s from 80 ms: none).
+        assert_eq!(deliveries_before(&f, 0.0701, &M, false, 1e9), 6.0);
+        // By 200.1 ms: 140.1 ms at 500/s would be 71, but past the 20 of room each packet
+        // waits for an ACK, the first 110 ms after sending: 20 + 30.1 ms × 500/s = 20 + 16.
+        assert_eq!(deliveries_before(&f, 0.2001, &M, false, 1e9), 36.0);
+        assert_eq!(deliveries_before(&f, 0.2001, &M, false, 30.0), 30.0, "capped");
+        assert_eq!(deliveries_before(&f, 0.06, &M, false, 1e9), 0.0);
+        assert_eq!(deliveries_before(&f, 0.06, &M, true, 1e9), 1.0, "a tie counts for a lower index");
+        // 1 % loss: replaced after 9/8 of the model's RTT on the fastest path (50 ms):
+        // 0.01 × (123.75 + 50) = 1.7375 ms later.
+        let lossy = PathInfo { view: PathView { loss: 0.01, ..f.view }, ..f };
+        assert!((expected_delivery(&lossy, &M) - 0.0617375).abs() < 1e-9);
+        // A full window waits for the first ACK: the model's RTT − τ = 110 − 40 ms.
+        let mut full = modelled(path(0, 100, 0.0, 100, 100), 500.0, 10);
+        full.oldest_unacked_age = std::time::Duration::from_millis(40);
+        assert!((expected_delivery(&full, &M) - 0.13).abs() < 1e-9);
+        // Before a round has completed (no queue) or with no bandwidth measured: SRTT's rule.
+        let mut early = f;
+        early.model = early.model.map(|m| ModelView { queue: None, ..m });
+        assert!((expected_delivery(&early, &M) - 0.08).abs() < 1e-9);
+        let mut idle = f;
+        idle.model = idle.model.map(|m| ModelView { bandwidth: 0.0, ..m });
+        assert!((expected_delivery(&idle, &M) - 0.08).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_model_paced_window_does_not_count_as_rate() {
+        // The fast path's window is a model's 1.25 BDP + 2 packets (127 for 1000 packets/s over
+        // 100 ms), 17 of it free. The slow path (500 ms) is expected at 450 ms. By the window
+        // the fast one delivers 17 + (400 − 100) ms × 1270/s = 398 before that: six blocks of
+        // 64 and more, so the slow path would wait. By the model, 17 + 300 = 317: block 4 is
+        // still short by 3.
+        let blocks: Vec<BlockView> = (0..6).map(|i| block(i, 64, 64, 0)).collect();
+        let window = PathInfo { ready: false, ..path(0, 100, 0.0, 127, 110) };
+        let slow = path(1, 500, 0.0, 100, 0);
+        assert_eq!(pick(&[window, slow], &blocks), None);
+        let model = modelled(window, 1000.0, 0);
+        assert_eq!(pick(&[model, modelled(slow, 200.0, 0)], &blocks), Some(Pick { path: 1, block: Some(4) }));
+        assert_eq!(pick(&[model, slow], &blocks), Some(Pick { path: 1, block: Some(4) }));
     }
 
     #[test]

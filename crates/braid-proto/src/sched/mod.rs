@@ -33,6 +33,7 @@ pub use minrtt::MinRtt;
 pub use redundant::Redundant;
 pub use roundrobin::RoundRobin;
 
+use crate::cc::ModelView;
 use crate::view::{PathView, SymbolEvent};
 use crate::Instant;
 
@@ -50,6 +51,9 @@ pub struct PathInfo {
     pub ready: bool,
     /// The path has an RTT sample; without one its RTT is RFC 9002 §6.2.2's 333 ms guess.
     pub measured: bool,
+    /// The path's congestion controller's model, if it keeps one (bottleneck bandwidth and
+    /// queue, `cc/model.rs`): braid's scheduler takes its rate and delay from it.
+    pub model: Option<ModelView>,
 }
 
 impl PathInfo {
@@ -311,6 +315,7 @@ pub(crate) mod testing {
             oldest_unacked_age: Duration::ZERO,
             ready: in_flight < window,
             measured: true,
+            model: None,
         }
     }
 
