@@ -118,6 +118,11 @@ struct PathJson {
     timeouts: u64,
     datagrams_received: u64,
     emulated_drops: u64,
+    /// The paths the controller judges to share this one's bottleneck (a bit per path).
+    shared_with: u8,
+    /// A model-based controller's bandwidth estimate (Mbit/s) and its last round's queue (ms).
+    model_mbps: f64,
+    model_queue_ms: f64,
 }
 
 /// One interval's JSON report: the paths and the connection's counters.
@@ -158,6 +163,9 @@ pub fn report(samples: &[PathSample], c: &ConnectionStats, elapsed: Duration) ->
                 timeouts: r.stats.timeouts,
                 datagrams_received: r.datagrams_received,
                 emulated_drops: r.emulated_drops,
+                shared_with: r.stats.shared_with,
+                model_mbps: rounded(r.stats.model_bandwidth as f64 * 8e-6, 3),
+                model_queue_ms: rounded(r.stats.model_queue_us as f64 * 1e-3, 3),
             }
         })
         .collect();
@@ -235,6 +243,7 @@ impl StatsOpts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use braid_proto::conn::PathStats;
 
     /// A report is one JSON object whose numbers carry the report's precision; a rate that is
     /// not a number is `null` (JSON has no NaN).
@@ -246,6 +255,12 @@ mod tests {
             srtt: Duration::from_micros(12_345_678),
             loss: 0.012_345_678,
             cwnd: 4096,
+            stats: PathStats {
+                shared_with: 0b101,
+                model_bandwidth: 2_500_000,
+                model_queue_us: 12_345,
+                ..PathStats::default()
+            },
             ..PathReport::default()
         };
         let samples = [PathSample { report: path, send_mbps: 1.234_56, recv_mbps: f64::NAN }];
@@ -260,6 +275,8 @@ mod tests {
         assert_eq!(p["srtt_ms"], 12_345.678);
         assert_eq!(p["loss"], 0.012_35);
         assert_eq!(p["cwnd"], 4096);
+        assert_eq!(p["shared_with"], 5);
+        assert_eq!((p["model_mbps"].as_f64(), p["model_queue_ms"].as_f64()), (Some(20.0), Some(12.345)));
         assert_eq!(p["send_mbps"], 1.235);
         assert!(p["recv_mbps"].is_null(), "{line}");
     }

@@ -174,6 +174,12 @@ pub trait CongestionController: Send + fmt::Debug {
         None
     }
 
+    /// The paths this controller judges to share its path's bottleneck, one bit per path index
+    /// (for statistics; only a coupled controller that detects sharing has any).
+    fn shared_with(&self) -> u8 {
+        0
+    }
+
     /// A congestion event for a packet sent at `sent`. Controllers react at most once per round
     /// trip: events for packets sent before the last reduction are ignored (RFC 6582 §3.2).
     fn on_congestion(&mut self, now: Instant, sent: Instant, signal: Congestion);

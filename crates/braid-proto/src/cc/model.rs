@@ -674,6 +674,10 @@ impl CongestionController for ModelCc {
         })
     }
 
+    fn shared_with(&self) -> u8 {
+        self.coupling.shared_mask()
+    }
+
     fn on_sent(&mut self, _now: Instant, _bytes: u64, in_flight: u64) {
         self.in_flight = in_flight;
     }

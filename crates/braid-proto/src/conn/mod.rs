@@ -452,6 +452,9 @@ impl Connection {
             .map(|p| PathStats {
                 timeouts: p.stats.timeouts + p.cc.timeouts(),
                 fast_recoveries: p.cc.fast_recoveries(),
+                shared_with: p.cc.shared_with(),
+                model_bandwidth: p.cc.model_view().map_or(0, |m| m.bandwidth as u64),
+                model_queue_us: p.cc.model_view().and_then(|m| m.queue).map_or(0, |q| q.as_micros() as u64),
                 ..p.stats
             })
             .collect()

@@ -147,6 +147,11 @@ impl Coupling {
         self.shared_views().map(|(i, v)| (i, v.bandwidth)).filter(|(_, b)| b.is_finite() && *b > 0.0)
     }
 
+    /// The paths judged to share this one's bottleneck, one bit per path index.
+    pub(super) fn shared_mask(&self) -> u8 {
+        self.shared_views().filter(|&(i, _)| i < 8).fold(0, |m, (i, _)| m | 1 << i)
+    }
+
     /// The views of the paths judged to share this one's bottleneck, with their indices.
     fn shared_views(&self) -> impl Iterator<Item = (usize, ModelView)> + '_ {
         self.peers
@@ -194,11 +199,13 @@ mod tests {
         // The same queue, give or take a few ms, round after round.
         let c = after(6, |r| 20 + r % 3, |r| 21 + r % 2);
         assert_eq!(c.share(1e6), 0.5);
+        assert_eq!(c.shared_mask(), 0b10, "path 0 judges path 1 shared");
         assert!(c.leads(1e6), "equal bandwidth: the lower index leads");
         assert!(!c.leads(0.9e6));
         // Only a queue says anything: empty queues leave the verdict where it was.
         let idle = after(20, |_| 0, |_| 1);
         assert_eq!(idle.share(1e6), 1.0);
+        assert_eq!(idle.shared_mask(), 0);
     }
 
     #[test]

@@ -138,6 +138,13 @@ pub struct PathStats {
     pub retransmissions: u64,
     /// Fast-recovery episodes, where the congestion controller counts them (`newreno-ns3`).
     pub fast_recoveries: Option<u64>,
+    /// The paths the congestion controller judges to share this one's bottleneck, one bit per
+    /// path index (braid's coupled controller; 0 for the others).
+    pub shared_with: u8,
+    /// A model-based controller's bottleneck bandwidth estimate, bytes/s (0 without a model).
+    pub model_bandwidth: u64,
+    /// ... and the queue its last completed round saw, µs (0 without a model or a round).
+    pub model_queue_us: u64,
 }
 
 impl Path {
