@@ -23,6 +23,8 @@ use crate::report::Row;
 use crate::sys;
 
 static PORT: AtomicU16 = AtomicU16::new(5001);
+/// The longest an external server's UDP socket is waited for before its client starts.
+const SERVER_BIND_WAIT: Duration = Duration::from_secs(5);
 
 /// The steady-state goodput window starts this long after the first connect.
 const STEADY_FROM: Duration = Duration::from_secs(2);
@@ -223,6 +225,12 @@ impl Flow {
             let (s, e) = (sink_addr.to_string(), Self::entry(contender, port).to_string());
             let own = port.wrapping_add(20000);
             helpers.0.push(spawn_helper(&tb.server_ns, &expand(&ext.server_cmd, &s, &e, own, paths))?);
+            if ext.server_cmd.contains("{port}") {
+                // The client's first datagram must find the server's socket: on a loaded machine
+                // the server took longer to bind than the client to send, and the client, refused,
+                // gave up (its row: goodput 0). A server that never binds is left to fail there.
+                let _ = sys::wait_udp_bound(&tb.server_ns, own, SERVER_BIND_WAIT);
+            }
             helpers.0.push(spawn_helper(&tb.client_ns, &expand(&ext.client_cmd, &s, &e, own, paths))?);
         }
         Ok(Flow {

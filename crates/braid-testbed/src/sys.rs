@@ -256,18 +256,50 @@ fn set_tcp_congestion(fd: impl AsFd, cc: &str) -> io::Result<()> {
 /// namespace; `/proc/self` is the process's) and never connects: a test connection to an
 /// external contender's entry would be carried to the sink as a connection of its own.
 pub fn wait_listen(ns: &str, addr: SocketAddrV4, timeout: Duration) -> io::Result<Duration> {
+    wait_table(ns, "tcp", timeout, move |table| listens(table, addr), format!("nothing listens on {addr}"))
+}
+
+/// Waits until a UDP socket in namespace `ns` is bound to `port` (any IPv4 address), at most
+/// `timeout`, and returns how long that took: an external server's socket, before its client
+/// sends to it (a datagram that comes first is refused, and `braid forward` gives up on it).
+/// It reads the namespace's `/proc/thread-self/net/udp`, as [`wait_listen`].
+pub fn wait_udp_bound(ns: &str, port: u16, timeout: Duration) -> io::Result<Duration> {
+    wait_table(
+        ns,
+        "udp",
+        timeout,
+        move |table| udp_bound(table, port),
+        format!("no UDP socket on port {port}"),
+    )
+}
+
+/// Polls the namespace's `/proc/thread-self/net/{table}` every 5 ms until `found` holds of it.
+fn wait_table(
+    ns: &str,
+    table: &'static str,
+    timeout: Duration,
+    found: impl Fn(&str) -> bool + Send + 'static,
+    missing: String,
+) -> io::Result<Duration> {
     let began = Instant::now();
-    spawn_in(ns, "wait-listen", move || loop {
-        if listens(&std::fs::read_to_string("/proc/thread-self/net/tcp")?, addr) {
+    spawn_in(ns, "wait-socket", move || loop {
+        if found(&std::fs::read_to_string(format!("/proc/thread-self/net/{table}"))?) {
             return Ok(began.elapsed());
         }
         if began.elapsed() >= timeout || interrupted() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("nothing listens on {addr}")));
+            return Err(io::Error::new(io::ErrorKind::TimedOut, missing.clone()));
         }
         std::thread::sleep(Duration::from_millis(5));
     })
     .join()
     .map_err(|_| io::Error::other("wait thread panicked"))?
+}
+
+/// Whether a `/proc/net/udp` table has a socket bound to `port` (the local address's port, in
+/// hex after the colon).
+fn udp_bound(table: &str, port: u16) -> bool {
+    let port = format!(":{port:04X}");
+    table.lines().skip(1).any(|line| line.split_whitespace().nth(1).is_some_and(|at| at.ends_with(&port)))
 }
 
 /// Whether a `/proc/net/tcp` table has a socket listening on `addr`. The table writes the local
@@ -323,5 +355,18 @@ mod tests {
         }
         assert!(!listens(table, at(0x6D62)), "an established socket is not listening");
         assert!(!listens(table, at(0x6D63)));
+    }
+
+    /// A UDP socket bound to the port on any address counts; a remote port that matches does not.
+    #[test]
+    fn the_udp_table_shows_a_bound_port() {
+        let table = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  120: 00000000:61A9 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 3 2 0000000000000000 0
+  121: 0100007F:9C41 0264640A:61AA 01 00000000:00000000 00:00000000 00000000     0        0 4 2 0000000000000000 0
+";
+        assert!(udp_bound(table, 25001));
+        assert!(udp_bound(table, 0x9C41));
+        assert!(!udp_bound(table, 25002), "only a local port counts");
+        assert!(!udp_bound(table, 0x61A));
     }
 }
