@@ -337,13 +337,10 @@ impl Connection {
         }
         if let Some(s) = self.transfer.as_mut() {
             if s.block_ack_dirty {
-                // Written in place, taken back if it does not fit.
-                let start = buf.len();
-                Frame::BlockAck(s.receiver.block_ack()).write(&mut Writer::new(buf)).expect("valid");
-                if buf.len() <= max {
+                let frame = s.receiver.block_ack();
+                if buf.len() + frame.encoded_len() <= max {
+                    Frame::BlockAck(frame).write(&mut Writer::new(buf)).expect("valid");
                     s.block_ack_dirty = false;
-                } else {
-                    buf.truncate(start);
                 }
             }
             // MAX_DATA and MAX_STREAM_DATA frames take at most 1 + 8 and 1 + 8 + 8 bytes.
@@ -370,14 +367,9 @@ impl Connection {
         // sometimes at its own, and the mixture of round trips makes the later-sent, quickly
         // acknowledged packets declare the earlier ones lost (packet and time threshold).
         for p in self.paths.iter_mut().filter(|p| p.ack_pending && (usize::from(p.id) == path)) {
-            let (unacked, here) = (p.unacked_eliciting, p.ack_here);
-            let start = buf.len();
-            // Written in place, taken back if it does not fit.
-            if p.write_ack(now, ranges, &mut Writer::new(buf)) && buf.len() > max {
-                buf.truncate(start);
-                p.ack_pending = true;
-                p.unacked_eliciting = unacked;
-                p.ack_here = here;
+            // Written only if it fits; else it stays due.
+            if p.ack_len(now, ranges).is_some_and(|len| buf.len() + len <= max) {
+                p.write_ack(now, ranges, &mut Writer::new(buf));
             }
         }
     }

@@ -4,7 +4,7 @@ use braid_fec::{SymbolHeader, SymbolId};
 
 use super::datagram::{DatagramFrame, DatagramRepairFrame};
 use super::params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};
-use super::{Reader, WireError, Writer, MAX_VARINT};
+use super::{varint_len, Reader, WireError, Writer, MAX_VARINT};
 
 /// Most ranges one ACK frame may carry; older ranges are dropped by the sender, which is safe
 /// (an unacknowledged packet is only declared lost later).
@@ -181,6 +181,16 @@ pub struct BlockAckFrame {
     pub decoded_beyond: u64,
 }
 
+impl BlockAckFrame {
+    /// Bytes the frame takes on the wire.
+    pub fn encoded_len(&self) -> usize {
+        varint_len(BLOCK_ACK)
+            + varint_len(self.lowest_undecoded)
+            + varint_len(self.dofs)
+            + varint_len(self.decoded_beyond & MAX_VARINT)
+    }
+}
+
 /// One coded or source symbol (§8.5), or a source symbol without its trailing zero bytes
 /// (SHORT_SYMBOL, §8.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -350,6 +360,24 @@ pub fn write_ack(
     ranges: &[AckRange],
 ) -> Result<(), WireError> {
     write_ack_ranges(w, path, ack_delay_us, ranges.len(), ranges.iter().copied())
+}
+
+/// Bytes [`write_ack`] writes for these ranges (valid ones, at most `MAX_ACK_RANGES`;
+/// none: 0), so a packet builder can check its room before writing.
+pub fn ack_len(path: u8, ack_delay_us: u64, ranges: &[AckRange]) -> usize {
+    let Some(first) = ranges.first() else { return 0 };
+    let mut len = varint_len(ACK)
+        + varint_len(path.into())
+        + varint_len(first.end)
+        + varint_len(ack_delay_us.min(MAX_VARINT))
+        + varint_len(ranges.len() as u64 - 1)
+        + varint_len(first.end - first.start);
+    let mut previous_start = first.start;
+    for range in &ranges[1..] {
+        len += varint_len(previous_start.saturating_sub(range.end + 2)) + varint_len(range.end - range.start);
+        previous_start = range.start;
+    }
+    len
 }
 
 fn write_ack_ranges(
@@ -585,6 +613,25 @@ mod tests {
     }
 
     proptest! {
+    /// The lengths a packet builder checks its room with are the lengths written.
+    #[test]
+    fn ack_and_block_ack_lengths_are_the_written_ones(frame in arb_frame()) {
+        let mut out = Vec::new();
+        let expected = match &frame {
+            Frame::Ack(ack) => {
+                let ranges: Vec<AckRange> = ack.ranges.iter().collect();
+                write_ack(&mut Writer::new(&mut out), ack.path, ack.ack_delay_us, &ranges).unwrap();
+                ack_len(ack.path, ack.ack_delay_us, &ranges)
+            }
+            Frame::BlockAck(b) => {
+                frame.write(&mut Writer::new(&mut out)).unwrap();
+                b.encoded_len()
+            }
+            _ => return Ok(()),
+        };
+        prop_assert_eq!(out.len(), expected);
+    }
+
         #[test]
         fn frames_round_trip(frames in proptest::collection::vec(arb_frame(), 1..8)) {
             let mut out = Vec::new();

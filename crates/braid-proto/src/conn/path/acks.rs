@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::Path;
 #[cfg(test)]
 use crate::wire::AckFrame;
-use crate::wire::{write_ack, AckRange, Writer};
+use crate::wire::{ack_len, write_ack, AckRange, Writer};
 use crate::Instant;
 
 /// Keep at most this many received ranges (older ones are forgotten; see `AckFrame`).
@@ -69,10 +69,23 @@ impl Path {
         self.ack_pending = false;
         self.ack_here = false;
         self.unacked_eliciting = 0;
-        let delay = self.largest_received_at.map_or(Duration::ZERO, |t| now - t);
         let ranges = &self.received[..self.received.len().min(max_ranges)];
-        write_ack(w, self.id, delay.as_micros() as u64, ranges).expect("received ranges are valid");
+        write_ack(w, self.id, self.ack_delay_us(now), ranges).expect("received ranges are valid");
         true
+    }
+
+    /// Bytes `write_ack` would write at `now` with at most `max_ranges` ranges; `None` when
+    /// nothing was received yet.
+    pub fn ack_len(&self, now: Instant, max_ranges: usize) -> Option<usize> {
+        if self.received.is_empty() {
+            return None;
+        }
+        let ranges = &self.received[..self.received.len().min(max_ranges)];
+        Some(ack_len(self.id, self.ack_delay_us(now), ranges))
+    }
+
+    fn ack_delay_us(&self, now: Instant) -> u64 {
+        self.largest_received_at.map_or(Duration::ZERO, |t| now - t).as_micros() as u64
     }
 }
 
