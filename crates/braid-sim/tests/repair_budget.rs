@@ -112,7 +112,20 @@ struct Server {
     buf: Vec<u8>,
 }
 
-impl Client {
+impl App for Client {
+    fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    fn conn_ref(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The request clock.
+    fn wake(&self) -> Option<Instant> {
+        Some(self.next_request)
+    }
+
     fn drive(&mut self, now: Instant) {
         let mut buf = [0u8; 4096];
         while let Some(event) = self.conn.poll_event() {
@@ -148,8 +161,16 @@ impl Client {
     }
 }
 
-impl Server {
-    fn drive(&mut self) {
+impl App for Server {
+    fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    fn conn_ref(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn drive(&mut self, _now: Instant) {
         while let Some(event) = self.conn.poll_event() {
             let Event::Stream(StreamEvent::Readable(id)) = event else { continue };
             let Some(streams) = self.conn.streams() else { return };
@@ -171,40 +192,7 @@ impl Server {
     }
 }
 
-enum Side {
-    Client(Client),
-    Server(Server),
-}
-
-impl App for Side {
-    fn conn(&mut self) -> &mut Connection {
-        match self {
-            Side::Client(c) => &mut c.conn,
-            Side::Server(s) => &mut s.conn,
-        }
-    }
-
-    fn conn_ref(&self) -> &Connection {
-        match self {
-            Side::Client(c) => &c.conn,
-            Side::Server(s) => &s.conn,
-        }
-    }
-
-    fn drive(&mut self, now: Instant) {
-        match self {
-            Side::Client(c) => c.drive(now),
-            Side::Server(s) => s.drive(),
-        }
-    }
-
-    fn wake(&self) -> Option<Instant> {
-        match self {
-            Side::Client(c) => Some(c.next_request),
-            Side::Server(_) => None,
-        }
-    }
-}
+type Side = common::app::Side<Client, Server>;
 
 /// What a run measured: each side's (repair over source, source symbols), the requests judged
 /// and their round trips in ms, sorted.

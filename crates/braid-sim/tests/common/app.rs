@@ -47,3 +47,40 @@ impl<A: App> Endpoint for Driven<A> {
         }
     }
 }
+
+/// A client and a server application in one network (`Network::pair` takes one endpoint type
+/// for both ends): each variant's [`App`] answers for it.
+pub enum Side<C, S> {
+    Client(C),
+    Server(S),
+}
+
+impl<C: App, S: App> App for Side<C, S> {
+    fn conn(&mut self) -> &mut Connection {
+        match self {
+            Side::Client(c) => c.conn(),
+            Side::Server(s) => s.conn(),
+        }
+    }
+
+    fn conn_ref(&self) -> &Connection {
+        match self {
+            Side::Client(c) => c.conn_ref(),
+            Side::Server(s) => s.conn_ref(),
+        }
+    }
+
+    fn drive(&mut self, now: Instant) {
+        match self {
+            Side::Client(c) => c.drive(now),
+            Side::Server(s) => s.drive(now),
+        }
+    }
+
+    fn wake(&self) -> Option<Instant> {
+        match self {
+            Side::Client(c) => c.wake(),
+            Side::Server(s) => s.wake(),
+        }
+    }
+}
