@@ -108,16 +108,12 @@ impl Redundancy {
             None => self.target_failure,
         };
         let margin = symbols_for(len, p, delta) - len;
-        // What is left of it: the symbols sent elsewhere used up (or add) their share too.
-        let (left, spent) = if bonus == 0.0 {
-            (margin.saturating_sub(block.lost), block.lost > margin)
-        } else {
-            let left = margin as f64 - block.lost as f64 - bonus;
-            // To the nearest symbol: rounded up, a bonus of a tenth of a symbol cost a whole one.
-            (left.round().max(0.0) as u64, left < -0.5)
-        };
-        let mut wanted = missing + left;
-        if block.tail.is_some() && spent {
+        // What is left of it: the symbols sent elsewhere used up (or add) their share too. To
+        // the nearest symbol: rounded up, a bonus of a tenth of a symbol cost a whole one. (With
+        // no bonus, whole numbers: the margin less the losses, spent once they exceed it.)
+        let left = margin as f64 - block.lost as f64 - bonus;
+        let mut wanted = missing + left.round().max(0.0) as u64;
+        if block.tail.is_some() && left < -0.5 {
             // A tail's reactive round: what it still lacks, with the round's own margin (in
             // flight counts toward it, so the count is the same before and after each send).
             wanted = wanted.max(symbols_for(missing, p, self.tail_repair_failure));
