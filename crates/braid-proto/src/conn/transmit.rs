@@ -112,9 +112,11 @@ impl Connection {
         let path = pick.path;
         self.begin_packet(path, PacketType::Data, buf);
         let start = buf.len();
-        let symbol = self.write_symbol(now, path, buf, false, pick.block);
         let limit = self.paths[path].pmtu.plpmtu();
-        let parted = buf.len() > limit && self.part_symbol(path, start, buf, limit);
+        let mut oversized = Vec::new();
+        let mut w = Writer::with_overflow(buf, limit, &mut oversized);
+        let symbol = self.write_symbol(now, path, &mut w, false, pick.block);
+        let parted = self.place_oversized(path, &oversized, buf, limit);
         if let Some(symbol) = symbol.filter(|_| self.scheduler.duplicates() && !parted) {
             self.queue_copies(path, symbol, &buf[start..]);
         }
@@ -136,12 +138,11 @@ impl Connection {
     /// TCP-IR's parity on `path`, which goes out at its fixed rate even when the window is full.
     fn send_fixed_rate_parity(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>) -> Transmit {
         self.begin_packet(path, PacketType::Data, buf);
-        let start = buf.len();
-        let symbol = self.write_symbol(now, path, buf, true, None);
         let limit = self.paths[path].pmtu.plpmtu();
-        if buf.len() > limit {
-            self.part_symbol(path, start, buf, limit);
-        }
+        let mut oversized = Vec::new();
+        let symbol =
+            self.write_symbol(now, path, &mut Writer::with_overflow(buf, limit, &mut oversized), true, None);
+        self.place_oversized(path, &oversized, buf, limit);
         self.write_control(now, path, buf, 2, self.config.max_datagram);
         match symbol {
             Some(symbol) => self.end_packet(now, path, buf, true, vec![symbol]),
@@ -184,17 +185,21 @@ impl Connection {
         self.end_packet(now, path, buf, true, Vec::new())
     }
 
-    /// A SYMBOL frame (`buf[start..]`) too large for `path`'s PLPMTU (`limit`): its first piece
-    /// stays in the packet as a SYMBOL_PART, the others wait in `parts_out` and go out next
-    /// (PROTOCOL.md §14.4). The symbol is recorded with the first piece's packet. Returns
-    /// whether it parted the frame.
-    fn part_symbol(&mut self, path: usize, start: usize, buf: &mut Vec<u8>, limit: usize) -> bool {
-        let frame = buf[start..].to_vec();
-        let room = limit.saturating_sub(start + PART_OVERHEAD);
-        if room == 0 || frame.len() > crate::wire::MAX_PARTED_FRAME {
+    /// A SYMBOL frame (`frame`, empty if none) that was sized too large for `path`'s PLPMTU
+    /// (`limit`) and so not written into the packet (`buf`, nothing after the header): its
+    /// first piece goes in the packet as a SYMBOL_PART, the others wait in `parts_out` and go
+    /// out next (PROTOCOL.md §14.4). The symbol is recorded with the first piece's packet.
+    /// A frame that cannot be parted (no room for a piece, longer than a SYMBOL_PART may
+    /// carry) goes whole, over the PLPMTU. Returns whether it parted the frame.
+    fn place_oversized(&mut self, path: usize, frame: &[u8], buf: &mut Vec<u8>, limit: usize) -> bool {
+        if frame.is_empty() {
             return false;
         }
-        buf.truncate(start);
+        let room = limit.saturating_sub(buf.len() + PART_OVERHEAD);
+        if room == 0 || frame.len() > crate::wire::MAX_PARTED_FRAME {
+            buf.extend_from_slice(frame);
+            return false;
+        }
         self.stats.symbol_parts_sent += frame.len().div_ceil(room) as u64;
         let id = self.next_part_id;
         self.next_part_id += 1;
@@ -382,16 +387,14 @@ impl Connection {
         &mut self,
         now: Instant,
         path: usize,
-        buf: &mut Vec<u8>,
+        w: &mut Writer<'_>,
         repair_only: bool,
         block: Option<u64>,
     ) -> Option<crate::blocks::OutgoingSymbol> {
         let view = self.path_view(path);
         let id = path as u8;
         let s = self.transfer.as_mut()?;
-        let mut w = Writer::new(buf);
-        let retransmission =
-            if repair_only { None } else { s.sender.write_retransmission_on(Some(id), &mut w) };
+        let retransmission = if repair_only { None } else { s.sender.write_retransmission_on(Some(id), w) };
         if let Some(sent) = retransmission {
             self.stats.retransmissions += 1;
             self.paths[path].stats.retransmissions += 1;
@@ -402,7 +405,7 @@ impl Connection {
         // The scheduler's block, if it names one and it has a symbol to give; else the default.
         // (With per-path placement blocks belong to paths: the default choice respects that.)
         if let Some(block) = block.filter(|_| !repair_only && !s.sender.is_per_path()) {
-            let sent = match s.sender.write_next_source_of(block, &mut w) {
+            let sent = match s.sender.write_next_source_of(block, w) {
                 Some(sent) => {
                     self.stats.source_symbols_sent += 1;
                     if sent.source == Some(0) && self.block_log.len() < BLOCK_LOG_LIMIT {
@@ -412,7 +415,7 @@ impl Connection {
                     Some(sent)
                 }
                 None => {
-                    let sent = s.sender.write_repair(block, &mut w).ok().flatten();
+                    let sent = s.sender.write_repair(block, w).ok().flatten();
                     self.stats.repair_symbols_sent += u64::from(sent.is_some());
                     sent
                 }
@@ -429,7 +432,7 @@ impl Connection {
             .find(|b| b.may_carry(id) && self.redundancy.repairs_wanted(b, &view) > 0)
             .map(|b| b.id);
         if let Some(block) = short {
-            if let Ok(Some(sent)) = s.sender.write_repair(block, &mut w) {
+            if let Ok(Some(sent)) = s.sender.write_repair(block, w) {
                 self.stats.repair_symbols_sent += 1;
                 let event = RedundancyEvent::Sent { repair: true, retransmission: false };
                 self.redundancy.on_event(now, event, &view);
@@ -439,14 +442,14 @@ impl Connection {
         if repair_only {
             return None;
         }
-        let Some(sent) = s.sender.write_next_source_on(id, &mut w) else {
+        let Some(sent) = s.sender.write_next_source_on(id, w) else {
             // No new data: the spare capacity carries proactive repair.
             let block = s
                 .sender
                 .blocks()
                 .find(|b| b.may_carry(id) && self.redundancy.spare_repairs(b, &view) > 0)
                 .map(|b| b.id)?;
-            let sent = s.sender.write_repair(block, &mut w).ok()??;
+            let sent = s.sender.write_repair(block, w).ok()??;
             self.stats.repair_symbols_sent += 1;
             self.redundancy.on_event(
                 now,

@@ -209,6 +209,18 @@ impl SymbolFrame<'_> {
     pub fn symbol_size(&self) -> usize {
         self.payload.len() + usize::from(self.trailing_zeros)
     }
+
+    /// Bytes the frame takes on the wire (SYMBOL, or SHORT_SYMBOL with trailing zeros), so a
+    /// packet builder can tell before writing whether it fits or goes in pieces (§14.4).
+    pub fn encoded_len(&self) -> usize {
+        let short = self.trailing_zeros > 0;
+        varint_len(if short { SHORT_SYMBOL } else { SYMBOL })
+            + self.header.encoded_len()
+            + varint_len(self.block_len.map_or(0, u64::from))
+            + if short { varint_len(self.trailing_zeros.into()) } else { 0 }
+            + varint_len(self.payload.len() as u64)
+            + self.payload.len()
+    }
 }
 
 /// A piece of a SYMBOL frame too large for the path it must go on (PROTOCOL.md §14.4): bytes
@@ -615,7 +627,7 @@ mod tests {
     proptest! {
     /// The lengths a packet builder checks its room with are the lengths written.
     #[test]
-    fn ack_and_block_ack_lengths_are_the_written_ones(frame in arb_frame()) {
+    fn ack_block_ack_and_symbol_lengths_are_the_written_ones(frame in arb_frame()) {
         let mut out = Vec::new();
         let expected = match &frame {
             Frame::Ack(ack) => {
@@ -626,6 +638,10 @@ mod tests {
             Frame::BlockAck(b) => {
                 frame.write(&mut Writer::new(&mut out)).unwrap();
                 b.encoded_len()
+            }
+            Frame::Symbol(s) => {
+                frame.write(&mut Writer::new(&mut out)).unwrap();
+                s.encoded_len()
             }
             _ => return Ok(()),
         };

@@ -113,11 +113,31 @@ impl<'a> Reader<'a> {
 /// Appends to a buffer.
 pub struct Writer<'o> {
     pub out: &'o mut Vec<u8>,
+    /// A packet's limit and where a frame goes that would take `out` past it: a writer that
+    /// knows its frame's length before writing (a SYMBOL frame, [`SymbolFrame::encoded_len`])
+    /// asks [`Writer::destination`]. `None`: every frame goes to `out`.
+    overflow: Option<(usize, &'o mut Vec<u8>)>,
 }
 
 impl<'o> Writer<'o> {
     pub fn new(out: &'o mut Vec<u8>) -> Writer<'o> {
-        Writer { out }
+        Writer { out, overflow: None }
+    }
+
+    /// A writer for a packet of at most `limit` bytes: a frame that asks
+    /// [`Writer::destination`] and would not fit goes whole to `overflow` instead (the packet
+    /// builder then sends it in pieces, PROTOCOL.md §14.4).
+    pub fn with_overflow(out: &'o mut Vec<u8>, limit: usize, overflow: &'o mut Vec<u8>) -> Writer<'o> {
+        Writer { out, overflow: Some((limit, overflow)) }
+    }
+
+    /// The buffer a frame of `len` bytes goes to: `out` if it fits within the limit (or none
+    /// was set), else the overflow buffer.
+    pub fn destination(&mut self, len: usize) -> &mut Vec<u8> {
+        match &mut self.overflow {
+            Some((limit, overflow)) if self.out.len() + len > *limit => overflow,
+            _ => self.out,
+        }
     }
 
     #[inline]

@@ -26,6 +26,9 @@ pub(super) fn write_symbol(
         }
     }
     let header = SymbolHeader { block, id };
-    let frame = Frame::Symbol(SymbolFrame { header, block_len, payload, trailing_zeros });
-    frame.write(w).expect("symbol frames built here are valid");
+    let frame = SymbolFrame { header, block_len, payload, trailing_zeros };
+    // Sized before it is written: a frame too large for the packet goes to the writer's
+    // overflow (the connection sends it as SYMBOL_PART pieces).
+    let out = w.destination(frame.encoded_len());
+    Frame::Symbol(frame).write(&mut Writer::new(out)).expect("symbol frames built here are valid");
 }
