@@ -1,11 +1,30 @@
 //! The connection's side of unreliable datagrams (PROTOCOL.md §15): the application's calls,
 //! the path each datagram packet takes, and the hooks the connection calls on frames, losses
 //! and timers. The queue, blocks and decoding are in `crate::datagram`.
+//!
+//! The send planner's datagram stage (`datagram_stage`, between its control and data stages,
+//! conn/planner.rs) keeps its kinds of step apart as the planner does:
+//!
+//! - **Preparation** (`prepare_datagrams`, changes state): datagram packets on a path that fell
+//!   silent are given up (`suspect_silent_paths`), and the late-wake credit ends with the
+//!   backlog it was for.
+//! - **Decision** (`datagram_plan`, `&self`): nothing to do, a silent path's probe, a wait for a
+//!   window or a pacer, or a packet on the path that delivers first ([`DatagramPlan`]). The
+//!   timer table's `Datagrams` entry (`datagram_timeout`) asks the same function's path part
+//!   (`datagram_send_plan`) when a wait ends.
+//! - **Bookkeeping of the decision** (changes state): the time datagrams waited, and what held
+//!   them, is counted (`Datagrams::account_blocked`); on a send, datagrams that can no longer
+//!   arrive in time over the chosen path are dropped (`drop_hopeless`).
+//! - **Execution** (`send_datagram_packet`): the packet of datagram frames (one block's, as many
+//!   as fit) and control frames. Its frames are written before its header, so a packet whose
+//!   sender, asked after all, gives no frame (a datagram too large for the path, a repair given
+//!   up) is never begun.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::{Connection, PacketType, State};
+use super::planner::Next;
+use super::{Connection, PacketType, State, Transmit};
 use crate::datagram::send::{Written, DATAGRAM_ROOM};
 use crate::datagram::{
     DatagramConfig, DatagramReceiver, DatagramSender, DatagramStats, SendDatagramError, SentDatagrams,
@@ -47,8 +66,26 @@ pub(super) struct Datagrams {
     late_credit: Duration,
 }
 
+/// The datagram stage's decision at a poll ([`Connection::datagram_plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DatagramPlan {
+    /// The connection is not established: datagrams neither go nor wait.
+    Off,
+    /// Nothing queued and no repair owed.
+    Idle,
+    /// A PING on this silent path ([`Connection::silent_probe`]).
+    Probe(usize),
+    /// No path has room in its window.
+    NoWindow,
+    /// The path that delivers first (`path`) may send at `ready`, or has nothing it wants to
+    /// send yet.
+    Paced { path: usize, ready: Instant },
+    /// A packet of datagram frames on this path now.
+    Send(usize),
+}
+
 /// What held queued datagrams back at a poll.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Blocked {
     /// No path had room in its congestion window.
     Window,
@@ -289,18 +326,15 @@ impl Connection {
         }
     }
 
-    /// A PING on a silent path whose probe timeout presumed everything in flight lost: the
-    /// path's probe (RFC 9002 §6.2.4), since datagrams no longer go there. Its ACK ends the
+    /// A silent path whose probe timeout presumed everything in flight lost: it gets a PING,
+    /// its probe (RFC 9002 §6.2.4), since datagrams no longer go there. Its ACK ends the
     /// silence; without an ACK the next probe timeouts fail the path.
-    fn probe_silent_path(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<super::Transmit> {
+    fn silent_probe(&self, now: Instant) -> Option<usize> {
         let marked = |i: usize| self.datagrams.silent_at.get(i).copied().flatten().is_some();
-        let path = (0..self.paths.len()).find(|&i| {
+        (0..self.paths.len()).find(|&i| {
             let p = &self.paths[i];
             marked(i) && p.can_send() && p.pto_count > 0 && p.sent.is_empty() && self.is_silent(i, now)
-        })?;
-        self.begin_packet(path, PacketType::Data, buf);
-        crate::wire::Frame::Ping.write(&mut crate::wire::Writer::new(buf)).expect("valid");
-        Some(self.end_packet(now, path, buf, true, Vec::new()))
+        })
     }
 
     /// When the first path carrying unsuspected datagram packets turns silent, if ever.
@@ -364,59 +398,114 @@ impl Connection {
         }
         let mut at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
         // Only when a path can take the packet: with none, an ACK opens a window first.
-        if let Some((path, ready)) = self.datagram_path(now) {
-            let one_way = self.paths[path].rtt.smoothed() / 2;
-            if self.datagrams.sender.wants_to_send(ready, one_way) {
-                at(ready);
-            } else if let Some(tail) = self.datagrams.sender.tail_due(ready) {
-                at(tail.max(ready));
+        match self.datagram_send_plan(now) {
+            DatagramPlan::Send(_) => at(now),
+            DatagramPlan::Paced { path, ready } => {
+                let one_way = self.paths[path].rtt.smoothed() / 2;
+                if self.datagrams.sender.wants_to_send(ready, one_way) {
+                    at(ready);
+                } else if let Some(tail) = self.datagrams.sender.tail_due(ready) {
+                    at(tail.max(ready));
+                }
             }
+            _ => {}
         }
         next
     }
 
-    /// Hook for `poll_transmit`: a packet of datagram frames (one datagram block's, as many as
-    /// fit) and control frames, on the path that delivers first, if one is due.
-    pub(super) fn send_datagrams(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<super::Transmit> {
+    /// The datagram stage of `poll_transmit` (see the module doc): preparation, the decision,
+    /// its bookkeeping; the packet to build, if one is due.
+    pub(super) fn datagram_stage(&mut self, now: Instant) -> Option<Next> {
+        self.prepare_datagrams(now);
+        let plan = self.datagram_plan(now);
+        let queued = self.datagrams.sender.queued() > 0;
+        let d = &mut self.datagrams;
+        match plan {
+            DatagramPlan::Off => None,
+            DatagramPlan::Idle => {
+                d.account_blocked(now, None);
+                None
+            }
+            DatagramPlan::Probe(path) => Some(Next::SilenceProbe(path)),
+            DatagramPlan::NoWindow => {
+                d.account_blocked(now, queued.then_some(Blocked::Window));
+                None
+            }
+            DatagramPlan::Paced { ready, .. } => {
+                d.account_blocked(now, queued.then_some(Blocked::Pacer(ready)));
+                None
+            }
+            DatagramPlan::Send(path) => {
+                // The path's propagation delay, not its smoothed RTT: a datagram is only given
+                // up when it could not make its deadline even over an empty queue.
+                if self.paths[path].rtt.has_sample() {
+                    self.datagrams.sender.drop_hopeless(now, self.paths[path].rtt.min() / 2);
+                }
+                Some(Next::Datagram(path))
+            }
+        }
+    }
+
+    /// The datagram stage's preparation: datagram packets on paths that fell silent are given
+    /// up, and the late-wake credit goes once the backlog it was for has gone out.
+    fn prepare_datagrams(&mut self, now: Instant) {
         if self.state != State::Established {
-            return None;
+            return;
         }
         self.suspect_silent_paths(now);
         if self.datagrams.sender.queued() == 0 {
-            // The backlog the credit was for has gone out.
             self.datagrams.late_credit = Duration::ZERO;
         }
+    }
+
+    /// The datagram stage's decision at `now` (after its preparation).
+    pub(super) fn datagram_plan(&self, now: Instant) -> DatagramPlan {
+        if self.state != State::Established {
+            return DatagramPlan::Off;
+        }
         if !self.datagrams.sender.has_work() {
-            self.datagrams.account_blocked(now, None);
-            return None;
+            return DatagramPlan::Idle;
         }
-        if let Some(t) = self.probe_silent_path(now, buf) {
-            return Some(t);
+        if let Some(path) = self.silent_probe(now) {
+            return DatagramPlan::Probe(path);
         }
-        let queued = self.datagrams.sender.queued() > 0;
+        self.datagram_send_plan(now)
+    }
+
+    /// Whether datagram work goes now, waits for a window, or waits for a pacer (or for
+    /// something to want sending) on the path that delivers first ([`Self::datagram_path`]).
+    fn datagram_send_plan(&self, now: Instant) -> DatagramPlan {
         let Some((path, ready)) = self.datagram_path(now) else {
-            self.datagrams.account_blocked(now, queued.then_some(Blocked::Window));
-            return None;
+            return DatagramPlan::NoWindow;
         };
         let one_way = self.paths[path].rtt.smoothed() / 2;
         if ready > now || !self.datagrams.sender.wants_to_send(now, one_way) {
-            self.datagrams.account_blocked(now, queued.then_some(Blocked::Pacer(ready)));
-            return None;
+            return DatagramPlan::Paced { path, ready };
         }
-        // The path's propagation delay, not its smoothed RTT: a datagram is only given up when
-        // it could not make its deadline even over an empty queue.
-        if self.paths[path].rtt.has_sample() {
-            self.datagrams.sender.drop_hopeless(now, self.paths[path].rtt.min() / 2);
-        }
+        DatagramPlan::Send(path)
+    }
+
+    /// Builds the packet [`Next::Datagram`] names: datagram frames (one datagram block's, as
+    /// many as fit `path`'s PLPMTU), written before the packet's header so that nothing is
+    /// begun if the sender gives none, then control frames. `None`: the sender gave none.
+    pub(super) fn send_datagram_packet(
+        &mut self,
+        now: Instant,
+        path: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
+        let one_way = self.paths[path].rtt.smoothed() / 2;
         let limit = self.paths[path].pmtu.plpmtu();
         let loss = self.path_view(path).loss;
         let max_payload = self.max_datagram_size();
-        self.begin_packet(path, PacketType::Data, buf);
+        let header = self.packet_header(path, PacketType::Data).encoded_len();
+        let mut frames = Vec::new();
         let mut sent: Option<SentDatagrams> = None;
         loop {
-            let room = limit.saturating_sub(buf.len());
+            let room = limit.saturating_sub(header + frames.len());
             let block = sent.map(|s| s.block);
-            let Some(w) = self.datagrams.sender.write(now, buf, room, block, loss, one_way, max_payload)
+            let Some(w) =
+                self.datagrams.sender.write(now, &mut frames, room, block, loss, one_way, max_payload)
             else {
                 break;
             };
@@ -436,11 +525,10 @@ impl Connection {
                 break;
             }
         }
-        let Some(sent) = sent else {
-            buf.clear();
-            return None;
-        };
+        let sent = sent?;
         self.datagrams.account_blocked(now, None);
+        self.begin_packet(path, PacketType::Data, buf);
+        buf.extend_from_slice(&frames);
         self.write_control(now, path, buf, 2, limit);
         let number = self.paths[path].next_number;
         let t = self.end_packet(now, path, buf, true, Vec::new());

@@ -19,9 +19,11 @@
 //! - **Execution**: `Connection::execute` and the `send_*` functions of transmit.rs build the
 //!   packet a [`Next`] names.
 //!
-//! Unreliable datagrams (datagrams.rs) go between the control and data stages, and their
-//! sender still decides inside `send_datagrams`: its account of why a datagram waits
-//! (window, pacer) is kept as it decides.
+//! Unreliable datagrams go between the control and data stages, in a stage of their own
+//! (`datagram_stage`, datagrams.rs, whose module doc gives its steps): its preparation gives
+//! up datagram packets on silent paths, its decision (`datagram_plan`, `&self`) names a silent
+//! path's probe or a datagram packet ([`Next::SilenceProbe`], [`Next::Datagram`]) or why
+//! datagrams wait, and the time they wait is counted before the next stage runs.
 //!
 //! The "when" asks the same functions as the "what": `next_symbol_time` takes the path
 //! [`Connection::ready_pick`] would choose when each pacer allows and asks `has_symbol` of it,
@@ -53,6 +55,10 @@ pub(super) enum Next {
     PmtuProbe { path: usize, size: usize },
     /// A PING on a path the scheduler will not use until it is measured (PROTOCOL.md §12.1).
     Measure(usize),
+    /// A PING on a path that fell silent to datagrams (datagrams.rs: its probe).
+    SilenceProbe(usize),
+    /// A packet of unreliable datagram frames on this path (datagrams.rs).
+    Datagram(usize),
     /// The redundant scheduler's copy at this index of `copies`.
     Copy(usize),
     /// The scheduler's symbol (or, if it has none to give after all, control frames alone).
@@ -171,6 +177,7 @@ impl Connection {
         if let Some((path, at)) = self.measurement_due() {
             set(Timer::Measure(path), at.max(self.last_poll));
         }
+        // From the datagram stage's own decision (`datagram_plan`'s path part).
         if let Some(t) = self.datagram_timeout() {
             set(Timer::Datagrams, t);
         }

@@ -1,7 +1,11 @@
 //! The transmit side: `poll_transmit` runs the send planner's stages (conn/planner.rs) and
 //! builds the packet it names (close, handshake, ACKs and control frames, PMTU probes, copies,
-//! pieces of oversized symbols, source and repair symbols), recording what each packet
-//! carried for loss detection.
+//! pieces of oversized symbols, source and repair symbols; datagram packets are built in
+//! datagrams.rs), recording what each packet carried for loss detection. Every frame is sized
+//! before it is written (ACK, BLOCK_ACK and SYMBOL frames by their `encoded_len`/`ack_len`): a
+//! frame that does not fit is never written into the packet and then cut out again. A SYMBOL
+//! frame too large for its path's PLPMTU goes to the writer's overflow
+//! ([`Writer::with_overflow`]) and from there in SYMBOL_PART pieces.
 
 use std::time::Duration;
 
@@ -31,8 +35,9 @@ impl Connection {
         if let Some(next) = self.plan_control(now) {
             return self.execute(now, next, buf);
         }
-        // Unreliable datagrams go before stream data (PROTOCOL.md §15.5).
-        if let Some(t) = self.send_datagrams(now, buf) {
+        // Unreliable datagrams go before stream data (PROTOCOL.md §15.5). A datagram packet
+        // whose sender gives no frame after all is not begun, and the data stage goes on.
+        if let Some(t) = self.datagram_stage(now).and_then(|next| self.execute(now, next, buf)) {
             return Some(t);
         }
         let fixed_rate = self.prepare_data(now);
@@ -64,6 +69,8 @@ impl Connection {
             Next::PmtuProbe { path, size } => self.send_pmtu_probe(now, path, size, buf),
             Next::Measure(path) => self.send_ping(now, path, buf),
             Next::Copy(i) => self.send_copy(now, i, buf)?,
+            Next::SilenceProbe(path) => self.send_ping(now, path, buf),
+            Next::Datagram(path) => self.send_datagram_packet(now, path, buf)?,
             Next::Symbol(pick) => self.send_symbol(now, pick, buf),
             Next::Parity(path) => self.send_fixed_rate_parity(now, path, buf),
             Next::TailProbe(path) => self.send_tail_probe(now, path, buf),
@@ -275,10 +282,13 @@ impl Connection {
         Some(self.end_packet(now, path, buf, true, vec![symbol]))
     }
 
+    /// The header of the next packet of type `ty` on `path`.
+    pub(super) fn packet_header(&self, path: usize, ty: PacketType) -> PacketHeader {
+        PacketHeader { ty, dcid: self.cid, path: path as u8, number: self.paths[path].next_number }
+    }
+
     pub(super) fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {
-        let header =
-            PacketHeader { ty, dcid: self.cid, path: path as u8, number: self.paths[path].next_number };
-        header.write(&mut Writer::new(buf));
+        self.packet_header(path, ty).write(&mut Writer::new(buf));
     }
 
     pub(super) fn end_packet(
