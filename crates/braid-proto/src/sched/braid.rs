@@ -73,17 +73,19 @@ pub struct Model {
 }
 
 impl Model {
-    pub fn of(paths: &[PathInfo]) -> Model {
+    /// The connection's model from its paths and their round trips (`shapes`, one per path,
+    /// in the same order).
+    fn of(paths: &[PathInfo], shapes: &[Shape]) -> Model {
         let ack_return =
             paths.iter().map(|p| p.view.min_rtt.as_secs_f64() / 2.0).fold(f64::INFINITY, f64::min);
         let mut m = Model { ack_return: if ack_return.is_finite() { ack_return } else { 0.0 }, fastest: 0.0 };
-        m.fastest = paths.iter().map(|p| m.one_way(p)).fold(f64::INFINITY, f64::min);
+        m.fastest = shapes.iter().map(|s| m.one_way(s.rtt)).fold(f64::INFINITY, f64::min);
         m
     }
 
-    /// The path's one-way delay: its round trip less the ACK's way back.
-    fn one_way(&self, p: &PathInfo) -> f64 {
-        (rtt(p) - self.ack_return).max(0.0)
+    /// A path's one-way delay: its round trip less the ACK's way back.
+    fn one_way(&self, rtt: f64) -> f64 {
+        (rtt - self.ack_return).max(0.0)
     }
 }
 
@@ -105,91 +107,171 @@ struct PathModel {
     rate: f64,
 }
 
-/// The path's round trip: the model's (min RTT plus queue), else the smoothed RTT.
-fn rtt(p: &PathInfo) -> f64 {
-    path_model(p).map_or_else(|| p.view.smoothed_rtt.as_secs_f64(), |m| m.rtt)
+/// A path's round trip and rate, from its model if it has one ([`path_model`], asked once):
+/// what the connection's [`Model`] and the path's [`Arrival`] are computed from.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shape {
+    /// Whether the controller's model stands for the window's view of the path.
+    modelled: bool,
+    /// The path's round trip: the model's (min RTT plus queue), else the smoothed RTT.
+    rtt: f64,
+    /// Packets per second the path delivers: the model's bottleneck bandwidth, else what its
+    /// window sustains over the smoothed RTT.
+    rate: f64,
 }
 
-/// Packets per second the path delivers: the model's bottleneck bandwidth, else what its window
-/// sustains over the smoothed RTT.
-fn rate(p: &PathInfo) -> f64 {
-    path_model(p)
-        .map_or_else(|| p.window_packets() as f64 / p.view.smoothed_rtt.as_secs_f64().max(1e-6), |m| m.rate)
+impl Shape {
+    fn of(p: &PathInfo) -> Shape {
+        match path_model(p) {
+            Some(m) => Shape { modelled: true, rtt: m.rtt, rate: m.rate },
+            None => {
+                let srtt = p.view.smoothed_rtt.as_secs_f64();
+                Shape { modelled: false, rtt: srtt, rate: p.window_packets() as f64 / srtt.max(1e-6) }
+            }
+        }
+    }
 }
 
 /// A loss is detected this many RTTs after sending (RFC 9002's time threshold).
 const LOSS_DETECTION_RTTS: f64 = 9.0 / 8.0;
 
-/// The expected delay a loss adds to a symbol sent on `p`: with probability p it is replaced
-/// once the loss is detected, on the fastest path.
-fn loss_delay(p: &PathInfo, m: &Model) -> f64 {
-    let loss = p.view.loss.clamp(0.0, 0.99);
-    loss * (LOSS_DETECTION_RTTS * rtt(p) + m.fastest)
+/// One path as the arrival model sees it in one decision, every term computed once.
+#[derive(Debug, Clone, Copy, Default)]
+struct Arrival {
+    /// The path's id ([`PathInfo::path`]).
+    path: usize,
+    shape: Shape,
+    /// Packets the window has room for now.
+    room: u64,
+    /// [`Model::one_way`] of the path's round trip.
+    one_way: f64,
+    /// The expected delay a loss adds to a symbol sent on the path: with probability p it is
+    /// replaced once the loss is detected, on the fastest path.
+    loss_delay: f64,
+    /// How long a packet beyond the window waits for the first ACK to free room.
+    ack_wait: f64,
 }
 
-/// How long a packet beyond the window waits for the first ACK to free room.
-fn ack_wait(p: &PathInfo) -> f64 {
-    (rtt(p) - p.oldest_unacked_age.as_secs_f64()).max(0.0)
-}
-
-/// When the symbol in the path's next packet is expected at the receiver, in seconds from now
-/// (its arrival, plus the expected delay of replacing it if lost).
-pub fn expected_delivery(p: &PathInfo, m: &Model) -> f64 {
-    let wait = if p.room_packets() > 0 { 0.0 } else { ack_wait(p) };
-    m.one_way(p) + loss_delay(p, m) + wait
-}
-
-/// How many of path `f`'s next packets deliver their symbol before `deadline` (or at it, if
-/// `ties`), at most `cap`. Each packet's time is [`expected_delivery`]'s for its place in line.
-fn deliveries_before(f: &PathInfo, deadline: f64, m: &Model, ties: bool, cap: f64) -> f64 {
-    // Packets whose time from `start` on is k / rate, for k = 0, 1, …: how many come first.
-    let count = |since_start: f64, rate: f64| -> f64 {
-        if since_start < 0.0 || (since_start == 0.0 && !ties) {
-            0.0
-        } else if ties {
-            (since_start * rate).floor() + 1.0
-        } else {
-            (since_start * rate).ceil()
+impl Arrival {
+    fn of(p: &PathInfo, shape: Shape, m: &Model) -> Arrival {
+        let loss = p.view.loss.clamp(0.0, 0.99);
+        Arrival {
+            path: p.path,
+            shape,
+            room: p.room_packets(),
+            one_way: m.one_way(shape.rtt),
+            loss_delay: loss * (LOSS_DETECTION_RTTS * shape.rtt + m.fastest),
+            ack_wait: (shape.rtt - p.oldest_unacked_age.as_secs_f64()).max(0.0),
         }
-    };
-    let r = rate(f);
-    let start = m.one_way(f) + loss_delay(f, m);
-    let room = f.room_packets() as f64;
-    let clocked = count(deadline - start - ack_wait(f), r);
-    let n = if path_model(f).is_some() {
-        // One bottleneck at r: the room and then the ACK-clocked packets, in line behind it.
-        count(deadline - start, r).min(room + clocked)
-    } else {
-        // Within the room, paced; beyond it, clocked by ACKs from the first one's return.
-        count(deadline - start, PACING_GAIN * r).min(room) + clocked
-    };
-    n.min(cap)
+    }
+
+    /// When the symbol in the path's next packet is expected at the receiver, in seconds from
+    /// now (its arrival, plus the expected delay of replacing it if lost).
+    fn expected_delivery(&self) -> f64 {
+        let wait = if self.room > 0 { 0.0 } else { self.ack_wait };
+        self.one_way + self.loss_delay + wait
+    }
+
+    /// How many of the path's next packets deliver their symbol before `deadline` (or at it,
+    /// if `ties`), at most `cap`. Each packet's time is [`Arrival::expected_delivery`]'s for
+    /// its place in line.
+    fn deliveries_before(&self, deadline: f64, ties: bool, cap: f64) -> f64 {
+        // Packets whose time from `start` on is k / rate, for k = 0, 1, …: how many come first.
+        let count = |since_start: f64, rate: f64| -> f64 {
+            if since_start < 0.0 || (since_start == 0.0 && !ties) {
+                0.0
+            } else if ties {
+                (since_start * rate).floor() + 1.0
+            } else {
+                (since_start * rate).ceil()
+            }
+        };
+        let r = self.shape.rate;
+        let start = self.one_way + self.loss_delay;
+        let room = self.room as f64;
+        let clocked = count(deadline - start - self.ack_wait, r);
+        let n = if self.shape.modelled {
+            // One bottleneck at r: the room and then the ACK-clocked packets, in line behind it.
+            count(deadline - start, r).min(room + clocked)
+        } else {
+            // Within the room, paced; beyond it, clocked by ACKs from the first one's return.
+            count(deadline - start, PACING_GAIN * r).min(room) + clocked
+        };
+        n.min(cap)
+    }
+}
+
+/// Every path of a decision as the arrival model sees it (at most [`MAX_PATHS`]), and the
+/// connection's [`Model`]: built once at the start of a pick, where the path's model used to
+/// be asked for again in each term of each comparison.
+struct Arrivals {
+    model: Model,
+    paths: [Arrival; MAX_PATHS],
+    n: usize,
+}
+
+/// Most paths a connection has (and `by_key` orders).
+const MAX_PATHS: usize = crate::wire::MAX_PATHS as usize;
+
+impl Arrivals {
+    fn of(paths: &[PathInfo]) -> Arrivals {
+        let paths = &paths[..paths.len().min(MAX_PATHS)];
+        let mut shapes = [Shape::default(); MAX_PATHS];
+        for (s, p) in shapes.iter_mut().zip(paths) {
+            *s = Shape::of(p);
+        }
+        let model = Model::of(paths, &shapes[..paths.len()]);
+        let mut arrivals = [Arrival::default(); MAX_PATHS];
+        for ((a, p), &s) in arrivals.iter_mut().zip(paths).zip(&shapes) {
+            *a = Arrival::of(p, s, &model);
+        }
+        Arrivals { model, paths: arrivals, n: paths.len() }
+    }
+
+    /// The estimate of path `p`.
+    fn of_path(&self, p: &PathInfo) -> &Arrival {
+        self.paths[..self.n].iter().find(|a| a.path == p.path).expect("every path of the view estimated")
+    }
+}
+
+/// When the symbol in the path's next packet is expected at the receiver (the unit tests'
+/// handle on [`Arrival::expected_delivery`] with a model of their own).
+#[cfg(test)]
+fn expected_delivery(p: &PathInfo, m: &Model) -> f64 {
+    Arrival::of(p, Shape::of(p), m).expected_delivery()
+}
+
+/// [`Arrival::deliveries_before`] for one path under a model of the tests' own.
+#[cfg(test)]
+fn deliveries_before(f: &PathInfo, deadline: f64, m: &Model, ties: bool, cap: f64) -> f64 {
+    Arrival::of(f, Shape::of(f), m).deliveries_before(deadline, ties, cap)
 }
 
 impl ArrivalTime {
     fn pick_among(&self, view: &SchedView<'_>) -> Option<Pick> {
-        let m = Model::of(view.paths);
-        let needed = by_key(view, |p| expected_delivery(p, &m))
-            .find_map(|p| Self::allocate(view, p, &m).map(|b| Pick { path: p.path, block: Some(b) }));
+        let est = Arrivals::of(view.paths);
+        let delivery = |p: &PathInfo| est.of_path(p).expected_delivery();
+        let needed = by_key(view, delivery)
+            .find_map(|p| Self::allocate(view, p, &est).map(|b| Pick { path: p.path, block: Some(b) }));
         if needed.is_some() {
             return needed;
         }
         // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
-        let path = by_key(view, |p| expected_delivery(p, &m)).next()?;
+        let path = by_key(view, delivery).next()?;
         let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
-        (m.one_way(path) <= SPARE_DELAY_FACTOR * m.fastest)
+        (est.of_path(path).one_way <= SPARE_DELAY_FACTOR * est.model.fastest)
             .then_some(Pick { path: path.path, block: Some(block.id) })
     }
 
-    fn allocate(view: &SchedView<'_>, pending: &PathInfo, m: &Model) -> Option<u64> {
+    fn allocate(view: &SchedView<'_>, pending: &PathInfo, est: &Arrivals) -> Option<u64> {
         let total: u64 = view.blocks.iter().map(BlockView::needed).sum();
         let cap = total as f64 + 1.0;
-        let deadline = expected_delivery(pending, m);
+        let deadline = est.of_path(pending).expected_delivery();
         let ahead: f64 = view
             .paths
             .iter()
             .filter(|f| f.path != pending.path)
-            .map(|f| deliveries_before(f, deadline, m, f.path < pending.path, cap))
+            .map(|f| est.of_path(f).deliveries_before(deadline, f.path < pending.path, cap))
             .sum();
         block_after(view.blocks, ahead)
     }
