@@ -376,20 +376,8 @@ fn scan_timeout(table: &Table) -> Option<Instant> {
     slots.chain(table.closing.poll_timeout()).chain(listener).min()
 }
 
-/// Many clients on one server over lossy, reordering links, the applications writing,
-/// reading and closing at random: every server round drives exactly the connections a
-/// scan of the whole table would pick, `poll_timeout` says what a scan would, and the
-/// timer heap stays within its bound.
-#[test]
-fn the_ready_queue_and_timer_heap_drive_what_a_full_scan_would() {
-    const CLIENTS: usize = 12;
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut rand = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+/// The server of the ready-queue test: a listener taking up to 1000 handshakes a second.
+fn busy_server() -> Table {
     let listener = Listener::new(
         InsecureResponder { secret: 5 },
         ListenerConfig { handshake_rate: 1000, ..ListenerConfig::default() },
@@ -397,10 +385,12 @@ fn the_ready_queue_and_timer_heap_drive_what_a_full_scan_would() {
         Box::new(|| Box::new(|| 3)),
         Instant::ZERO,
     );
-    let mut server = Table::server(listener);
-    let mut server_io = Io::default();
-    let addr = |i: usize| SocketAddr::from(([192, 0, 2, 2], 1000 + i as u16));
-    let mut clients: Vec<(Table, Io, ConnectionId)> = (0..CLIENTS)
+    Table::server(listener)
+}
+
+/// `n` clients of [`busy_server`], each a table of one connection, with its I/O and its id.
+fn clients_of_busy_server(n: usize) -> Vec<(Table, Io, ConnectionId)> {
+    (0..n)
         .map(|i| {
             let core = Connection::client(ConnectionConfig::default(), Instant::ZERO, 10 + i as u64);
             let cid = core.cid();
@@ -418,7 +408,27 @@ fn the_ready_queue_and_timer_heap_drive_what_a_full_scan_would() {
             let cell = Cell { core, poked: false, released: false };
             (Sessions::client(cid, cell, session), Io::default(), cid)
         })
-        .collect();
+        .collect()
+}
+
+/// Many clients on one server over lossy, reordering links, the applications writing,
+/// reading and closing at random: every server round drives exactly the connections a
+/// scan of the whole table would pick, `poll_timeout` says what a scan would, and the
+/// timer heap stays within its bound.
+#[test]
+fn the_ready_queue_and_timer_heap_drive_what_a_full_scan_would() {
+    const CLIENTS: usize = 12;
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut server = busy_server();
+    let mut server_io = Io::default();
+    let addr = |i: usize| SocketAddr::from(([192, 0, 2, 2], 1000 + i as u16));
+    let mut clients = clients_of_busy_server(CLIENTS);
     let mut now = Instant::ZERO;
     let mut driven_total = 0;
     for step in 0..4000u32 {
