@@ -1,0 +1,300 @@
+//! Where a one-path bulk transfer's time goes (docs/DEVIATIONS.md, "Whole-transfer goodput"):
+//! runs braid's default mode over the sweep points of a one-path scenario whose label is the
+//! filter (or, if none is, contains it), with the sender's packet trace on
+//! (`Connection::enable_trace`). The completion time splits into the wire bytes at the link's
+//! rate and the link's idle time (a FIFO at the link's rate fed at the trace's send times), and
+//! the idle time into the handshake, the ramp (until a 100 ms window first delivers 90 % of the
+//! link at the receiver), steady state and the tail (last new source sent → last byte read).
+//! Also printed: the bytes by kind, the losses by trigger, the time the window or the pacer held
+//! the sender below the link, the ramp and the tail bin by bin, and every window drop of 10 % or
+//! more:
+//! `cargo run --release -p braid-sim --example onepath_trace -- scenarios/ctcp-table4-mtu1500.toml "seed=1 path.wifi.loss=0.1"`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use braid_proto::conn::ConnectionConfig;
+use braid_proto::trace::{LossTrigger, PathMetrics, TraceEvent, TraceFrame};
+use braid_proto::Instant;
+use braid_sim::{BulkFlow, LinkStats, Scenario};
+
+/// One sent packet, as the trace shows it.
+struct Sent {
+    at: f64,
+    size: u64,
+    source: u64,
+    repair: u64,
+    copy: u64,
+    new_source: bool,
+}
+
+/// What one run's trace holds, times in seconds.
+#[derive(Default)]
+struct Trace {
+    sent: Vec<Sent>,
+    /// Sources already sent once: (block, index).
+    seen: HashSet<(u64, u32)>,
+    losses: Vec<(f64, LossTrigger)>,
+    /// The path's state after each change, and each window drop of 10 % or more (from, to).
+    series: Vec<(f64, PathMetrics)>,
+    cuts: Vec<(f64, u64, u64)>,
+    /// Bytes read at the receiver, once a millisecond.
+    delivered: Vec<(f64, u64)>,
+    established: Option<f64>,
+    done: f64,
+    /// Time (after the handshake) the window was full, and the pacer below the link.
+    cwnd_limited: f64,
+    pacing_below: f64,
+    link: Option<LinkStats>,
+}
+
+#[derive(Default)]
+struct Totals {
+    packets: u64,
+    bytes: u64,
+    source: u64,
+    repair: u64,
+    copies: u64,
+    other: u64,
+}
+
+/// Link time the sender's packets kept busy in `[from, to)`, by the bottleneck's own
+/// arithmetic (a FIFO at `rate` bytes/s fed at the send times; drops by the queue are ignored).
+fn busy_time(sent: &[Sent], rate: f64, from: f64, to: f64) -> f64 {
+    let (mut free_at, mut busy) = (0.0f64, 0.0);
+    for p in sent {
+        let start = p.at.max(free_at);
+        let end = start + p.size as f64 / rate;
+        free_at = end;
+        busy += (end.min(to) - start.max(from)).max(0.0);
+    }
+    busy
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let file = args.next().expect("usage: onepath_trace SCENARIO.toml [LABEL FILTER]");
+    let filter = args.next().unwrap_or_default();
+    let scenarios = Scenario::load(&file).expect("scenario");
+    let exact = scenarios.iter().any(|s| s.label == filter);
+    for scenario in
+        scenarios.iter().filter(|s| if exact { s.label == filter } else { s.label.contains(&filter) })
+    {
+        run(scenario);
+    }
+}
+
+fn secs(at: Instant) -> f64 {
+    at.as_micros() as f64 / 1e6
+}
+
+impl Trace {
+    fn on_event(&mut self, e: TraceEvent) {
+        match e {
+            TraceEvent::PacketSent(p) => {
+                let mut s = Sent {
+                    at: secs(p.at),
+                    size: p.size as u64,
+                    source: 0,
+                    repair: 0,
+                    copy: 0,
+                    new_source: false,
+                };
+                for f in &p.frames {
+                    if let TraceFrame::Symbol { block, index, repair, length } = *f {
+                        if repair {
+                            s.repair += length as u64;
+                        } else if self.seen.insert((block, index)) {
+                            s.source += length as u64;
+                            s.new_source = true;
+                        } else {
+                            s.copy += length as u64;
+                        }
+                    }
+                }
+                self.sent.push(s);
+            }
+            TraceEvent::PacketLost { at, trigger, .. } => self.losses.push((secs(at), trigger)),
+            TraceEvent::Metrics { at, metrics: m, .. } => {
+                if let Some(&(_, old)) = self.series.last() {
+                    if m.cwnd < old.cwnd * 9 / 10 {
+                        self.cuts.push((secs(at), old.cwnd, m.cwnd));
+                    }
+                }
+                self.series.push((secs(at), m));
+            }
+            _ => {}
+        }
+    }
+
+    /// Runs `scenario`'s first flow to its end, a millisecond at a time, draining the trace.
+    fn collect(scenario: &Scenario, rate: f64) -> Trace {
+        let bytes = scenario.transfer.expect("transfer");
+        let built = scenario
+            .build(|cx| {
+                let config = ConnectionConfig {
+                    paths: cx.paths as u8,
+                    max_plpmtu: cx.scenario.max_mtu().unwrap_or(1280),
+                    ..ConnectionConfig::default()
+                };
+                (BulkFlow::sender(config.clone(), cx.seed, bytes, cx.start), BulkFlow::receiver(config))
+            })
+            .expect("network");
+        let (mut net, (client, server)) = (built.network, built.flows[0]);
+        net.endpoint_mut(client).connection_mut().enable_trace();
+        let step = Duration::from_millis(1);
+        let mut now = Instant::ZERO;
+        let mut trace = Trace::default();
+        while net.endpoint(server).done_at().is_none() && now < built.limit {
+            now += step;
+            net.run_until(now);
+            let conn = net.endpoint_mut(client).connection_mut();
+            if trace.established.is_none() && conn.is_established() {
+                trace.established = Some(secs(now));
+            }
+            while let Some(e) = conn.poll_trace() {
+                trace.on_event(e);
+            }
+            if let (Some(&(_, m)), Some(_)) = (trace.series.last(), trace.established) {
+                if m.bytes_in_flight + 1500 > m.cwnd {
+                    trace.cwnd_limited += step.as_secs_f64();
+                }
+                if (m.pacing_rate as f64) < rate {
+                    trace.pacing_below += step.as_secs_f64();
+                }
+            }
+            trace.delivered.push((secs(now), net.endpoint(server).received()));
+        }
+        trace.done = net.endpoint(server).done_at().map_or(f64::NAN, secs);
+        trace.link = net.links().find(|(_, name, _)| name.ends_with("fwd")).map(|(_, _, l)| *l.stats());
+        trace
+    }
+
+    /// The first 100 ms window that delivered 90 % of the link's rate begins here.
+    fn ramp_end(&self, rate: f64) -> f64 {
+        self.delivered
+            .windows(100)
+            .find(|w| (w[99].1 - w[0].1) as f64 >= 0.9 * rate * 0.099)
+            .map_or(self.done, |w| w[0].0)
+    }
+
+    fn last_new_source(&self) -> f64 {
+        self.sent.iter().filter(|p| p.new_source).map(|p| p.at).fold(0.0, f64::max)
+    }
+
+    fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        for p in &self.sent {
+            t.packets += 1;
+            t.bytes += p.size;
+            t.source += p.source;
+            t.repair += p.repair;
+            t.copies += p.copy;
+            t.other += p.size - p.source - p.repair - p.copy;
+        }
+        t
+    }
+}
+
+fn run(scenario: &Scenario) {
+    let bytes = scenario.transfer.expect("transfer");
+    let link = &scenario.paths[0].forward;
+    let rate = link.rate_bps as f64 / 8.0;
+    let trace = Trace::collect(scenario, rate);
+    let (done, t) = (trace.done, trace.totals());
+    println!("== {} (seed {})", scenario.title(), scenario.seed);
+    println!(
+        "done {done:.3} s: {:.2} Mbit/s = {:.3} × (1 − p) × rate",
+        bytes as f64 * 8.0 / done / 1e6,
+        bytes as f64 / done / rate / (1.0 - link.loss.mean_loss())
+    );
+    println!(
+        "wire: {} packets, {} B ({} B at the link), source {} B, repair {} B, copies {} B, \
+         headers+frames+probes {} B ({:.1} B/packet)",
+        t.packets,
+        t.bytes,
+        trace.link.map_or(0, |s| s.sent_bytes),
+        t.source,
+        t.repair,
+        t.copies,
+        t.other,
+        t.other as f64 / t.packets as f64
+    );
+    if let Some(s) = trace.link {
+        println!(
+            "link: dropped by queue {}, lost {}, max queue {} B",
+            s.dropped_queue, s.lost, s.max_queue_bytes
+        );
+    }
+    let (established, ramp_end, last_new) =
+        (trace.established.unwrap_or(0.0), trace.ramp_end(rate), trace.last_new_source());
+    let phases = [
+        ("handshake", 0.0, established),
+        ("ramp", established, ramp_end),
+        ("steady", ramp_end, last_new),
+        ("tail", last_new, done),
+    ];
+    println!(
+        "phase      from    to      span    link idle  (wire bytes at link rate = {:.3} s)",
+        t.bytes as f64 / rate
+    );
+    for (name, from, to) in phases {
+        let busy = busy_time(&trace.sent, rate, from, to);
+        println!("{name:<10} {from:>6.3}  {to:>6.3}  {:>6.3}  {:>6.3}", to - from, (to - from) - busy);
+    }
+    let by = |k: LossTrigger| trace.losses.iter().filter(|l| l.1 == k).count();
+    println!(
+        "losses declared: {} (ack {}, timer {}, probe timeout {}), {} in the tail",
+        trace.losses.len(),
+        by(LossTrigger::Ack),
+        by(LossTrigger::Timer),
+        by(LossTrigger::ProbeTimeout),
+        trace.losses.iter().filter(|l| l.0 >= last_new).count()
+    );
+    println!(
+        "after the handshake: cwnd-limited {:.3} s, pacing below the link {:.3} s",
+        trace.cwnd_limited, trace.pacing_below
+    );
+    print_ramp(&trace, rate, ramp_end);
+    print_tail(&trace, last_new);
+    for &(at, from, to) in &trace.cuts {
+        println!("  window cut at {at:.3}: {from} → {to}");
+    }
+}
+
+/// The ramp by 25 ms: bytes sent, and the window and pacing rate at the bin's end.
+fn print_ramp(trace: &Trace, rate: f64, ramp_end: f64) {
+    let mut m_at = 0;
+    for bin in 0..((ramp_end + 0.3) / 0.025) as usize {
+        let (from, to) = (bin as f64 * 0.025, (bin + 1) as f64 * 0.025);
+        let bytes: u64 = trace.sent.iter().filter(|p| p.at >= from && p.at < to).map(|p| p.size).sum();
+        while m_at + 1 < trace.series.len() && trace.series[m_at + 1].0 < to {
+            m_at += 1;
+        }
+        let m = trace.series.get(m_at).map(|s| s.1);
+        println!(
+            "  {from:.3}: sent {bytes:>6} B ({:>5.1} % of the link), cwnd {:>7}, in flight {:>7}, pacing {:>5.1} Mbit/s",
+            bytes as f64 / (rate * 0.025) * 100.0,
+            m.map_or(0, |m| m.cwnd),
+            m.map_or(0, |m| m.bytes_in_flight),
+            m.map_or(0.0, |m| m.pacing_rate as f64 * 8.0 / 1e6)
+        );
+    }
+}
+
+/// The tail by 10 ms, from 200 ms before the last new source: new source, repair and other
+/// packets sent, losses declared.
+fn print_tail(trace: &Trace, last_new: f64) {
+    let start = (last_new - 0.2).max(0.0);
+    for bin in 0..((trace.done - start) / 0.01).ceil() as usize {
+        let (from, to) = (start + bin as f64 * 0.01, start + (bin + 1) as f64 * 0.01);
+        let in_bin: Vec<&Sent> = trace.sent.iter().filter(|p| p.at >= from && p.at < to).collect();
+        println!(
+            "  tail {from:.3}: new {:>3}, repair {:>3}, other {:>3}, lost {:>3}",
+            in_bin.iter().filter(|p| p.new_source).count(),
+            in_bin.iter().filter(|p| p.repair > 0).count(),
+            in_bin.iter().filter(|p| !p.new_source && p.repair == 0).count(),
+            trace.losses.iter().filter(|l| l.0 >= from && l.0 < to).count()
+        );
+    }
+}
