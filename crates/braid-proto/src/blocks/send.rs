@@ -1,7 +1,6 @@
 //! The sending side: open blocks, their encoders, and what each block still needs.
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
 use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, SymbolId};
 
@@ -79,6 +78,12 @@ pub struct SendBlock {
     pub urgent: bool,
     /// Its source symbols go without their trailing zeros (see `write_symbol`).
     short_sources: bool,
+    /// Per-segment placement: the open block of its path, which grows by one source each time
+    /// the path is given data ([`BlockSender::push_source_on`]).
+    pub growing: bool,
+    /// A symbol written after the block closed went out, so it told the receiver the length
+    /// (set from the start without per-path placement, whose closed blocks' repairs tell it).
+    len_sent: bool,
 }
 
 /// Why a block is the tail of a burst, which decides how large a margin it gets.
@@ -155,6 +160,7 @@ impl SendBlock {
         let payload = self.encoder.source(index)?;
         let short = self.short_sources;
         write_symbol(w, self.id, SymbolId::Source { index }, self.block_len(), payload, short);
+        self.len_sent |= self.closed;
         self.on_sent();
         Some(OutgoingSymbol { block: self.id, source: Some(index), group: None })
     }
@@ -409,35 +415,7 @@ impl BlockSender {
             return Err(CodecError::BlockFull { max: self.window });
         }
         if self.blocks.back().is_none_or(|b| b.closed) {
-            let id = self.next_block;
-            self.next_block += 1;
-            let config = CodecConfig { symbol_size: self.next_symbol_size, ..self.config.clone() };
-            let mut encoder = config.encoder(id)?;
-            if let (true, BlockEncoder::Xor(x)) = (self.manual_groups, &mut encoder) {
-                x.set_manual();
-            }
-            self.blocks.push_back(SendBlock {
-                id,
-                encoder,
-                closed: false,
-                next_unsent: 0,
-                in_flight: 0,
-                sent_on: [0; MAX_PATHS as usize],
-                acked: 0,
-                reported: None,
-                report_arrived: None,
-                acked_since_report: 0,
-                doubted: false,
-                waiting_since: None,
-                release_timeouts: 0,
-                lost: 0,
-                decoded: false,
-                path: None,
-                sent_any: false,
-                tail: None,
-                urgent: false,
-                short_sources: self.short_sources,
-            });
+            self.open_block()?;
         }
         let block = self.blocks.back_mut().expect("just ensured");
         block.encoder.push_source(symbol)?;
@@ -445,6 +423,42 @@ impl BlockSender {
             block.closed = true;
             block.encoder.flush();
         }
+        Ok(())
+    }
+
+    /// Opens a new block at the back (the newest), with the symbol size in force.
+    fn open_block(&mut self) -> Result<(), CodecError> {
+        let id = self.next_block;
+        self.next_block += 1;
+        let config = CodecConfig { symbol_size: self.next_symbol_size, ..self.config.clone() };
+        let mut encoder = config.encoder(id)?;
+        if let (true, BlockEncoder::Xor(x)) = (self.manual_groups, &mut encoder) {
+            x.set_manual();
+        }
+        self.blocks.push_back(SendBlock {
+            id,
+            encoder,
+            closed: false,
+            next_unsent: 0,
+            in_flight: 0,
+            sent_on: [0; MAX_PATHS as usize],
+            acked: 0,
+            reported: None,
+            report_arrived: None,
+            acked_since_report: 0,
+            doubted: false,
+            waiting_since: None,
+            release_timeouts: 0,
+            lost: 0,
+            decoded: false,
+            path: None,
+            sent_any: false,
+            tail: None,
+            urgent: false,
+            short_sources: self.short_sources,
+            growing: false,
+            len_sent: !self.per_path,
+        });
         Ok(())
     }
 
@@ -577,6 +591,7 @@ impl BlockSender {
             _ => None,
         };
         write_symbol(w, block, id, len, &self.scratch, false);
+        b.len_sent |= len.is_some();
         b.on_sent();
         Ok(Some(OutgoingSymbol { block, source: None, group }))
     }
@@ -624,6 +639,10 @@ impl BlockSender {
         if let Some(b) = self.block_mut(symbol.block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.lost += 1;
+            if b.growing && b.all_sources_sent() {
+                // Per-segment placement: the block ends here, so its tail gets its parity now.
+                b.close_growing();
+            }
             if let (true, Some(index), false) = (retransmit, symbol.source, b.decoded) {
                 self.push_retransmission((symbol.block, index, path));
             }
@@ -631,14 +650,19 @@ impl BlockSender {
     }
 
     /// Sends the oldest queued retransmission `path` may carry (`None`: whatever path it was
-    /// queued for) of a block still open.
+    /// queued for) of a block still open; with none, the last source of a block that owes the
+    /// receiver its length, on any path ([`SendBlock::owes_length`]).
     pub fn write_retransmission_on(
         &mut self,
         path: Option<u8>,
         w: &mut Writer<'_>,
     ) -> Option<OutgoingSymbol> {
         self.drop_stale_retransmissions();
-        let at = self.retransmit.iter().position(|&(_, _, p)| path.is_none() || p.is_none() || p == path)?;
+        let Some(at) =
+            self.retransmit.iter().position(|&(_, _, p)| path.is_none() || p.is_none() || p == path)
+        else {
+            return self.write_owed_length(w);
+        };
         let (block, index, _) = self.retransmit.remove(at).expect("found");
         self.write_source_again(block, index, w)
     }
@@ -661,9 +685,10 @@ impl BlockSender {
         self.retransmit.iter().filter(|&&(b, _, _)| b == block).count() as u64
     }
 
-    /// Whether a queued retransmission may go on `path` (queued for it, or for any path).
+    /// Whether a queued retransmission may go on `path` (queued for it, or for any path), or a
+    /// block owes its length (it may go on any path).
     pub fn has_retransmission_for(&self, path: u8) -> bool {
-        self.retransmit.iter().any(|&(_, _, p)| p.is_none_or(|p| p == path))
+        self.retransmit.iter().any(|&(_, _, p)| p.is_none_or(|p| p == path)) || self.owes_any_length()
     }
 
     /// Frees what was bound to `path`: its queued retransmissions may go on any path, and the
@@ -674,6 +699,9 @@ impl BlockSender {
             r.2 = None;
         }
         for b in self.blocks.iter_mut().filter(|b| b.path == Some(path)) {
+            if b.growing {
+                b.close_growing();
+            }
             b.path = None;
         }
     }
@@ -729,57 +757,10 @@ impl BlockSender {
     pub fn is_idle(&self) -> bool {
         self.blocks.iter().all(|b| b.decoded)
     }
-
-    /// Notes, at `now`, which blocks wait on the receiver alone (every source sent, nothing in
-    /// flight, not released). The connection calls it whenever acknowledgements, losses or a
-    /// BLOCK_ACK change a block (sends clear the wait themselves).
-    pub fn update_waiting(&mut self, now: Instant) {
-        let retransmit = &self.retransmit;
-        for b in self.blocks.iter_mut() {
-            if b.waits_on_receiver() && !retransmit.iter().any(|r| r.0 == b.id) {
-                b.waiting_since.get_or_insert(now);
-            } else {
-                b.waiting_since = None;
-            }
-        }
-    }
-
-    /// When the first waiting block's release timeout expires: `timeout` (about a probe
-    /// timeout) after it began to wait, doubled for each timeout it already had. A block the
-    /// sender believes complete is normally released by the receiver's BLOCK_ACK within a round
-    /// trip; one still waiting after that is doubted (the sender's count may be wrong, or the
-    /// report lost) and gets a new symbol, which also makes the receiver report again.
-    pub fn release_deadline(&self, timeout: Duration) -> Option<Instant> {
-        self.blocks
-            .iter()
-            .filter(|b| b.waits_on_receiver())
-            .filter_map(|b| {
-                let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
-                b.waiting_since.map(|t| t + timeout * backoff)
-            })
-            .min()
-    }
-
-    /// The blocks whose release timeout expired at `now`: each is doubted (its count falls to
-    /// the receiver's report, or one short of its length) and returned, so the connection can
-    /// make sure a new symbol goes out for it.
-    pub fn on_release_timeout(&mut self, now: Instant, timeout: Duration) -> Vec<u64> {
-        let mut expired = Vec::new();
-        for b in self.blocks.iter_mut() {
-            let backoff = 1u32 << b.release_timeouts.min(MAX_RELEASE_BACKOFF);
-            // Checked again: a symbol sent by a path that bypassed `on_sent` leaves the mark.
-            if b.waits_on_receiver() && b.waiting_since.is_some_and(|t| t + timeout * backoff <= now) {
-                b.doubted = true;
-                b.release_timeouts += 1;
-                // Re-armed (with the longer backoff) until a symbol of the block goes out.
-                b.waiting_since = Some(now);
-                expired.push(b.id);
-            }
-        }
-        expired
-    }
 }
 
+mod growing;
+mod release;
 mod symbol;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@
 //!   (`recut_at_symbol_size`), cuts stream data into source symbols (`fill_pipe`), tells the
 //!   congestion controllers when the application leaves their windows unused
 //!   (`mark_app_limited`), forms XOR parity groups (`apply_parity_covers`) and drops copies of
-//!   decoded blocks; then, with per-path placement, `cut_block_for` cuts a block for the path
+//!   decoded blocks; then, with per-path placement, `cut_block_for` cuts a source for the path
 //!   [`Connection::ready_pick`] chose. Data is prepared only once nothing of the first stages
 //!   goes out: what is cut is committed to its place in the send order.
 //! - **Decision** (`&self`, no state changed): `plan_first`, `plan_control`, `plan_copy` and
@@ -208,11 +208,10 @@ impl Connection {
     /// wake-up only polls for nothing.
     fn next_symbol_time(&self) -> Option<Instant> {
         let s = self.transfer.as_ref()?;
-        let new_source = (s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty())
-            && s.sender.has_room();
-        // With per-path placement new data joins the open block, which only its path may carry.
+        let pipe = s.streams.has_pipe_data() || !s.partial.is_empty() || !s.recut.is_empty();
+        // With per-path placement new data joins the path's own open block, or a new one.
         let new_source_on = |c: usize| {
-            new_source && s.sender.blocks().last().is_none_or(|b| b.closed || b.may_carry(c as u8))
+            pipe && if s.sender.is_per_path() { s.sender.has_room_on(c as u8) } else { s.sender.has_room() }
         };
         let mss = self.config.max_datagram as u64;
         let mut next: Option<Instant> = None;

@@ -188,7 +188,8 @@ impl GroupingRule for Dfec {
     /// A parity after every `ratio` segments sent; a block's tail gets one when the block is
     /// complete and sent (groups do not span blocks), or when the sender has nothing more to send
     /// for now (so a held loss never waits for data that may not come), unless the path is quiet
-    /// and fewer than `ratio` sources have gone bare (`Dfec::tail_gets_parity`).
+    /// and fewer than `ratio` sources have gone bare (`Dfec::tail_gets_parity`) and the block
+    /// need not tell the receiver its length (`SendBlock::owes_length`).
     fn covers(
         &mut self,
         _now: Instant,
@@ -210,8 +211,11 @@ impl GroupingRule for Dfec {
                 r.start += ratio;
                 self.bare_run = 0;
             }
-            if !r.is_empty() && b.all_sources_sent() && (b.closed || idle) {
-                if self.tail_gets_parity(self.bare_run, r.len() as u64) {
+            // A growing block (per-segment placement) ends only when it closes.
+            if !r.is_empty() && b.all_sources_sent() && (b.closed || (idle && !b.growing)) {
+                // A block that owes the receiver its length must send a symbol anyway: the
+                // parity, rather than its last source again.
+                if self.tail_gets_parity(self.bare_run, r.len() as u64) || b.owes_length() {
                     covers.push(XorCover { block: b.id, start: r.start, end: r.end, interleave: 1 });
                     self.bare_run = 0;
                 } else {
