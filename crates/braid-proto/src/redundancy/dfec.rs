@@ -9,6 +9,11 @@
 //!   reduce it; an acknowledged parity grows cwnd like data.
 //! - §III-B (ii) the ratio adapts on residual loss, Eqs. (1)–(3), see [`Dfec::close_interval`].
 //!
+//! Eq. (1)'s `Retransmit` counts the subflow's own retransmissions: a source resent on this path
+//! while fewer of the path's own sources were lost than resent here is another path's data
+//! reinjected after that path's timeout, which is new data to this subflow's TCP as in MPTCP
+//! ([`Dfec::resends_owed`]).
+//!
 //! braid's XOR groups end at their block (the paper's run on across the stream), so a block's
 //! tail gets a shorter group of its own. While the path has lost at most one packet in its last
 //! 1,000, a tail gets a parity only once `ratio` sources have gone without one, the paper's
@@ -73,6 +78,12 @@ pub struct Dfec {
     sent_since_second_loss: u64,
     /// Sources left without a parity since the last one was made.
     bare_run: u64,
+    /// This path's sources declared lost and not yet resent here: a retransmission counts in
+    /// Eq. (1) only against one. Without it, the sources another path's probe timeout let go
+    /// anywhere (MPTCP's reinjection) counted on the path that carried them: on dFEC Table
+    /// III's lossless B2 they held the ratio at 4–5 (a parity per 4–5 sources, 10 Mbit/s of
+    /// 400 ms path carrying a live video frame's last packets).
+    resends_owed: u64,
     /// Each open block's tails left without a parity: a loss there is a plain loss.
     bare: BTreeMap<u64, Vec<Range<usize>>>,
 }
@@ -95,6 +106,7 @@ impl Dfec {
             sent_since_loss: 0,
             sent_since_second_loss: 0,
             bare_run: 0,
+            resends_owed: 0,
             bare: BTreeMap::new(),
         }
     }
@@ -164,9 +176,10 @@ impl GroupingRule for Dfec {
 
     fn on_event(&mut self, now: Instant, event: RedundancyEvent, path: &PathView) {
         match event {
-            RedundancyEvent::Lost { .. } => {
+            RedundancyEvent::Lost { repair } => {
                 self.sent_since_second_loss = self.sent_since_loss;
                 self.sent_since_loss = 0;
+                self.resends_owed += u64::from(!repair);
             }
             RedundancyEvent::Sent { .. } => {
                 self.sent_since_loss += 1;
@@ -181,8 +194,10 @@ impl GroupingRule for Dfec {
             self.close_interval();
             self.interval_start = Some(now);
         }
+        let own = retransmission && self.resends_owed > 0;
+        self.resends_owed -= u64::from(own);
         self.total += 1;
-        self.retransmitted += u64::from(retransmission);
+        self.retransmitted += u64::from(own);
     }
 
     /// A parity after every `ratio` segments sent; a block's tail gets one when the block is
@@ -261,9 +276,13 @@ mod tests {
         Instant::from_micros(t * 1000)
     }
 
-    /// One period T (srtt 10 ms → 30 ms) starting at `start` ms: `sent` data segments of which
-    /// `retransmitted` are retransmissions. The period is closed by the next one's first event.
+    /// One period T (srtt 10 ms → 30 ms) starting at `start` ms: `retransmitted` of the path's
+    /// sources declared lost, then `sent` data segments of which `retransmitted` are their
+    /// retransmissions. The period is closed by the next one's first event.
     fn period(d: &mut Dfec, start: u64, sent: u64, retransmitted: u64) {
+        for _ in 0..retransmitted {
+            d.on_event(ms(start), RedundancyEvent::Lost { repair: false }, &view(10, 10));
+        }
         for i in 0..sent {
             let event = RedundancyEvent::Sent { repair: false, retransmission: i < retransmitted };
             d.on_event(ms(start), event, &view(10, 10));
@@ -315,6 +334,35 @@ mod tests {
         period(&mut d, 0, 101, 1);
         period(&mut d, 30, 1, 0);
         assert_eq!(d.ratio(), 12, "9 × 1.33 = 11.97");
+    }
+
+    #[test]
+    fn resends_of_another_paths_losses_are_new_data_to_this_path() {
+        let mut d = Dfec::default();
+        let resend = RedundancyEvent::Sent { repair: false, retransmission: true };
+        let first = RedundancyEvent::Sent { repair: false, retransmission: false };
+        // A period of 100 segments, 10 of them resends of sources this path never lost, closed by
+        // the next one's first: the ratio goes up as on a clean path (9 × 1.33 = 12), not down
+        // (10 / 90 counted: 9 × 0.67 = 6).
+        for t in [0, 30] {
+            for i in 0..100 {
+                d.on_event(ms(t), if i < 10 { resend } else { first }, &view(10, 10));
+            }
+        }
+        assert_eq!(d.ratio(), 12);
+        // Two of its own sources lost (and a parity): two of the next period's ten resends count.
+        d.on_event(ms(60), RedundancyEvent::Lost { repair: false }, &view(10, 10));
+        d.on_event(ms(60), RedundancyEvent::Lost { repair: true }, &view(10, 10));
+        d.on_event(ms(60), RedundancyEvent::Lost { repair: false }, &view(10, 10));
+        for i in 0..100 {
+            d.on_event(ms(60), if i < 10 { resend } else { first }, &view(10, 10));
+        }
+        d.on_event(ms(90), first, &view(10, 10));
+        assert_eq!(
+            d.ratio(),
+            11,
+            "clean again at 60 ms (× 1.33 = 15.9), then the mean of 0 and 2 / 98 is over 1 %: × 0.67 = 10.7"
+        );
     }
 
     #[test]
