@@ -155,10 +155,11 @@ class DfecSections:
                "point (1.74 × mptcp's time at 70d4c9a): per-path placement cut the first block for B2 one window "
                "long (10 symbols, the initial window), dFEC's parity after 9 sources took one of those 10 window "
                "slots, so the block's last source waited one 400 ms round trip on B2 and held the whole page's "
-               "in-order delivery. A block cut for a path now holds only the sources that fit its window beside "
-               f"the parities dFEC will add (conn/placement.rs): that point is at {fmt(g400)} × mptcp's time; the "
-               "change moved the other points by up to about ±0.15 either way (three seeds), the bulk rows by "
-               "−2 to +4 %. What remains at 0 % loss is dFEC's parity cost (its start ratio 9, one parity in the "
+               "in-order delivery. A block cut for a path then held only the sources that fit its window beside "
+               "the parities dFEC will add (1.15 × mptcp's time at f76229b); a path's block now grows as the path "
+               "is given data, as MPTCP hands a subflow segments when it has room, and closes at the path's window "
+               "less those parities (per-segment placement, blocks/send/growing.rs): that point is at "
+               f"{fmt(g400)} × mptcp's time. What remains at 0 % loss is dFEC's parity cost (its start ratio 9, one parity in the "
                "initial window, is ~10 % of a page this short; the paper too reports up to 5 % and little "
                "benefit at 0 %).")
         self.w()
@@ -223,10 +224,12 @@ class DfecSections:
                + f"{fmt(min(r for r, _ in ratios))}–{fmt(worst)} × mptcp's time ({pct(min(reps))}–{pct(max(reps))} "
                f"repair), worst on {pretty(at)}"
                + (f", where B2 carried {b2[0]:.0f} of mptcp-dfec's packets against {b2[1]:.0f} of mptcp's" if b2 else "")
-               + ". A block cut for a path when the scheduler picks it is that path's whole window and stays "
-               "pinned to it while the window reopens a round trip later, where MPTCP hands a subflow a segment "
-               "only when it has room: per-path placement, not the setting, costs these pages too "
-               "(docs/DEVIATIONS.md, \"Not done: page loads pay for whole-window blocks\").")
+               + ". Before per-segment placement (a block cut for a path when the scheduler picked it was that "
+               "path's whole window, pinned to it while the window reopened a round trip later; MPTCP hands a "
+               "subflow a segment only when it has room) this check took 1.03–2.16 × mptcp's time at f76229b, "
+               "worst on the google page with B2 at 400 ms (B2 carried 75 of mptcp-dfec's packets against 13 "
+               "of mptcp's); what is left is the parities' cost (docs/DEVIATIONS.md, \"Per-segment placement "
+               "for MPTCP-dFEC, and how much a path is given at a time\").")
         self.w()
 
     def youtube_bound(self, rows):
