@@ -234,9 +234,13 @@ mod tests {
         }
         assert!(sent[0].iter().all(|s| s.block == 0) && sent[1].iter().all(|s| s.block == 1));
         assert_eq!(tx.blocks().map(|b| b.path).collect::<Vec<_>>(), [Some(0), Some(1)]);
-        // Path 1 is lossy: a period of heavy retransmission shrinks its ratio, not path 0's.
+        // Path 1 is lossy: a period of heavy retransmission (of its own losses) shrinks its
+        // ratio, not path 0's.
         for t in [0, 40] {
             for i in 0..100 {
+                if i < 20 {
+                    d.on_event(ms(t), RedundancyEvent::Lost { repair: false }, &on(1, 10, 10));
+                }
                 let event = RedundancyEvent::Sent { repair: false, retransmission: i < 20 };
                 d.on_event(ms(t), event, &on(1, 10, 10));
                 let event = RedundancyEvent::Sent { repair: false, retransmission: false };
