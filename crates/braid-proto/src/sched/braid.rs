@@ -65,9 +65,6 @@ const SPARE_DELAY_FACTOR: f64 = 1.5;
 /// What the arrival model takes from the connection as a whole.
 #[derive(Debug, Clone, Copy)]
 pub struct Model {
-    /// How long an ACK takes back: half the smallest min RTT of any path (ACKs go back on
-    /// whichever path sends next, so a slow path's ACKs mostly return on the fast one).
-    pub ack_return: f64,
     /// The smallest one-way delay of any path.
     pub fastest: f64,
 }
@@ -76,17 +73,21 @@ impl Model {
     /// The connection's model from its paths and their round trips (`shapes`, one per path,
     /// in the same order).
     fn of(paths: &[PathInfo], shapes: &[Shape]) -> Model {
-        let ack_return =
-            paths.iter().map(|p| p.view.min_rtt.as_secs_f64() / 2.0).fold(f64::INFINITY, f64::min);
-        let mut m = Model { ack_return: if ack_return.is_finite() { ack_return } else { 0.0 }, fastest: 0.0 };
-        m.fastest = shapes.iter().map(|s| m.one_way(s.rtt)).fold(f64::INFINITY, f64::min);
-        m
+        let fastest = paths.iter().zip(shapes).map(|(p, s)| one_way(p, s.rtt)).fold(f64::INFINITY, f64::min);
+        Model { fastest: if fastest.is_finite() { fastest } else { 0.0 } }
     }
+}
 
-    /// A path's one-way delay: its round trip less the ACK's way back.
-    fn one_way(&self, rtt: f64) -> f64 {
-        (rtt - self.ack_return).max(0.0)
-    }
+/// A path's one-way delay: its round trip `rtt` less the way back of its ACKs, which come back
+/// on the path itself (PROTOCOL.md §12.4) and, with nothing to tell the directions apart, take
+/// half its min RTT: a queue is the data's. Taking the way back as half the fastest path's min
+/// RTT, as when ACKs rode on whichever path sent next, put a 500 ms path's symbols 200 ms later
+/// than they arrived: it stopped carrying data that long before the end of a transfer, and the
+/// fast path finished alone. Half the whole round trip instead halved the queue: a two-path
+/// connection through one lossy bottleneck then fell to 0.54 × its fair share beside a one-path
+/// one (`tests/shared_bottleneck.rs`).
+fn one_way(p: &PathInfo, rtt: f64) -> f64 {
+    (rtt - p.view.min_rtt.as_secs_f64() / 2.0).max(rtt / 2.0)
 }
 
 /// The controller's model of the path, once it has measured something: a bandwidth estimate
@@ -143,7 +144,7 @@ struct Arrival {
     shape: Shape,
     /// Packets the window has room for now.
     room: u64,
-    /// [`Model::one_way`] of the path's round trip.
+    /// [`one_way`] of the path's round trip.
     one_way: f64,
     /// The expected delay a loss adds to a symbol sent on the path: with probability p it is
     /// replaced once the loss is detected, on the fastest path.
@@ -159,7 +160,7 @@ impl Arrival {
             path: p.path,
             shape,
             room: p.room_packets(),
-            one_way: m.one_way(shape.rtt),
+            one_way: one_way(p, shape.rtt),
             loss_delay: loss * (LOSS_DETECTION_RTTS * shape.rtt + m.fastest),
             ack_wait: (shape.rtt - p.oldest_unacked_age.as_secs_f64()).max(0.0),
         }
@@ -326,8 +327,8 @@ mod tests {
         ArrivalTime.pick(&SchedView { now: Instant::ZERO, paths, blocks })
     }
 
-    /// One path of 100 ms: ACKs take 50 ms back, the fastest one-way delay is 50 ms.
-    const M: Model = Model { ack_return: 0.05, fastest: 0.05 };
+    /// One path of 100 ms: the fastest one-way delay is 50 ms.
+    const M: Model = Model { fastest: 0.05 };
 
     #[test]
     fn arrival_model_by_hand() {
@@ -396,13 +397,13 @@ mod tests {
     #[test]
     fn a_model_paced_window_does_not_count_as_rate() {
         // The fast path's window is a model's 1.25 BDP + 2 packets (127 for 1000 packets/s over
-        // 100 ms), 17 of it free. The slow path (500 ms) is expected at 450 ms. By the window
+        // 100 ms), 17 of it free. The slow path (900 ms) is expected at 450 ms. By the window
         // the fast one delivers 17 + (400 − 100) ms × 1270/s = 398 before that: six blocks of
         // 64 and more, so the slow path would wait. By the model, 17 + 300 = 317: block 4 is
         // still short by 3.
         let blocks: Vec<BlockView> = (0..6).map(|i| block(i, 64, 64, 0)).collect();
         let window = PathInfo { ready: false, ..path(0, 100, 0.0, 127, 110) };
-        let slow = path(1, 500, 0.0, 100, 0);
+        let slow = path(1, 900, 0.0, 100, 0);
         assert_eq!(pick(&[window, slow], &blocks), None);
         let model = modelled(window, 1000.0, 0);
         assert_eq!(pick(&[model, modelled(slow, 200.0, 0)], &blocks), Some(Pick { path: 1, block: Some(4) }));
@@ -412,11 +413,11 @@ mod tests {
     #[test]
     fn a_slow_path_carries_only_what_it_delivers_before_the_fast_one_would() {
         let fast = path(0, 100, 0.001, 100, 80);
-        let slow = path(1, 500, 0.01, 100, 0);
+        let slow = path(1, 900, 0.01, 100, 0);
         let busy = PathInfo { ready: false, ..fast };
-        // ACKs return on the fast path (50 ms), so the slow path's one-way delay is 450 ms and
-        // its first symbol is expected at 450 + 0.01 × (562.5 + 50) = 456.1 ms; the fast one
-        // delivers 20 + 306 before that: five blocks' worth, not six.
+        // The slow path's ACKs come back on it: its one-way delay is 900 − 450 ms, and its first
+        // symbol is expected at 450 + 0.01 × (1012.5 + 50) = 460.6 ms; the fast one delivers
+        // 20 + 311 before that: five blocks' worth, not six.
         let blocks: Vec<BlockView> = (0..6).map(|i| block(i, 64, 64, 0)).collect();
         assert_eq!(pick(&[fast, slow], &blocks), Some(Pick { path: 0, block: Some(0) }));
         assert_eq!(pick(&[busy, slow], &blocks), Some(Pick { path: 1, block: Some(5) }));
