@@ -17,10 +17,10 @@
 //!   direction and is ignored.
 
 use super::path::{PathState, FAIL_AFTER_PTOS};
-use super::{Connection, Event, Path, State};
+use super::{Connection, Event, Path, State, Transmit};
 use crate::cc::CongestionController;
 use crate::streams::Side;
-use crate::wire::MAX_PATHS;
+use crate::wire::{Frame, PacketType, Writer, MAX_PATHS};
 use crate::Instant;
 
 /// Why a path could not be opened or removed.
@@ -134,12 +134,21 @@ impl Connection {
 
     /// The next PING that measures a path (PROTOCOL.md §12.1), for a scheduler that leaves
     /// paths without an RTT sample unused ([`Scheduler::needs_measured_paths`]), with two paths
-    /// or more that can carry data: on a path with no sample, at once if nothing awaits an ACK
-    /// on it, then again after the smallest SRTT of the measured paths, doubling with each PING
-    /// unanswered — one lost PING would otherwise cost the path a probe timeout from RFC 9002's
-    /// 333 ms guess (≈ 1 s), as one lost Initial would the handshake. At most about
-    /// log₂(PTO / SRTT) of them go out before the path's probe timeout, which presumes them
-    /// lost; three such timeouts in a row fail the path (§12.2).
+    /// or more that can carry data.
+    ///
+    /// While another path has a sample and data waits to be delivered ([`Self::warming`]), a
+    /// path without one fills its window with full-size PINGs as its pacer allows: its first
+    /// round trip then measures its RTT and grows its window as a round of data would, and its
+    /// data starts from that grown window a round sooner. With one PING the path sat idle for
+    /// that round (300 ms on FMTCP Table II's long second path) and then started from the
+    /// initial window. A lost PING costs nothing while the others answer; if none does, the
+    /// path's probe timeout leaves it two in flight (`data_room`) and three timeouts fail it
+    /// (§12.2). The PINGs carry nothing the blocks count on, so they hold no block back.
+    ///
+    /// Otherwise (no sample yet anywhere, or nothing to send), PINGs alone: at once if nothing
+    /// awaits an ACK on the path, then again after the smallest SRTT of the measured paths,
+    /// doubling with each PING unanswered — one lost PING would otherwise cost the path a probe
+    /// timeout from RFC 9002's 333 ms guess (≈ 1 s), as one lost Initial would the handshake.
     ///
     /// [`Scheduler::needs_measured_paths`]: crate::sched::Scheduler::needs_measured_paths
     pub(super) fn measurement_due(&self) -> Option<(usize, Instant)> {
@@ -151,15 +160,37 @@ impl Connection {
         }
         let base =
             self.paths.iter().filter(|p| p.can_send() && p.rtt.has_sample()).map(|p| p.rtt.smoothed()).min();
-        let due = |p: &Path| -> Option<Instant> {
+        let warming = self.warming();
+        let mss = self.config.max_datagram as u64;
+        let due = |i: usize, p: &Path| -> Option<Instant> {
             if !p.can_send() || p.rtt.has_sample() {
                 return None;
+            }
+            if warming {
+                return (self.data_room(i) >= mss).then_some(p.next_send);
             }
             let Some((_, last)) = p.sent.last_key_value() else { return Some(self.last_poll) };
             let unanswered = p.sent.len().min(16) as u32;
             Some(last.time + base? * 2u32.pow(unanswered - 1))
         };
-        self.paths.iter().enumerate().filter_map(|(i, p)| due(p).map(|t| (i, t))).min_by_key(|&(_, t)| t)
+        self.paths.iter().enumerate().filter_map(|(i, p)| due(i, p).map(|t| (i, t))).min_by_key(|&(_, t)| t)
+    }
+
+    /// Whether paths without an RTT sample are measured with a window of full-size PINGs
+    /// ([`Self::measurement_due`]): some path has a sample, and data waits to be delivered.
+    fn warming(&self) -> bool {
+        !self.is_idle() && self.paths.iter().any(|p| p.can_send() && p.rtt.has_sample())
+    }
+
+    /// A PING measuring `path` ([`Self::measurement_due`]), padded to a full datagram while
+    /// [`Self::warming`].
+    pub(super) fn send_measurement(&mut self, now: Instant, path: usize, buf: &mut Vec<u8>) -> Transmit {
+        self.begin_packet(path, PacketType::Data, buf);
+        Frame::Ping.write(&mut Writer::new(buf)).expect("valid");
+        if self.warming() {
+            buf.resize(self.config.max_datagram.max(buf.len()), 0); // PADDING frames (§8)
+        }
+        self.end_packet(now, path, buf, true, Vec::new())
     }
 
     /// The path for control frames sent on their own (window updates, PATH_ABANDON): the

@@ -67,7 +67,7 @@ impl Connection {
             }
             Next::Part => self.send_part(now, buf)?,
             Next::PmtuProbe { path, size } => self.send_pmtu_probe(now, path, size, buf),
-            Next::Measure(path) => self.send_ping(now, path, buf),
+            Next::Measure(path) => self.send_measurement(now, path, buf),
             Next::Copy(i) => self.send_copy(now, i, buf)?,
             Next::SilenceProbe(path) => self.send_ping(now, path, buf),
             Next::Datagram(path) => self.send_datagram_packet(now, path, buf)?,
