@@ -64,6 +64,9 @@ pub(super) struct Datagrams {
     /// late to a pacer release while datagrams waited (at most
     /// [`DatagramConfig::late_wake_credit`]), kept until the queue is empty.
     late_credit: Duration,
+    /// Where a datagram packet's frames are written before its header is (kept between packets
+    /// so that its allocation is made once).
+    frames: Vec<u8>,
 }
 
 /// The datagram stage's decision at a poll ([`Connection::datagram_plan`]).
@@ -109,6 +112,7 @@ impl Datagrams {
             suspected: VecDeque::new(),
             blocked: None,
             late_credit: Duration::ZERO,
+            frames: Vec::new(),
         }
     }
 
@@ -499,7 +503,8 @@ impl Connection {
         let loss = self.path_view(path).loss;
         let max_payload = self.max_datagram_size();
         let header = self.packet_header(path, PacketType::Data).encoded_len();
-        let mut frames = Vec::new();
+        let mut frames = std::mem::take(&mut self.datagrams.frames);
+        frames.clear();
         let mut sent: Option<SentDatagrams> = None;
         loop {
             let room = limit.saturating_sub(header + frames.len());
@@ -525,10 +530,14 @@ impl Connection {
                 break;
             }
         }
-        let sent = sent?;
+        let Some(sent) = sent else {
+            self.datagrams.frames = frames;
+            return None;
+        };
         self.datagrams.account_blocked(now, None);
         self.begin_packet(path, PacketType::Data, buf);
         buf.extend_from_slice(&frames);
+        self.datagrams.frames = frames;
         self.write_control(now, path, buf, 2, limit);
         let number = self.paths[path].next_number;
         let t = self.end_packet(now, path, buf, true, Vec::new());
