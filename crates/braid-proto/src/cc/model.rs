@@ -85,12 +85,14 @@ const FIRST_FLIGHT_PACING_GAIN: f64 = 1.6;
 /// Startup's window cap, in estimated BDPs (BBRv3's is 2; see the module comment): the round
 /// that crosses the pipe puts up to this much in flight before any signal says it is full.
 const STARTUP_CWND_GAIN: f64 = 1.5;
-/// Startup's window cap on a secondary path, one whose smoothed RTT is at least
-/// [`SECONDARY_RTT_RATIO`] × another path's: BBRv3's 2 (draft-ietf-ccwg-bbr §4.6.4). The gentler
-/// cap protects requests from Startup's queue, and a request goes on the path that delivers it
-/// first (the arrival-time scheduler), not on a slow one; there the slower ramp only delayed the
-/// bulk data (FMTCP Table II's 300 ms second path: 1.5 × per round trip, ~7 rounds to its BDP).
-const SECONDARY_STARTUP_CWND_GAIN: f64 = 2.0;
+/// Startup on a secondary path, one whose smoothed RTT is at least [`SECONDARY_RTT_RATIO`] ×
+/// another path's: BBRv3's pacing gain, 4 ln 2 = 2.77 (draft-ietf-ccwg-bbr §4.6.1), and a window
+/// cap of as many estimated BDPs (BBRv3's is 2). The gentler values protect requests from
+/// Startup's queue, and a request goes on the path that delivers it first (the arrival-time
+/// scheduler), not on a slow one; there the slower ramp only delayed the bulk data. At a cap of
+/// 2 × an estimate a round behind, FMTCP Table II's 300 ms second path grew its window 1.6 × a
+/// round; the window still grows only by what is acknowledged, so at most 2 × (DEVIATIONS.md).
+const SECONDARY_STARTUP_GAIN: f64 = 2.77;
 const SECONDARY_RTT_RATIO: f64 = 1.5;
 /// The cap once Startup's RTT samples show a queue ([`QUEUE_SIGN`], [`QUEUE_SIGN_SAMPLES`]).
 const STARTUP_QUEUE_CWND_GAIN: f64 = 1.25;
@@ -311,6 +313,7 @@ impl ModelCc {
 
     fn pacing_gain(&self) -> f64 {
         match self.state {
+            State::Startup if self.secondary => SECONDARY_STARTUP_GAIN,
             State::Startup => STARTUP_PACING_GAIN,
             State::Drain => DRAIN_PACING_GAIN,
             State::Down => DOWN_PACING_GAIN,
@@ -351,7 +354,7 @@ impl ModelCc {
         if self.queue_sign() {
             STARTUP_QUEUE_CWND_GAIN
         } else if self.secondary {
-            SECONDARY_STARTUP_CWND_GAIN
+            SECONDARY_STARTUP_GAIN
         } else {
             STARTUP_CWND_GAIN
         }
