@@ -38,8 +38,15 @@
 //! - **ns-3's guessed holds** (its SACK emulation without SACK): each duplicate ACK in recovery
 //!   counts one more segment held past the point, kept after recovery until a timeout; when
 //!   the point lands on a segment so guessed, that segment is sent again (no congestion
-//!   signal). In ns-3.44's no-SACK runs of Sato et al.'s dumbbell these resends and the
-//!   duplicate ACKs their duplicates raise re-open recovery round after round (docs/DEVIATIONS.md).
+//!   signal), and its lost mark stays: the next duplicate ACK, one and not three, opens recovery
+//!   and sends it once more (`TcpSocketBase::DupAck`, RFC 6675 §5 step (2)). In ns-3.44's
+//!   no-SACK runs of Sato et al.'s dumbbell these resends and the duplicate ACKs their duplicates
+//!   raise re-open recovery round after round (docs/DEVIATIONS.md).
+//! - **The flight size** leaves out a packet whose segments the cumulative point passed, arrived
+//!   or not (`TcpTxBuffer::DiscardUpTo`, `BytesInFlight`); if it arrives, its ACK is a duplicate
+//!   ACK, also in an ACK frame that moved the point (TCP's receiver ACKs each segment at once
+//!   while duplicates are about). No window inflation in recovery: ns-3.44's classic recovery
+//!   changes only its traced inflated window.
 //!
 //! A packet braid's own detection (packet and time thresholds) finds missing beyond the
 //! cumulative point stays in flight, as it does for TCP's sender, until its segment is sent
@@ -133,6 +140,12 @@ pub(crate) struct Cumulative {
     given_up: BTreeMap<u64, Vec<Segment>>,
     /// Given-up packets acknowledged by the ACK being processed (duplicate ACKs too).
     late: u64,
+    /// Packets still in the network all of whose segments the cumulative point passed: TCP's
+    /// sender has forgotten them (out of its flight size), but one that arrives is a duplicate at
+    /// the receiver and raises a duplicate ACK (see [`Path::cumulative_forget_passed`]).
+    behind: BTreeMap<u64, SentPacket>,
+    /// The forgotten packets the ACK being processed acknowledges (duplicates at the receiver).
+    duplicates: Vec<u64>,
     /// Segments ns-3's sender takes the receiver to hold just past the cumulative point, one per
     /// duplicate ACK in recovery (see [`Cumulative::on_advance`]).
     guessed: u64,
@@ -144,6 +157,11 @@ pub(crate) struct Cumulative {
     dupacks: u64,
     /// The segment at the cumulative point was fast-retransmitted already.
     una_resent: bool,
+    /// The segment at the cumulative point was marked lost outside recovery (a wrong guess,
+    /// `MarkHeadAsLost`); the mark stays when it is sent again, so that ns-3.44 takes it for lost
+    /// at the next duplicate ACK (`TcpSocketBase::DupAck`, RFC 6675 §5 step (2),
+    /// `IsLost(m_highRxAckMark)`) and opens recovery, without waiting for three.
+    una_lost: bool,
     /// In fast recovery: the highest segment sent when it opened (RFC 6582's `recover`).
     recover: Option<Segment>,
     /// In recovery, the first partial ACK restarted the timer already.
@@ -178,15 +196,20 @@ impl Cumulative {
         }
     }
 
-    /// Forgets the given-up packets whose segments the cumulative point passed.
-    fn forget_passed(&mut self) {
-        let passed: Vec<u64> = (self.given_up.iter())
-            .take_while(|(_, segments)| segments.iter().all(|&s| self.passed(s)))
-            .map(|(&n, _)| n)
-            .collect();
-        for n in passed {
-            self.given_up.remove(&n);
-        }
+    /// Forgets the given-up and forgotten packets that three later packets' ACKs show lost
+    /// (braid's packet threshold): until then one that arrives raises a duplicate ACK, as a
+    /// copy of a segment the receiver holds does.
+    fn forget_lost(&mut self, largest_acked: Option<u64>) {
+        let Some(largest) = largest_acked else { return };
+        let keep = largest.saturating_sub(super::recovery::PACKET_THRESHOLD - 1);
+        self.given_up = self.given_up.split_off(&keep);
+        self.behind = self.behind.split_off(&keep);
+    }
+
+    /// Whether every segment `p` carries lies behind the cumulative point (it carries one).
+    fn all_passed(&self, p: &SentPacket) -> bool {
+        let mut segments = sources(p).peekable();
+        segments.peek().is_some() && segments.all(|s| self.passed(s))
     }
 
     fn give_up(&mut self, packet: &SentPacket) {
@@ -215,9 +238,13 @@ impl Cumulative {
     /// guesses it passed are dropped; if the segment at the new point was guessed held, the
     /// guess was wrong: it is taken for lost and sent again, and its guess moves to the end
     /// (`TcpTxBuffer::DiscardUpTo`, `MarkHeadAsLost`), in recovery or not.
-    fn on_advance(&mut self, moved: u64) {
+    ///
+    /// `arrivals`: the packets that moved it. TCP's receiver ACKs each of them (it ACKs at once
+    /// while duplicates or holes are about), so the point moved in as many steps, each landing on
+    /// a guessed segment whose guess moves on: that many guesses survive, not one.
+    fn on_advance(&mut self, moved: u64, arrivals: u64) {
         if self.guessed >= moved {
-            self.guessed -= moved - 1;
+            self.guessed -= moved - arrivals.clamp(1, moved);
             self.guess_pending = self.una().is_some();
         } else {
             self.guessed = 0;
@@ -287,6 +314,10 @@ impl Path {
     /// arrived after all (reordering, or a late copy), so their segments are held.
     pub(super) fn cumulative_acked_missing(&mut self, start: u64, end: u64) -> Vec<SentPacket> {
         let Some(c) = self.cumulative.as_mut() else { return Vec::new() };
+        // Forgotten packets (out of the flight size already): their ACKs are duplicate ACKs.
+        let behind: Vec<u64> = c.behind.range(start..=end).map(|(&n, _)| n).collect();
+        let mut acked: Vec<SentPacket> = behind.iter().map(|n| c.behind.remove(n).expect("listed")).collect();
+        c.duplicates.extend(behind);
         let late: Vec<u64> = c.given_up.range(start..=end).map(|(&n, _)| n).collect();
         for n in late {
             for s in c.given_up.remove(&n).expect("listed") {
@@ -295,7 +326,6 @@ impl Path {
             c.late += 1;
         }
         let numbers: Vec<u64> = c.missing.range(start..=end).map(|(&n, _)| n).collect();
-        let mut acked = Vec::new();
         for n in numbers {
             let p = c.missing.remove(&n).expect("listed");
             for s in sources(&p) {
@@ -332,6 +362,8 @@ impl Path {
         let Some(c) = self.cumulative.as_mut() else { return };
         let data = acked.iter().filter(|p| !p.symbols.is_empty());
         let late = std::mem::take(&mut c.late);
+        let duplicates = std::mem::take(&mut c.duplicates);
+        c.forget_lost(self.largest_acked);
         let moved = c.advance();
         if moved == 0 {
             if c.una().is_some() {
@@ -347,14 +379,28 @@ impl Path {
             }
             return;
         }
-        c.forget_passed();
-        c.on_advance(moved);
+        let arrivals = (acked.iter())
+            .filter(|p| !duplicates.contains(&p.number) && sources(p).next().is_some())
+            .count() as u64;
+        c.on_advance(moved, arrivals);
+        self.cumulative_forget_passed();
+        let Some(c) = self.cumulative.as_mut() else { return };
         let una = c.una();
         c.dupacks = match una {
-            Some(una) => data.filter(|p| sources(p).all(|s| s > una)).count() as u64,
+            Some(una) => {
+                // The duplicates that arrived after the packets that moved the point (TCP's
+                // receiver ACKs each at once, with the point unchanged) are duplicate ACKs too.
+                let newest = (acked.iter())
+                    .filter(|p| !duplicates.contains(&p.number) && sources(p).any(|s| s < una))
+                    .map(|p| p.number)
+                    .max();
+                let after = duplicates.iter().filter(|&&n| newest.is_none_or(|m| n > m)).count();
+                data.filter(|p| sources(p).all(|s| s > una)).count() as u64 + after as u64
+            }
             None => 0,
         };
         c.una_resent = false;
+        c.una_lost = false;
         c.backoff = 0;
         if c.after_timeout.is_some_and(|t| c.passed(t)) {
             c.after_timeout = None;
@@ -382,6 +428,33 @@ impl Path {
         }
     }
 
+    /// The cumulative point moved: the packets in flight whose segments it passed leave the
+    /// flight size, as TCP's sender drops acknowledged segments from its retransmission queue
+    /// whether or not the copy it sent last has arrived (`TcpTxBuffer::DiscardUpTo`, and
+    /// `BytesInFlight` counts what is left). A partial ACK's resend of a segment that was only in
+    /// flight, or a go-back-N duplicate, so frees its room in the window once the point passes
+    /// it rather than when its own ACK returns a round trip later, and the window sends new
+    /// data in its place. Its ACK, if it arrives, is a duplicate ACK; if it is lost, nothing
+    /// misses it: it is forgotten once three later packets are acknowledged.
+    fn cumulative_forget_passed(&mut self) {
+        let Some(c) = self.cumulative.as_mut() else { return };
+        let passed: Vec<u64> = self
+            .sent
+            .iter()
+            .chain(c.missing.iter())
+            .filter(|(_, p)| c.all_passed(p))
+            .map(|(&n, _)| n)
+            .collect();
+        for n in passed {
+            let p = c.missing.remove(&n).or_else(|| self.sent.remove(&n)).expect("listed");
+            if p.ack_eliciting {
+                self.in_flight -= p.size;
+            }
+            c.behind.insert(n, p);
+        }
+        self.loss_timeout_cache.set(None);
+    }
+
     /// braid's detection found `packet` missing: it stays in flight for a sender without SACK.
     pub(super) fn cumulative_missing(&mut self, packet: SentPacket) -> Option<SentPacket> {
         match self.cumulative.as_mut() {
@@ -405,7 +478,7 @@ impl Path {
         let guessed = std::mem::take(&mut c.guess_pending);
         let resend = if std::mem::take(&mut c.partial_pending) {
             Resend::PartialAck
-        } else if c.dupacks >= DUPACK_THRESHOLD
+        } else if (c.dupacks >= DUPACK_THRESHOLD || (c.dupacks > 0 && c.una_lost))
             && c.recover.is_none()
             && !c.una_resent
             && c.after_timeout.is_none()
@@ -414,15 +487,18 @@ impl Path {
             c.recover = c.highest;
             c.partial_seen = false;
             // The duplicate ACK that opens recovery guesses one segment held, and so does each
-            // one past the threshold that came in the same ACK.
-            c.guess(1 + c.dupacks - DUPACK_THRESHOLD);
+            // one past the threshold that came in the same ACK (one alone may open it, above).
+            c.guess(1 + c.dupacks.saturating_sub(DUPACK_THRESHOLD));
             Resend::FastRetransmit
         } else if guessed && !c.una_resent {
             Resend::Guessed
         } else {
             return None;
         };
-        c.una_resent = true;
+        // A guessed hold's resend does not stand in for a fast retransmit: a duplicate ACK that
+        // finds the segment lost opens recovery and sends it once more (`EnterRecovery`).
+        c.una_resent = resend != Resend::Guessed;
+        c.una_lost = resend == Resend::Guessed;
         let number = c.segments[&una].packet;
         let packet = c.missing.remove(&number).or_else(|| self.sent.remove(&number));
         if let Some(p) = packet.as_ref() {
@@ -500,206 +576,4 @@ impl Path {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::test_support::{leak, packet};
-    use super::*;
-    use crate::cc::CcAlgorithm;
-    use crate::wire::{AckFrame, AckRange};
-
-    fn ms(t: u64) -> Instant {
-        Instant::from_micros(t * 1000)
-    }
-
-    /// A path with cumulative-ACK recovery on ns-3's NewReno, its RTT measured at 100 ms.
-    fn path() -> Path {
-        let mut p = Path::new(0, CcAlgorithm::NewRenoNs3.build(1000), Instant::ZERO, true);
-        p.set_loss_recovery(LossRecovery::Cumulative);
-        p.rtt.update(Duration::from_millis(100), Duration::ZERO);
-        p
-    }
-
-    /// Sends packet `number` at `t` ms carrying segment (0, `index`).
-    fn send(p: &mut Path, t: u64, number: u64, index: u16) {
-        let mut packet = packet(number);
-        packet.time = ms(t);
-        packet.symbols = vec![OutgoingSymbol { block: 0, source: Some(index), group: None }];
-        p.on_sent(ms(t), number, packet);
-        p.next_number = number + 1;
-    }
-
-    /// Acknowledges the packet numbers `ranges` (each start..=end) at `t` ms.
-    fn ack(p: &mut Path, t: u64, ranges: &[(u64, u64)]) -> Vec<u64> {
-        let mut ranges: Vec<AckRange> = ranges.iter().map(|&(start, end)| AckRange { start, end }).collect();
-        ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
-        let frame = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(ranges) };
-        p.on_ack(ms(t), &frame).lost.iter().map(|p| p.number).collect()
-    }
-
-    /// Two holes in one window (segments 1 and 5 of 0..10): three duplicate ACKs resend only the
-    /// first; the second goes out at the partial ACK a round trip later, and the full ACK ends
-    /// recovery — two round trips, where braid's own recovery resends both at once.
-    #[test]
-    fn a_window_with_two_losses_takes_two_round_trips_to_repair() {
-        let mut p = path();
-        for i in 0..10 {
-            send(&mut p, i, i, i as u16);
-        }
-        // Everything but 1 and 5 arrives: braid's detection sees both holes, but neither is a
-        // loss to this sender yet, and both stay in flight.
-        assert!(ack(&mut p, 100, &[(0, 0), (2, 4), (6, 9)]).is_empty());
-        assert_eq!(p.cumulative_point(), Some((0, 1)));
-        assert_eq!(p.in_flight, 2000);
-        let (segment, why, packet) = p.cumulative_loss(false).expect("three duplicate ACKs");
-        assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 1), Resend::FastRetransmit, Some(1)));
-        assert!(p.cumulative_loss(false).is_none(), "one segment per fast retransmit");
-        send(&mut p, 100, 10, 1);
-        // Round trip 1: the retransmission arrives; the point moves to the second hole, a partial
-        // ACK, which resends it at once.
-        ack(&mut p, 200, &[(10, 10)]);
-        assert_eq!(p.cumulative_point(), Some((0, 5)));
-        let (segment, why, packet) = p.cumulative_loss(false).expect("a partial ACK");
-        assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 5), Resend::PartialAck, Some(5)));
-        send(&mut p, 200, 11, 5);
-        // Round trip 2: the full ACK; recovery is over and nothing is due.
-        ack(&mut p, 300, &[(11, 11)]);
-        assert_eq!(p.cumulative_point(), None);
-        assert!(p.cumulative_loss(false).is_none());
-        assert_eq!((p.in_flight, p.stats.timeouts), (0, 0));
-    }
-
-    /// Sato et al.'s receiver withholds its duplicate ACKs while a parity can rebuild the hole:
-    /// no fast retransmit then, and the rebuilt segment moves the point without a resend.
-    #[test]
-    fn a_suppressed_hole_rebuilt_by_its_parity_is_never_resent() {
-        let mut p = path();
-        for i in 0..6 {
-            send(&mut p, i, i, i as u16);
-        }
-        ack(&mut p, 100, &[(0, 1), (3, 5)]);
-        assert!(p.cumulative_loss(true).is_none(), "suppressed");
-        p.cumulative_repaired((0, 2));
-        ack(&mut p, 101, &[]);
-        send(&mut p, 101, 6, 6);
-        ack(&mut p, 201, &[(6, 6)]);
-        assert_eq!(p.cumulative_point(), None);
-        assert!(p.cumulative_loss(false).is_none());
-    }
-
-    /// A segment sent again at a fast retransmit whose first packet was only late: that packet's
-    /// ACK moves the cumulative point (the receiver holds the segment), and the resend, when
-    /// its ACK comes, is a duplicate.
-    #[test]
-    fn a_late_first_copy_moves_the_point() {
-        let mut p = path();
-        for i in 0..6 {
-            send(&mut p, i, i, i as u16);
-        }
-        ack(&mut p, 100, &[(2, 4)]);
-        let (segment, why, _) = p.cumulative_loss(false).expect("three duplicate ACKs");
-        assert_eq!((segment, why), ((0, 0), Resend::FastRetransmit));
-        send(&mut p, 100, 6, 0);
-        // Packets 0 and 1 arrive after all: the point passes everything they and 2..4 carried.
-        ack(&mut p, 110, &[(0, 1)]);
-        assert_eq!(p.cumulative_point(), Some((0, 5)));
-        assert!(p.cumulative_loss(false).is_some_and(|(s, why, _)| s == (0, 5) && why == Resend::PartialAck));
-    }
-
-    /// ns-3's guessed holds: duplicate ACKs in recovery (here from duplicates of segments the
-    /// receiver holds) each guess one segment held past the point; when the full ACK lands the
-    /// point on a guessed segment, that segment goes again, with no congestion signal.
-    #[test]
-    fn a_wrong_guess_after_recovery_resends_the_segment_at_the_point() {
-        let mut p = path();
-        for i in 0..6 {
-            send(&mut p, i, i, i as u16);
-        }
-        // Segment 0 is lost; 1..3 arrive: recovery opens (its first guess).
-        ack(&mut p, 100, &[(1, 3)]);
-        assert_eq!(
-            p.cumulative_loss(false).map(|(s, why, _)| (s, why)),
-            Some(((0, 0), Resend::FastRetransmit))
-        );
-        send(&mut p, 100, 6, 0);
-        send(&mut p, 100, 7, 6);
-        send(&mut p, 100, 8, 7);
-        for (n, i) in [(9, 1), (10, 2), (11, 3)] {
-            send(&mut p, 100, n, i);
-        }
-        // Segment 4, the three duplicates and segment 5: five more guesses (six in all).
-        ack(&mut p, 150, &[(4, 4)]);
-        ack(&mut p, 151, &[(9, 11)]);
-        ack(&mut p, 152, &[(5, 5)]);
-        let lost = p.stats.packets_lost;
-        // The resend of 0: the point moves six segments, past `recover`; one guess is left on
-        // segment 6, which is in flight.
-        ack(&mut p, 200, &[(6, 6)]);
-        assert_eq!(p.cumulative_point(), Some((0, 6)));
-        let (segment, why, packet) = p.cumulative_loss(false).expect("a wrong guess");
-        assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 6), Resend::Guessed, Some(7)));
-        assert!(!why.is_congestion());
-        assert_eq!(p.stats.packets_lost, lost, "not a loss");
-        assert!(p.cumulative_loss(false).is_none());
-    }
-
-    /// RFC 6298 §5.2: once everything sent is acknowledged the timer stops. An ACK that moves
-    /// no segment (here the last one, for a parity sent after the window's segments) must stop
-    /// it as well as one that does, else it fires later with nothing outstanding and collapses
-    /// the window for no loss.
-    #[test]
-    fn the_timer_stops_when_an_ack_leaves_nothing_outstanding() {
-        let mut p = path();
-        send(&mut p, 0, 0, 0);
-        let mut parity = packet(1);
-        parity.time = ms(1);
-        parity.symbols = vec![OutgoingSymbol { block: 0, source: None, group: Some(0) }];
-        p.on_sent(ms(1), 1, parity);
-        p.next_number = 2;
-        // The segment's ACK moves the point; the parity is still out, so the timer runs.
-        ack(&mut p, 100, &[(0, 0)]);
-        assert_eq!(p.cumulative_point(), None);
-        assert!(p.loss_timeout().is_some(), "the parity is still outstanding");
-        // The parity's ACK moves nothing, but leaves nothing outstanding.
-        ack(&mut p, 101, &[(0, 1)]);
-        assert_eq!(p.in_flight, 0);
-        assert_eq!(p.loss_timeout(), None, "nothing is outstanding");
-        let window = p.cc.window();
-        assert!(p.on_timer(ms(5000)).0.is_empty());
-        assert_eq!((p.stats.timeouts, p.cc.window()), (0, window), "no timeout, no collapse");
-    }
-
-    /// The retransmission timer resends from the cumulative point on, the segments the receiver
-    /// already holds too (go-back-N), and the duplicates' ACKs set off no fast retransmit.
-    #[test]
-    fn a_timeout_resends_everything_from_the_cumulative_point() {
-        let mut p = path();
-        for i in 0..6 {
-            send(&mut p, i, i, i as u16);
-        }
-        // 3 and 4 arrive (two duplicate ACKs: no fast retransmit); 0, 1, 2 and 5 are lost.
-        ack(&mut p, 100, &[(3, 4)]);
-        assert!(p.cumulative_loss(false).is_none());
-        // ns-3's 1 s minimum RTO from the first send.
-        let due = p.loss_timeout().expect("the timer runs");
-        assert_eq!(due, ms(1000));
-        let (lost, probe) = p.on_timer(due);
-        let mut lost: Vec<u64> = lost.iter().map(|p| p.number).collect();
-        lost.sort();
-        assert_eq!((lost, probe), (vec![0, 1, 2, 5], true));
-        assert_eq!(p.take_go_back(), [(0, 3), (0, 4)], "held segments go again too");
-        assert_eq!((p.stats.timeouts, p.in_flight, p.cc.window()), (1, 0, 1000));
-        // The first resend arrives: the point moves past 0 only; 3 and 4 are still to resend.
-        send(&mut p, 1000, 6, 0);
-        ack(&mut p, 1100, &[(6, 6)]);
-        assert!(p.cumulative_passed((0, 0)) && !p.cumulative_passed((0, 3)));
-        // The backed-off timer runs again; duplicates of 3 and 4 bring duplicate ACKs, which
-        // before the point passes segment 5 are no loss.
-        send(&mut p, 1100, 7, 1);
-        send(&mut p, 1100, 8, 2);
-        send(&mut p, 1100, 9, 3);
-        send(&mut p, 1100, 10, 4);
-        ack(&mut p, 1200, &[(9, 10)]);
-        ack(&mut p, 1201, &[(8, 8)]);
-        assert!(p.cumulative_loss(false).is_none());
-        assert_eq!(p.cumulative_point(), Some((0, 1)));
-    }
-}
+mod tests;

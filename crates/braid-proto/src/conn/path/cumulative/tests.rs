@@ -1,0 +1,242 @@
+//! Tests of cumulative-ACK recovery (`conn/path/cumulative.rs`).
+
+use super::super::test_support::{leak, packet};
+use super::*;
+use crate::cc::CcAlgorithm;
+use crate::wire::{AckFrame, AckRange};
+
+fn ms(t: u64) -> Instant {
+    Instant::from_micros(t * 1000)
+}
+
+/// A path with cumulative-ACK recovery on ns-3's NewReno, its RTT measured at 100 ms.
+fn path() -> Path {
+    let mut p = Path::new(0, CcAlgorithm::NewRenoNs3.build(1000), Instant::ZERO, true);
+    p.set_loss_recovery(LossRecovery::Cumulative);
+    p.rtt.update(Duration::from_millis(100), Duration::ZERO);
+    p
+}
+
+/// Sends packet `number` at `t` ms carrying segment (0, `index`).
+fn send(p: &mut Path, t: u64, number: u64, index: u16) {
+    let mut packet = packet(number);
+    packet.time = ms(t);
+    packet.symbols = vec![OutgoingSymbol { block: 0, source: Some(index), group: None }];
+    p.on_sent(ms(t), number, packet);
+    p.next_number = number + 1;
+}
+
+/// Acknowledges the packet numbers `ranges` (each start..=end) at `t` ms.
+fn ack(p: &mut Path, t: u64, ranges: &[(u64, u64)]) -> Vec<u64> {
+    let mut ranges: Vec<AckRange> = ranges.iter().map(|&(start, end)| AckRange { start, end }).collect();
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
+    let frame = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(ranges) };
+    p.on_ack(ms(t), &frame).lost.iter().map(|p| p.number).collect()
+}
+
+/// Two holes in one window (segments 1 and 5 of 0..10): three duplicate ACKs resend only the
+/// first; the second goes out at the partial ACK a round trip later, and the full ACK ends
+/// recovery — two round trips, where braid's own recovery resends both at once.
+#[test]
+fn a_window_with_two_losses_takes_two_round_trips_to_repair() {
+    let mut p = path();
+    for i in 0..10 {
+        send(&mut p, i, i, i as u16);
+    }
+    // Everything but 1 and 5 arrives: braid's detection sees both holes, but neither is a
+    // loss to this sender yet, and both stay in flight.
+    assert!(ack(&mut p, 100, &[(0, 0), (2, 4), (6, 9)]).is_empty());
+    assert_eq!(p.cumulative_point(), Some((0, 1)));
+    assert_eq!(p.in_flight, 2000);
+    let (segment, why, packet) = p.cumulative_loss(false).expect("three duplicate ACKs");
+    assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 1), Resend::FastRetransmit, Some(1)));
+    assert!(p.cumulative_loss(false).is_none(), "one segment per fast retransmit");
+    send(&mut p, 100, 10, 1);
+    // Round trip 1: the retransmission arrives; the point moves to the second hole, a partial
+    // ACK, which resends it at once.
+    ack(&mut p, 200, &[(10, 10)]);
+    assert_eq!(p.cumulative_point(), Some((0, 5)));
+    let (segment, why, packet) = p.cumulative_loss(false).expect("a partial ACK");
+    assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 5), Resend::PartialAck, Some(5)));
+    send(&mut p, 200, 11, 5);
+    // Round trip 2: the full ACK; recovery is over and nothing is due.
+    ack(&mut p, 300, &[(11, 11)]);
+    assert_eq!(p.cumulative_point(), None);
+    assert!(p.cumulative_loss(false).is_none());
+    assert_eq!((p.in_flight, p.stats.timeouts), (0, 0));
+}
+
+/// Sato et al.'s receiver withholds its duplicate ACKs while a parity can rebuild the hole:
+/// no fast retransmit then, and the rebuilt segment moves the point without a resend.
+#[test]
+fn a_suppressed_hole_rebuilt_by_its_parity_is_never_resent() {
+    let mut p = path();
+    for i in 0..6 {
+        send(&mut p, i, i, i as u16);
+    }
+    ack(&mut p, 100, &[(0, 1), (3, 5)]);
+    assert!(p.cumulative_loss(true).is_none(), "suppressed");
+    p.cumulative_repaired((0, 2));
+    ack(&mut p, 101, &[]);
+    send(&mut p, 101, 6, 6);
+    ack(&mut p, 201, &[(6, 6)]);
+    assert_eq!(p.cumulative_point(), None);
+    assert!(p.cumulative_loss(false).is_none());
+}
+
+/// A segment sent again at a fast retransmit whose first packet was only late: that packet's
+/// ACK moves the cumulative point (the receiver holds the segment), and the resend, when
+/// its ACK comes, is a duplicate.
+#[test]
+fn a_late_first_copy_moves_the_point() {
+    let mut p = path();
+    for i in 0..6 {
+        send(&mut p, i, i, i as u16);
+    }
+    ack(&mut p, 100, &[(2, 4)]);
+    let (segment, why, _) = p.cumulative_loss(false).expect("three duplicate ACKs");
+    assert_eq!((segment, why), ((0, 0), Resend::FastRetransmit));
+    send(&mut p, 100, 6, 0);
+    // Packets 0 and 1 arrive after all: the point passes everything they and 2..4 carried.
+    ack(&mut p, 110, &[(0, 1)]);
+    assert_eq!(p.cumulative_point(), Some((0, 5)));
+    assert!(p.cumulative_loss(false).is_some_and(|(s, why, _)| s == (0, 5) && why == Resend::PartialAck));
+}
+
+/// ns-3's guessed holds: duplicate ACKs in recovery (here from duplicates of segments the
+/// receiver holds) each guess one segment held past the point; when the full ACK lands the
+/// point on a guessed segment, that segment goes again, with no congestion signal.
+#[test]
+fn a_wrong_guess_after_recovery_resends_the_segment_at_the_point() {
+    let mut p = path();
+    for i in 0..6 {
+        send(&mut p, i, i, i as u16);
+    }
+    // Segment 0 is lost; 1..3 arrive: recovery opens (its first guess).
+    ack(&mut p, 100, &[(1, 3)]);
+    assert_eq!(p.cumulative_loss(false).map(|(s, why, _)| (s, why)), Some(((0, 0), Resend::FastRetransmit)));
+    send(&mut p, 100, 6, 0);
+    send(&mut p, 100, 7, 6);
+    send(&mut p, 100, 8, 7);
+    for (n, i) in [(9, 1), (10, 2), (11, 3)] {
+        send(&mut p, 100, n, i);
+    }
+    // Segment 4, the three duplicates and segment 5: five more guesses (six in all).
+    ack(&mut p, 150, &[(4, 4)]);
+    ack(&mut p, 151, &[(9, 11)]);
+    ack(&mut p, 152, &[(5, 5)]);
+    let lost = p.stats.packets_lost;
+    // The resend of 0: the point moves six segments, past `recover`; one guess is left on
+    // segment 6, which is in flight.
+    ack(&mut p, 200, &[(6, 6)]);
+    assert_eq!(p.cumulative_point(), Some((0, 6)));
+    let (segment, why, packet) = p.cumulative_loss(false).expect("a wrong guess");
+    assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 6), Resend::Guessed, Some(7)));
+    assert!(!why.is_congestion());
+    assert_eq!(p.stats.packets_lost, lost, "not a loss");
+    assert!(p.cumulative_loss(false).is_none());
+}
+
+/// RFC 6298 §5.2: once everything sent is acknowledged the timer stops. An ACK that moves
+/// no segment (here the last one, for a parity sent after the window's segments) must stop
+/// it as well as one that does, else it fires later with nothing outstanding and collapses
+/// the window for no loss.
+#[test]
+fn the_timer_stops_when_an_ack_leaves_nothing_outstanding() {
+    let mut p = path();
+    send(&mut p, 0, 0, 0);
+    let mut parity = packet(1);
+    parity.time = ms(1);
+    parity.symbols = vec![OutgoingSymbol { block: 0, source: None, group: Some(0) }];
+    p.on_sent(ms(1), 1, parity);
+    p.next_number = 2;
+    // The segment's ACK moves the point; the parity is still out, so the timer runs.
+    ack(&mut p, 100, &[(0, 0)]);
+    assert_eq!(p.cumulative_point(), None);
+    assert!(p.loss_timeout().is_some(), "the parity is still outstanding");
+    // The parity's ACK moves nothing, but leaves nothing outstanding.
+    ack(&mut p, 101, &[(0, 1)]);
+    assert_eq!(p.in_flight, 0);
+    assert_eq!(p.loss_timeout(), None, "nothing is outstanding");
+    let window = p.cc.window();
+    assert!(p.on_timer(ms(5000)).0.is_empty());
+    assert_eq!((p.stats.timeouts, p.cc.window()), (0, window), "no timeout, no collapse");
+}
+
+/// The retransmission timer resends from the cumulative point on, the segments the receiver
+/// already holds too (go-back-N), and the duplicates' ACKs set off no fast retransmit.
+#[test]
+fn a_timeout_resends_everything_from_the_cumulative_point() {
+    let mut p = path();
+    for i in 0..6 {
+        send(&mut p, i, i, i as u16);
+    }
+    // 3 and 4 arrive (two duplicate ACKs: no fast retransmit); 0, 1, 2 and 5 are lost.
+    ack(&mut p, 100, &[(3, 4)]);
+    assert!(p.cumulative_loss(false).is_none());
+    // ns-3's 1 s minimum RTO from the first send.
+    let due = p.loss_timeout().expect("the timer runs");
+    assert_eq!(due, ms(1000));
+    let (lost, probe) = p.on_timer(due);
+    let mut lost: Vec<u64> = lost.iter().map(|p| p.number).collect();
+    lost.sort();
+    assert_eq!((lost, probe), (vec![0, 1, 2, 5], true));
+    assert_eq!(p.take_go_back(), [(0, 3), (0, 4)], "held segments go again too");
+    assert_eq!((p.stats.timeouts, p.in_flight, p.cc.window()), (1, 0, 1000));
+    // The first resend arrives: the point moves past 0 only; 3 and 4 are still to resend.
+    send(&mut p, 1000, 6, 0);
+    ack(&mut p, 1100, &[(6, 6)]);
+    assert!(p.cumulative_passed((0, 0)) && !p.cumulative_passed((0, 3)));
+    // The backed-off timer runs again; duplicates of 3 and 4 bring duplicate ACKs, which
+    // before the point passes segment 5 are no loss.
+    send(&mut p, 1100, 7, 1);
+    send(&mut p, 1100, 8, 2);
+    send(&mut p, 1100, 9, 3);
+    send(&mut p, 1100, 10, 4);
+    ack(&mut p, 1200, &[(9, 10)]);
+    ack(&mut p, 1201, &[(8, 8)]);
+    assert!(p.cumulative_loss(false).is_none());
+    assert_eq!(p.cumulative_point(), Some((0, 1)));
+}
+
+/// ns-3.44 without SACK, after a recovery whose duplicate ACKs (from duplicates of segments the
+/// receiver held) left more than three guessed holds: the point lands on a guessed segment, which
+/// goes again (no signal), and then a single duplicate ACK takes it for lost (RFC 6675's
+/// `IsLost`, three held above it) and opens recovery, resending it once more. Packets whose
+/// segments the point passed leave the flight size at once, and their ACKs are duplicate ACKs.
+#[test]
+fn guessed_holds_left_by_a_recovery_let_one_duplicate_ack_open_the_next() {
+    let mut p = path();
+    for i in 0..6 {
+        send(&mut p, i, i, i as u16);
+    }
+    // Segment 0 is lost; 1..3 arrive: recovery opens, its first guess.
+    ack(&mut p, 100, &[(1, 3)]);
+    assert_eq!(p.cumulative_loss(false).map(|(s, why, _)| (s, why)), Some(((0, 0), Resend::FastRetransmit)));
+    send(&mut p, 100, 6, 0);
+    for (n, i) in (7..17).zip(6..16) {
+        send(&mut p, 100, n, i);
+    }
+    // Duplicates of 1..5, twice over, and one more of 2 that will still be out at the full ACK.
+    for (n, i) in (17..27).zip([1, 2, 3, 4, 5, 1, 2, 3, 4, 5]) {
+        send(&mut p, 100, n, i);
+    }
+    send(&mut p, 100, 27, 2);
+    // 4, 5, the ten duplicates and segments 6 and 7: fourteen duplicate ACKs, fifteen guesses.
+    ack(&mut p, 150, &[(4, 5)]);
+    ack(&mut p, 151, &[(17, 26)]);
+    ack(&mut p, 152, &[(7, 8)]);
+    let before = p.in_flight;
+    // The resend of 0 arrives: the point passes 0..7 (the full ACK) and lands on 8, guessed.
+    ack(&mut p, 200, &[(6, 6)]);
+    assert_eq!(p.cumulative_point(), Some((0, 8)));
+    assert_eq!(before - p.in_flight, 2000, "the resend, and the duplicate of 2 still out, left");
+    let (segment, why, _) = p.cumulative_loss(false).expect("a wrong guess");
+    assert_eq!((segment, why), ((0, 8), Resend::Guessed));
+    send(&mut p, 200, 28, 8);
+    assert!(p.cumulative_loss(false).is_none(), "no duplicate ACK yet");
+    // The duplicate of 2 arrives: one duplicate ACK, and recovery opens again.
+    ack(&mut p, 210, &[(27, 27)]);
+    let (segment, why, _) = p.cumulative_loss(false).expect("one duplicate ACK with the guesses left");
+    assert_eq!((segment, why), ((0, 8), Resend::FastRetransmit));
+}
