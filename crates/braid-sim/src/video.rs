@@ -180,6 +180,11 @@ impl VideoFlow {
         &self.conn
     }
 
+    /// The connection, to turn its trace on and drain it (`examples/video_trace.rs`).
+    pub fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
     /// Capture times of the frames written so far (sender).
     pub fn captured(&self) -> &[Instant] {
         match &self.role {

@@ -134,6 +134,12 @@ impl Connection {
         let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
         self.redundancy.on_symbol(now, event);
         self.scheduler.on_symbol(now, event);
+        if symbol.source.is_some() {
+            let view = self.path_view(path);
+            if let Some(s) = self.transfer.as_mut() {
+                s.sender.fix_margin_loss(symbol.block, (view.loss, view.loss_long));
+            }
+        }
         let tail = self.config.mode.tail_probes() && self.is_tail(symbol.block);
         let t = self.end_packet(now, path, buf, true, vec![symbol]);
         if tail {

@@ -77,13 +77,15 @@ impl Redundancy {
     /// Repair symbols `block` should get now, given loss estimate `p` (every symbol of the
     /// block taken to cross a path with that loss).
     pub fn deficit(&self, block: &SendBlock, p: f64) -> u64 {
-        self.deficit_across(block, p, 0.0)
+        self.deficit_across(block, p, p, 0.0)
     }
 
     /// [`Self::deficit`] for repair sent on a path with loss `p`, where the symbols of the block
     /// already sent on other paths are expected to deliver `bonus` more (in symbols of the
-    /// sending path; negative if they crossed lossier paths): see [`Adaptive`].
-    fn deficit_across(&self, block: &SendBlock, p: f64, bonus: f64) -> u64 {
+    /// sending path; negative if they crossed lossier paths): see [`Adaptive`]. The margin is
+    /// sized with `p_margin` (≤ `p`: a tail's, fixed when its last source went out), a tail's
+    /// reactive round with `p`.
+    fn deficit_across(&self, block: &SendBlock, p: f64, p_margin: f64, bonus: f64) -> u64 {
         if block.decoded || !block.all_sources_sent() || block.is_empty() {
             return 0;
         }
@@ -101,13 +103,13 @@ impl Redundancy {
         // beyond it are replaced one for one. (Re-deriving the margin from what is still missing
         // after each loss would keep adding margin as losses happen, and whatever margin is left
         // when the block decodes arrives as redundant symbols.)
-        let p = p.max(self.min_loss);
+        let (p, p_margin) = (p.max(self.min_loss), p_margin.max(self.min_loss));
         let delta = match block.tail {
             Some(Tail::AppIdle) => self.idle_tail_target_failure,
             Some(Tail::Request) => self.tail_target_failure,
             None => self.target_failure,
         };
-        let margin = symbols_for(len, p, delta) - len;
+        let margin = symbols_for(len, p_margin, delta) - len;
         // What is left of it: the symbols sent elsewhere used up (or add) their share too. To
         // the nearest symbol: rounded up, a bonus of a tenth of a symbol cost a whole one. (With
         // no bonus, whole numbers: the margin less the losses, spent once they exceed it.)
@@ -167,18 +169,28 @@ impl Adaptive {
         let p = estimate(path.loss, path.loss_long);
         if !(self.config.margin_ahead_of_data || block.tail.is_some()) {
             // A margin sent only as spare capacity keeps the asking path's rule (see above).
-            return self.config.deficit_across(block, p, 0.0);
+            return self.config.deficit_across(block, p, p, 0.0);
         }
-        let mut bonus = 0.0;
+        let (mut bonus, mut elsewhere) = (0.0, false);
         for (i, &sent) in block.sent_on.iter().enumerate() {
             if sent == 0 || i == usize::from(path.path) {
                 continue;
             }
+            elsewhere = true;
             // A path never heard of counts as the asking one.
             let Some((loss, long)) = self.losses[i] else { continue };
             bonus += f64::from(sent) * (p - estimate(loss, long));
         }
-        self.config.deficit_across(block, p, bonus / (1.0 - p))
+        // A tail's margin does not grow once its sources are out (`SendBlock::margin_loss`), if
+        // all its symbols went on the asking path. Across paths the weighing above is relative to
+        // the asking path's margin: a smaller one beside it read as losses beyond the margin, and
+        // each frame over two paths got a reactive round's δ̂ for the whole block (repair 52 %
+        // of the sources instead of 17 %, `tests/repair_budget.rs`).
+        let p_margin = match block.margin_loss {
+            Some((loss, long)) if !elsewhere => estimate(loss, long).min(p),
+            _ => p,
+        };
+        self.config.deficit_across(block, p, p_margin, bonus / (1.0 - p))
     }
 }
 
@@ -450,6 +462,76 @@ mod tests {
         bulk.on_symbol_lost(bulk_sent[13], false);
         let b = bulk.blocks().next().unwrap();
         assert_eq!((r.repairs_wanted(b, &v), r.spare_repairs(b, &v)), (1, 0));
+    }
+
+    /// A tail's margin is sized with the loss estimates its path had when its last source went
+    /// out: a later rise (a loss of an earlier frame declared) does not add a margin that would
+    /// leave long after the frame, a later fall still shrinks it, and the reactive round still
+    /// uses the estimate of the moment.
+    #[test]
+    fn a_tail_margin_does_not_grow_once_its_sources_are_out() {
+        use crate::blocks::BlockSender;
+        use crate::wire::Writer;
+        use braid_fec::{CodeFamily, CodecConfig};
+        let config = CodecConfig { symbol_size: 16, max_block_len: 64, ..CodecConfig::new(CodeFamily::Rlnc) };
+        let mut tx = BlockSender::new(config, 4);
+        for _ in 0..14 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        tx.on_app_idle();
+        let mut out = Vec::new();
+        let mut sent = Vec::new();
+        while let Some(s) = tx.write_next_source(&mut Writer::new(&mut out)) {
+            sent.push(s);
+        }
+        let r = Adaptive::new(Redundancy::default());
+        let (low, high) = (view(0.02), view(0.06));
+        // 14 symbols at δ̂ 0.35: none at 2 % (0.98^14 = 0.75), one at 6 % (0.94^14 = 0.42).
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((r.repairs_wanted(b, &low), r.repairs_wanted(b, &high)), (0, 1));
+        // Its last source went out at 2 %: the rise to 6 % adds nothing.
+        tx.fix_margin_loss(0, (0.02, 0.02));
+        let b = tx.blocks().next().unwrap();
+        assert_eq!(b.margin_loss, Some((0.02, 0.02)));
+        assert_eq!(r.repairs_wanted(b, &high), 0);
+        // Fixed once: a later call does not move it.
+        tx.fix_margin_loss(0, (0.06, 0.06));
+        assert_eq!(tx.blocks().next().unwrap().margin_loss, Some((0.02, 0.02)));
+        // One source lost: the reactive round is sized at the estimate of the moment (6 %: one
+        // replacement arrives with 0.94, one of two with 0.996).
+        for s in &sent[..13] {
+            tx.on_symbol_acked(s.block);
+        }
+        tx.on_symbol_lost(sent[13], false);
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((r.repairs_wanted(b, &high), r.repairs_wanted(b, &low)), (2, 2));
+        // Fixed at 6 % and asked at 2 %: the lower estimate sizes the margin.
+        let mut tx =
+            BlockSender::new(CodecConfig { symbol_size: 16, ..CodecConfig::new(CodeFamily::Rlnc) }, 4);
+        for _ in 0..14 {
+            tx.push_source(&[7; 16]).unwrap();
+        }
+        tx.on_app_idle();
+        while tx.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        tx.fix_margin_loss(0, (0.06, 0.06));
+        let b = tx.blocks().next().unwrap();
+        assert_eq!((r.repairs_wanted(b, &high), r.repairs_wanted(b, &low)), (1, 0));
+        // A request's tail is not fixed (it waited longer beside bulk data), nor a block that is
+        // not a tail (a bulk block's margin is spare capacity, sized as asked).
+        let mut req =
+            BlockSender::new(CodecConfig { symbol_size: 16, ..CodecConfig::new(CodeFamily::Rlnc) }, 4);
+        req.push_source(&[7; 16]).unwrap();
+        req.close_block_as_tail();
+        while req.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        req.fix_margin_loss(0, (0.02, 0.02));
+        assert_eq!(req.blocks().next().unwrap().margin_loss, None);
+        let mut bulk =
+            BlockSender::new(CodecConfig { symbol_size: 16, ..CodecConfig::new(CodeFamily::Rlnc) }, 4);
+        bulk.push_source(&[7; 16]).unwrap();
+        bulk.close_block();
+        while bulk.write_next_source(&mut Writer::new(&mut out)).is_some() {}
+        bulk.fix_margin_loss(0, (0.02, 0.02));
+        assert_eq!(bulk.blocks().next().unwrap().margin_loss, None);
     }
 
     /// A request's tail beside bulk data keeps the small δ̂ (0.01): its 14 symbols get two
