@@ -134,7 +134,8 @@ impl Connection {
         let event = SymbolEvent::Sent { block: symbol.block, path: path as u8, at: now };
         self.redundancy.on_symbol(now, event);
         self.scheduler.on_symbol(now, event);
-        if symbol.source.is_some() {
+        let fix = |s: &super::Transfer| s.sender.wants_margin_loss(symbol.block);
+        if symbol.source.is_some() && self.transfer.as_ref().is_some_and(fix) {
             let view = self.path_view(path);
             if let Some(s) = self.transfer.as_mut() {
                 s.sender.fix_margin_loss(symbol.block, (view.loss, view.loss_long));
