@@ -35,8 +35,8 @@
 //!   a max-filtered estimate a little above the path's rate otherwise kept a standing queue of
 //!   ~10 ms until the cruising test fired (Copa's target of a queue that drains, as a
 //!   proportional rule). UP ends once it has put an eighth of a BDP more in flight than it
-//!   began with, not at 1.25 × BDP: its rate samples still show new bandwidth, and where there
-//!   is none the bump in delay is half as high.
+//!   began with, less the queue still standing (`phases.rs`), not at 1.25 × BDP: its rate
+//!   samples still show new bandwidth, and where there is none the bump in delay is half as high.
 //! - **Startup ends on delay too**: when a round's smallest RTT rises by HyStart++'s threshold
 //!   (RFC 9406 §4.2: min RTT / 8, clamped to 4–16 ms) — before the queue overflows, so Startup
 //!   does not drop a burst into the blocks in flight.

@@ -35,7 +35,12 @@ impl ModelCc {
             }
             State::Refill if self.round > self.state_round => {
                 self.cycle_bandwidth = self.bandwidth;
-                self.up_base = in_flight;
+                // UP probes from what the pipe holds, not from the queue the last round still
+                // showed: a bandwidth estimate a little high (a lossy path's rate samples, scaled
+                // by 1 / (1 − p)) kept ~12 ms of queue standing, and a probe on top of it doubled
+                // the bump a request waits behind. Not beside a competitor, whose queue it is.
+                let standing = if self.competing { 0.0 } else { self.standing_queue() * bdp };
+                self.up_base = (in_flight - standing).max(0.0);
                 // Beside a competitor's queue UP ends after one min RTT, before its round does,
                 // so the growth of the loss bound below never runs there: a bound that binds
                 // makes room for the probe as UP begins instead.

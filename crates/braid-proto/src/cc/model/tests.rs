@@ -342,3 +342,27 @@ fn a_failed_sibling_sends_the_path_back_to_startup() {
         assert!(!matches!(state, State::Startup | State::Drain), "{views:?}: state {state:?}");
     }
 }
+
+/// UP probes an eighth of a BDP above what the pipe holds: a queue the last round still showed
+/// (12 ms on a 100 ms, 250 kB path) is not a base to probe on, except beside a competitor,
+/// whose queue it is.
+#[test]
+fn up_probes_from_the_pipe_not_from_a_standing_queue() {
+    let (mut cc, _) = settled();
+    let start = Instant::from_micros(3_000_000);
+    for competing in [false, true] {
+        cc.competing = competing;
+        cc.enter(State::Refill, start);
+        cc.state_round = cc.round - 1;
+        cc.last_round_min_rtt = Some(Duration::from_millis(112));
+        cc.in_flight = 280_000;
+        cc.probe_bw(start);
+        assert_eq!(cc.state, State::Up, "competing {competing}");
+        // 290 kB: the probe's eighth of a BDP (31 kB) above the 255 kB the pipe holds, but
+        // not above the 280 kB in flight as UP began.
+        cc.in_flight = 290_000;
+        cc.probe_bw(start + Duration::from_millis(1));
+        let expected = if competing { State::Up } else { State::Down };
+        assert_eq!(cc.state, expected, "competing {competing}: UP with 290 kB in flight");
+    }
+}
