@@ -23,9 +23,26 @@ impl Connection {
         self.apply_fec_actions(now, false);
     }
 
+    /// Replays the ACK frame just processed as TCP's ACKs, one by one
+    /// (`Path::cumulative_next_ack`), each followed by what the path's rules send again.
+    pub(super) fn cumulative_step(&mut self, now: Instant, path: usize) {
+        let mut any = false;
+        while self.paths.get_mut(path).is_some_and(|p| p.cumulative_next_ack(now)) {
+            self.cumulative_resend(now, path);
+            any = true;
+        }
+        if any {
+            // Queued resends the point has passed since are moot.
+            if let Some(t) = self.transfer.as_mut() {
+                let p = &self.paths[path];
+                t.sender.drop_retransmissions(|block, index| p.cumulative_passed((block, index)));
+            }
+        }
+    }
+
     /// Sends again the segment the path's cumulative rules call lost now (three duplicate ACKs,
     /// or a partial ACK in recovery), as a loss of the packet that carried it.
-    pub(super) fn cumulative_step(&mut self, now: Instant, path: usize) {
+    fn cumulative_resend(&mut self, now: Instant, path: usize) {
         let Some(una) = self.paths.get(path).and_then(|p| p.cumulative_point()) else { return };
         // Sato et al. §3.2: the receiver withholds its duplicate ACKs while the parity may
         // still rebuild the segment.

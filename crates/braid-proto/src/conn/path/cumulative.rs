@@ -9,9 +9,14 @@
 //!   sequence space. The receiver holds a segment once a packet carrying it arrived, or once an
 //!   XOR parity rebuilt it (Sato et al.: the cumulative point then moves without a
 //!   retransmission). The cumulative point is the first segment sent and not held.
-//! - **Duplicate ACKs**: each acknowledged data packet (a source or a parity) that leaves the
-//!   cumulative point where it was counts one, as a TCP receiver ACKs each out-of-order segment
-//!   at once. A new cumulative point resets the count.
+//! - **TCP's ACKs, one by one**: an ACK frame's data packets (sources and parities) are replayed
+//!   in packet-number order as the ACKs ns-3's receiver would have sent for them
+//!   (`TcpSocketBase::ReceivedData`): at once for a duplicate, for data beyond a hole and for the
+//!   segment that fills one; for in-order segments, one ACK per two (`DelAckCount`). Each such
+//!   ACK moves the point (a partial ACK resends a segment each), or is a duplicate ACK (counted,
+//!   and in recovery a guess). A new cumulative point resets the count. ns-3's 200 ms delayed-ACK
+//!   timer is not armed: a lone in-order arrival is acknowledged with the next frame's, or at
+//!   once when no data packet is left in flight to bring one.
 //! - **Fast retransmit** (RFC 6582 §3.2): at three duplicate ACKs, outside recovery, only the
 //!   segment at the cumulative point is sent again, and recovery opens with `recover` at the
 //!   highest segment sent. A mode may suppress it while its parity can still rebuild that
@@ -44,8 +49,9 @@
 //!   raise re-open recovery round after round (docs/DEVIATIONS.md).
 //! - **The flight size** leaves out a packet whose segments the cumulative point passed, arrived
 //!   or not (`TcpTxBuffer::DiscardUpTo`, `BytesInFlight`); if it arrives, its ACK is a duplicate
-//!   ACK, also in an ACK frame that moved the point (TCP's receiver ACKs each segment at once
-//!   while duplicates are about). No window inflation in recovery: ns-3.44's classic recovery
+//!   ACK. It also leaves out the guessed holds still in flight (`BytesInFlight` is RFC 6675's
+//!   pipe, without the segments `AddRenoSack` marked held), so the window has room for one more
+//!   segment per guess. No window inflation in recovery otherwise: ns-3.44's classic recovery
 //!   changes only its traced inflated window.
 //!
 //! A packet braid's own detection (packet and time thresholds) finds missing beyond the
@@ -98,6 +104,9 @@ pub(crate) type Segment = (u64, u16);
 /// Duplicate ACKs that set off fast retransmit (RFC 5681).
 const DUPACK_THRESHOLD: u64 = 3;
 
+/// ns-3's receiver sends a delayed ACK after this (`TcpSocket::DelAckTimeout` default).
+const DELAYED_ACK_TIMEOUT: Duration = Duration::from_millis(200);
+
 #[derive(Debug, Clone, Copy)]
 struct Held {
     /// The receiver holds it.
@@ -138,14 +147,16 @@ pub(crate) struct Cumulative {
     /// and their segments: one still arriving moves the cumulative point, as TCP's receiver
     /// acknowledges a segment whichever copy brought it.
     given_up: BTreeMap<u64, Vec<Segment>>,
-    /// Given-up packets acknowledged by the ACK being processed (duplicate ACKs too).
-    late: u64,
     /// Packets still in the network all of whose segments the cumulative point passed: TCP's
     /// sender has forgotten them (out of its flight size), but one that arrives is a duplicate at
     /// the receiver and raises a duplicate ACK (see [`Path::cumulative_forget_passed`]).
     behind: BTreeMap<u64, SentPacket>,
-    /// The forgotten packets the ACK being processed acknowledges (duplicates at the receiver).
-    duplicates: Vec<u64>,
+    /// The data packets the ACK frame being processed acknowledges, with their segments: the
+    /// arrivals TCP's receiver would have answered one by one (see [`Path::cumulative_next_ack`]).
+    arrivals: Vec<(u64, Vec<Segment>)>,
+    /// Since when an in-order arrival has waited for its delayed ACK (ns-3's receiver ACKs every
+    /// second in-order segment, or after `DelAckTimeout`).
+    delayed_ack: Option<Instant>,
     /// Segments ns-3's sender takes the receiver to hold just past the cumulative point, one per
     /// duplicate ACK in recovery (see [`Cumulative::on_advance`]).
     guessed: u64,
@@ -188,6 +199,18 @@ impl Cumulative {
             Some(una) => s < una,
             None => self.highest.is_some_and(|h| s <= h),
         }
+    }
+
+    fn is_held(&self, s: Segment) -> bool {
+        self.segments.get(&s).is_some_and(|h| h.held)
+    }
+
+    /// Whether the receiver holds data beyond its own cumulative point (the first segment it
+    /// lacks, which may lie past the sender's while a delayed ACK waits): TCP's receiver then
+    /// ACKs every segment at once.
+    fn receiver_gap(&self) -> bool {
+        let mut rest = self.segments.values().skip_while(|h| h.held);
+        rest.any(|h| h.held)
     }
 
     fn mark_held(&mut self, s: Segment) {
@@ -239,12 +262,11 @@ impl Cumulative {
     /// guess was wrong: it is taken for lost and sent again, and its guess moves to the end
     /// (`TcpTxBuffer::DiscardUpTo`, `MarkHeadAsLost`), in recovery or not.
     ///
-    /// `arrivals`: the packets that moved it. TCP's receiver ACKs each of them (it ACKs at once
-    /// while duplicates or holes are about), so the point moved in as many steps, each landing on
-    /// a guessed segment whose guess moves on: that many guesses survive, not one.
-    fn on_advance(&mut self, moved: u64, arrivals: u64) {
+    /// TCP's point moves once per ACK, landing on one guessed segment whose guess moves on:
+    /// one guess survives a move (ACKs are replayed one by one, [`Path::cumulative_next_ack`]).
+    fn on_advance(&mut self, moved: u64) {
         if self.guessed >= moved {
-            self.guessed -= moved - arrivals.clamp(1, moved);
+            self.guessed -= moved - 1;
             self.guess_pending = self.una().is_some();
         } else {
             self.guessed = 0;
@@ -310,39 +332,39 @@ impl Path {
         }
     }
 
-    /// The packets of `range` (acknowledged) that braid's detection had found missing: they
-    /// arrived after all (reordering, or a late copy), so their segments are held.
+    /// The packets of `range` (acknowledged) that these rules hold apart from `sent`: braid's
+    /// detection found them missing (they arrived after all: reordering, or a late copy), they
+    /// were given up (a late first copy of a resent segment), or the point passed them (a
+    /// duplicate at the receiver). Each joins the frame's arrivals; the missing ones are
+    /// returned as acknowledged.
     pub(super) fn cumulative_acked_missing(&mut self, start: u64, end: u64) -> Vec<SentPacket> {
         let Some(c) = self.cumulative.as_mut() else { return Vec::new() };
-        // Forgotten packets (out of the flight size already): their ACKs are duplicate ACKs.
         let behind: Vec<u64> = c.behind.range(start..=end).map(|(&n, _)| n).collect();
-        let mut acked: Vec<SentPacket> = behind.iter().map(|n| c.behind.remove(n).expect("listed")).collect();
-        c.duplicates.extend(behind);
+        let mut acked = Vec::new();
+        for n in behind {
+            let p = c.behind.remove(&n).expect("listed");
+            c.arrivals.push((n, sources(&p).collect()));
+            acked.push(p);
+        }
         let late: Vec<u64> = c.given_up.range(start..=end).map(|(&n, _)| n).collect();
         for n in late {
-            for s in c.given_up.remove(&n).expect("listed") {
-                c.mark_held(s);
-            }
-            c.late += 1;
+            let segments = c.given_up.remove(&n).expect("listed");
+            c.arrivals.push((n, segments));
         }
         let numbers: Vec<u64> = c.missing.range(start..=end).map(|(&n, _)| n).collect();
         for n in numbers {
             let p = c.missing.remove(&n).expect("listed");
-            for s in sources(&p) {
-                c.mark_held(s);
-            }
+            c.arrivals.push((n, sources(&p).collect()));
             self.in_flight -= p.size;
             acked.push(p);
         }
         acked
     }
 
-    /// An acknowledged packet's segments are held by the receiver.
+    /// An acknowledged packet: a data packet (a source or a parity) joins the frame's arrivals.
     pub(super) fn cumulative_on_acked(&mut self, packet: &SentPacket) {
-        if let Some(c) = self.cumulative.as_mut() {
-            for s in sources(packet) {
-                c.mark_held(s);
-            }
+        if let Some(c) = self.cumulative.as_mut().filter(|_| !packet.symbols.is_empty()) {
+            c.arrivals.push((packet.number, sources(packet).collect()));
         }
     }
 
@@ -353,24 +375,71 @@ impl Path {
         }
     }
 
-    /// After an ACK's packets (`acked`) were marked: moves the cumulative point, counts
-    /// duplicate ACKs, ends recovery at a full ACK. A data packet acknowledged without moving
-    /// the point is a duplicate ACK; when it moved, those whose segments all lie beyond the new
-    /// point are (they arrived above the next hole), as if the ACK's packets came one by one.
-    pub(super) fn cumulative_after_ack(&mut self, now: Instant, acked: &[SentPacket]) {
+    /// After an ACK frame's packets were gathered: the arrivals go in packet-number order (the
+    /// order they reached the receiver) for [`Path::cumulative_next_ack`] to replay.
+    pub(super) fn cumulative_after_ack(&mut self) {
+        let Some(c) = self.cumulative.as_mut() else { return };
+        c.forget_lost(self.largest_acked);
+        if c.arrivals.is_empty() && c.una().is_none() && self.sent.is_empty() {
+            // Nothing outstanding after an ACK of packets without data: the timer stops
+            // (RFC 6298 §5.2).
+            c.rto_at = None;
+        }
+        c.arrivals.sort_unstable_by_key(|&(n, _)| std::cmp::Reverse(n));
+    }
+
+    /// Replays the frame's arrivals as the TCP ACKs ns-3's receiver would have sent for them
+    /// (`TcpSocketBase::ReceivedData`), up to the next such ACK, and runs the sender's rules on
+    /// it; false when none is left. The receiver ACKs a segment at once when it is a duplicate
+    /// (all it carries is held), when it leaves data held beyond its cumulative point, or when
+    /// it fills a hole (data was held beyond the point before it); an in-order segment otherwise
+    /// waits for the next one (`DelAckCount` 2) or for `DelAckTimeout`. braid's receiver answers
+    /// each packet within a millisecond, so one braid frame can carry what were several TCP
+    /// ACKs, each of which moves the point, counts a duplicate ACK, or resends a segment.
+    pub(crate) fn cumulative_next_ack(&mut self, now: Instant) -> bool {
+        let in_flight = self.sent.values().any(|p| !p.symbols.is_empty());
+        let Some(c) = self.cumulative.as_mut() else { return false };
+        let ack = loop {
+            if c.delayed_ack.is_some_and(|t| now >= t + DELAYED_ACK_TIMEOUT) {
+                c.delayed_ack = None;
+                break true;
+            }
+            let Some((_, segments)) = c.arrivals.pop() else {
+                // Nothing more of this frame: a delayed ACK with nothing left to arrive behind
+                // it goes now (its timer would send it before anything else could).
+                break c.delayed_ack.take().is_some() && !in_flight && c.missing.is_empty();
+            };
+            let duplicate = segments.iter().all(|&s| c.passed(s) || c.is_held(s));
+            let gap_before = c.receiver_gap();
+            for &s in &segments {
+                c.mark_held(s);
+            }
+            if duplicate || gap_before || c.receiver_gap() {
+                c.delayed_ack = None;
+                break true;
+            }
+            if c.delayed_ack.take().is_some() {
+                break true;
+            }
+            c.delayed_ack = Some(now);
+        };
+        if ack {
+            self.cumulative_on_tcp_ack(now);
+        }
+        ack
+    }
+
+    /// The sender's rules at one TCP ACK: moves the cumulative point, counts a duplicate ACK,
+    /// ends recovery at a full ACK.
+    fn cumulative_on_tcp_ack(&mut self, now: Instant) {
         let rto = self.cumulative_rto(0);
         let Some(c) = self.cumulative.as_mut() else { return };
-        let data = acked.iter().filter(|p| !p.symbols.is_empty());
-        let late = std::mem::take(&mut c.late);
-        let duplicates = std::mem::take(&mut c.duplicates);
-        c.forget_lost(self.largest_acked);
         let moved = c.advance();
         if moved == 0 {
             if c.una().is_some() {
-                let dupacks = data.count() as u64 + late;
-                c.dupacks += dupacks;
+                c.dupacks += 1;
                 if c.recover.is_some() {
-                    c.guess(dupacks);
+                    c.guess(1);
                 }
             } else if self.sent.is_empty() {
                 // Everything sent is acknowledged (the last ACK was for packets without
@@ -379,26 +448,10 @@ impl Path {
             }
             return;
         }
-        let arrivals = (acked.iter())
-            .filter(|p| !duplicates.contains(&p.number) && sources(p).next().is_some())
-            .count() as u64;
-        c.on_advance(moved, arrivals);
+        c.on_advance(moved);
         self.cumulative_forget_passed();
         let Some(c) = self.cumulative.as_mut() else { return };
-        let una = c.una();
-        c.dupacks = match una {
-            Some(una) => {
-                // The duplicates that arrived after the packets that moved the point (TCP's
-                // receiver ACKs each at once, with the point unchanged) are duplicate ACKs too.
-                let newest = (acked.iter())
-                    .filter(|p| !duplicates.contains(&p.number) && sources(p).any(|s| s < una))
-                    .map(|p| p.number)
-                    .max();
-                let after = duplicates.iter().filter(|&&n| newest.is_none_or(|m| n > m)).count();
-                data.filter(|p| sources(p).all(|s| s > una)).count() as u64 + after as u64
-            }
-            None => 0,
-        };
+        c.dupacks = 0;
         c.una_resent = false;
         c.una_lost = false;
         c.backoff = 0;
@@ -564,9 +617,20 @@ impl Path {
         self.cumulative.as_ref().is_some_and(|c| c.passed(segment))
     }
 
-    /// Room beyond the window for the segment a fast retransmit or partial ACK sends again.
+    /// Room beyond the window: the segment a fast retransmit or partial ACK sends again, and
+    /// the guessed holds still in flight. ns-3's flight size (`TcpTxBuffer::BytesInFlight`,
+    /// RFC 6675's pipe) leaves out the segments it takes to be held (`m_sackedOut`, which
+    /// `AddRenoSack` raises), so each duplicate ACK in recovery opens the window by a segment,
+    /// and the guesses kept after recovery keep theirs open: when the duplicate ACKs come from
+    /// duplicates, the guessed segments are in fact in flight, and ns-3 sends beyond its window.
     pub(super) fn cumulative_allowance(&self) -> u64 {
-        self.cumulative.as_ref().map_or(0, |c| c.allowance)
+        let Some(c) = self.cumulative.as_ref() else { return 0 };
+        let guessed_in_flight: u64 = (c.segments.values().skip(1).take(c.guessed as usize))
+            .filter(|h| !h.held)
+            .filter_map(|h| self.sent.get(&h.packet).or_else(|| c.missing.get(&h.packet)))
+            .map(|p| p.size)
+            .sum();
+        c.allowance + guessed_in_flight
     }
 
     /// The cumulative point (tests and traces).

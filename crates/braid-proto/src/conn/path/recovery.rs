@@ -155,7 +155,7 @@ impl Path {
             },
             &self.rtt,
         );
-        self.cumulative_after_ack(now, &outcome.acked);
+        self.cumulative_after_ack();
         self.detect_lost(now, &mut outcome.lost);
         if self.cumulative.is_some() {
             // Data packets stay in flight for a sender without SACK; the mode hears of them.

@@ -26,12 +26,28 @@ fn send(p: &mut Path, t: u64, number: u64, index: u16) {
     p.next_number = number + 1;
 }
 
-/// Acknowledges the packet numbers `ranges` (each start..=end) at `t` ms.
-fn ack(p: &mut Path, t: u64, ranges: &[(u64, u64)]) -> Vec<u64> {
+/// A segment sent again: which, why, and the packet that carried it (if still counted).
+type Resent = (Segment, Resend, Option<u64>);
+
+/// Acknowledges the packet numbers `ranges` (each start..=end) at `t` ms and replays the frame
+/// as TCP's ACKs, as the connection does; returns what each ACK sent again.
+fn ack(p: &mut Path, t: u64, ranges: &[(u64, u64)]) -> Vec<Resent> {
+    ack_suppressed(p, t, ranges, false)
+}
+
+/// [`ack`], with the mode's parity able to rebuild the segment at the point (`suppressed`).
+fn ack_suppressed(p: &mut Path, t: u64, ranges: &[(u64, u64)], suppressed: bool) -> Vec<Resent> {
     let mut ranges: Vec<AckRange> = ranges.iter().map(|&(start, end)| AckRange { start, end }).collect();
     ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
     let frame = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(ranges) };
-    p.on_ack(ms(t), &frame).lost.iter().map(|p| p.number).collect()
+    assert!(p.on_ack(ms(t), &frame).lost.is_empty(), "data packets stay in flight without SACK");
+    let mut resent = Vec::new();
+    while p.cumulative_next_ack(ms(t)) {
+        if let Some((segment, why, packet)) = p.cumulative_loss(suppressed) {
+            resent.push((segment, why, packet.map(|p| p.number)));
+        }
+    }
+    resent
 }
 
 /// Two holes in one window (segments 1 and 5 of 0..10): three duplicate ACKs resend only the
@@ -44,25 +60,21 @@ fn a_window_with_two_losses_takes_two_round_trips_to_repair() {
         send(&mut p, i, i, i as u16);
     }
     // Everything but 1 and 5 arrives: braid's detection sees both holes, but neither is a
-    // loss to this sender yet, and both stay in flight.
-    assert!(ack(&mut p, 100, &[(0, 0), (2, 4), (6, 9)]).is_empty());
+    // loss to this sender, and both stay in flight. TCP's receiver ACKs 0 late (in order), then
+    // each segment past the hole at once: three duplicate ACKs resend only the first hole.
+    let resent = ack(&mut p, 100, &[(0, 0), (2, 4), (6, 9)]);
+    assert_eq!(resent, [((0, 1), Resend::FastRetransmit, Some(1))], "one segment per fast retransmit");
     assert_eq!(p.cumulative_point(), Some((0, 1)));
-    assert_eq!(p.in_flight, 2000);
-    let (segment, why, packet) = p.cumulative_loss(false).expect("three duplicate ACKs");
-    assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 1), Resend::FastRetransmit, Some(1)));
-    assert!(p.cumulative_loss(false).is_none(), "one segment per fast retransmit");
+    assert_eq!(p.in_flight, 1000, "5 is still in flight");
     send(&mut p, 100, 10, 1);
     // Round trip 1: the retransmission arrives; the point moves to the second hole, a partial
     // ACK, which resends it at once.
-    ack(&mut p, 200, &[(10, 10)]);
+    assert_eq!(ack(&mut p, 200, &[(10, 10)]), [((0, 5), Resend::PartialAck, Some(5))]);
     assert_eq!(p.cumulative_point(), Some((0, 5)));
-    let (segment, why, packet) = p.cumulative_loss(false).expect("a partial ACK");
-    assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 5), Resend::PartialAck, Some(5)));
     send(&mut p, 200, 11, 5);
     // Round trip 2: the full ACK; recovery is over and nothing is due.
-    ack(&mut p, 300, &[(11, 11)]);
+    assert!(ack(&mut p, 300, &[(11, 11)]).is_empty());
     assert_eq!(p.cumulative_point(), None);
-    assert!(p.cumulative_loss(false).is_none());
     assert_eq!((p.in_flight, p.stats.timeouts), (0, 0));
 }
 
@@ -74,33 +86,61 @@ fn a_suppressed_hole_rebuilt_by_its_parity_is_never_resent() {
     for i in 0..6 {
         send(&mut p, i, i, i as u16);
     }
-    ack(&mut p, 100, &[(0, 1), (3, 5)]);
-    assert!(p.cumulative_loss(true).is_none(), "suppressed");
+    assert!(ack_suppressed(&mut p, 100, &[(0, 1), (3, 5)], true).is_empty(), "suppressed");
+    // The group's parity arrives and rebuilds 2: its ACK (at once: it fills the hole) moves
+    // the point past everything.
+    let mut parity = packet(6);
+    parity.time = ms(6);
+    parity.symbols = vec![OutgoingSymbol { block: 0, source: None, group: Some(0) }];
+    p.on_sent(ms(6), 6, parity);
+    p.next_number = 7;
     p.cumulative_repaired((0, 2));
-    ack(&mut p, 101, &[]);
-    send(&mut p, 101, 6, 6);
-    ack(&mut p, 201, &[(6, 6)]);
+    assert!(ack(&mut p, 106, &[(6, 6)]).is_empty());
     assert_eq!(p.cumulative_point(), None);
-    assert!(p.cumulative_loss(false).is_none());
+    assert_eq!(p.in_flight, 0, "the missing packet the point passed left the flight");
 }
 
 /// A segment sent again at a fast retransmit whose first packet was only late: that packet's
-/// ACK moves the cumulative point (the receiver holds the segment), and the resend, when
-/// its ACK comes, is a duplicate.
+/// ACK moves the cumulative point (the receiver holds the segment), and the resend, when its
+/// ACK comes, is a duplicate. One ACK frame for two packets that each fill a hole is two TCP
+/// ACKs, two partial ACKs: each sends a segment again, the first one that is about to arrive.
 #[test]
-fn a_late_first_copy_moves_the_point() {
+fn a_late_first_copy_moves_the_point_and_each_tcp_ack_of_a_frame_counts() {
     let mut p = path();
     for i in 0..6 {
         send(&mut p, i, i, i as u16);
     }
-    ack(&mut p, 100, &[(2, 4)]);
-    let (segment, why, _) = p.cumulative_loss(false).expect("three duplicate ACKs");
-    assert_eq!((segment, why), ((0, 0), Resend::FastRetransmit));
+    assert_eq!(ack(&mut p, 100, &[(2, 4)]), [((0, 0), Resend::FastRetransmit, Some(0))]);
     send(&mut p, 100, 6, 0);
-    // Packets 0 and 1 arrive after all: the point passes everything they and 2..4 carried.
-    ack(&mut p, 110, &[(0, 1)]);
+    // Packets 0 and 1 arrive after all: 0 moves the point to 1 (a partial ACK: 1 goes again,
+    // though its packet is acknowledged in the same frame), then 1 moves it past everything 2..4
+    // carried (a partial ACK: 5 goes again).
+    let resent = ack(&mut p, 110, &[(0, 1)]);
+    assert_eq!(resent, [((0, 1), Resend::PartialAck, None), ((0, 5), Resend::PartialAck, Some(5))]);
     assert_eq!(p.cumulative_point(), Some((0, 5)));
-    assert!(p.cumulative_loss(false).is_some_and(|(s, why, _)| s == (0, 5) && why == Resend::PartialAck));
+}
+
+/// ns-3's receiver ACKs every second in-order segment (`DelAckCount` 2): a frame of four
+/// in-order packets in recovery is two partial ACKs, each resending the segment at the new
+/// point, not one and not four.
+#[test]
+fn in_order_segments_are_acknowledged_two_at_a_time() {
+    let mut p = path();
+    for i in 0..10 {
+        send(&mut p, i, i, i as u16);
+    }
+    // 0 is lost; 1..3 arrive: recovery opens, `recover` = 9.
+    assert_eq!(ack(&mut p, 100, &[(1, 3)]), [((0, 0), Resend::FastRetransmit, Some(0))]);
+    send(&mut p, 100, 10, 0);
+    // The resend fills the hole: the point moves to 4, a partial ACK that resends 4 (in flight).
+    assert_eq!(ack(&mut p, 200, &[(10, 10)]), [((0, 4), Resend::PartialAck, Some(4))]);
+    send(&mut p, 200, 11, 4);
+    // 4..9 arrive in order in one frame: three TCP ACKs (4+5, 6+7, 8+9); the first two are
+    // partial ACKs that resend 6 and 8 (their packets are in the frame), the third is the full
+    // ACK.
+    let resent = ack(&mut p, 210, &[(4, 9)]);
+    assert_eq!(resent, [((0, 6), Resend::PartialAck, None), ((0, 8), Resend::PartialAck, None)]);
+    assert_eq!(p.cumulative_point(), None);
 }
 
 /// ns-3's guessed holds: duplicate ACKs in recovery (here from duplicates of segments the
@@ -113,8 +153,7 @@ fn a_wrong_guess_after_recovery_resends_the_segment_at_the_point() {
         send(&mut p, i, i, i as u16);
     }
     // Segment 0 is lost; 1..3 arrive: recovery opens (its first guess).
-    ack(&mut p, 100, &[(1, 3)]);
-    assert_eq!(p.cumulative_loss(false).map(|(s, why, _)| (s, why)), Some(((0, 0), Resend::FastRetransmit)));
+    assert_eq!(ack(&mut p, 100, &[(1, 3)]), [((0, 0), Resend::FastRetransmit, Some(0))]);
     send(&mut p, 100, 6, 0);
     send(&mut p, 100, 7, 6);
     send(&mut p, 100, 8, 7);
@@ -128,11 +167,9 @@ fn a_wrong_guess_after_recovery_resends_the_segment_at_the_point() {
     let lost = p.stats.packets_lost;
     // The resend of 0: the point moves six segments, past `recover`; one guess is left on
     // segment 6, which is in flight.
-    ack(&mut p, 200, &[(6, 6)]);
+    assert_eq!(ack(&mut p, 200, &[(6, 6)]), [((0, 6), Resend::Guessed, Some(7))], "a wrong guess");
     assert_eq!(p.cumulative_point(), Some((0, 6)));
-    let (segment, why, packet) = p.cumulative_loss(false).expect("a wrong guess");
-    assert_eq!((segment, why, packet.map(|p| p.number)), ((0, 6), Resend::Guessed, Some(7)));
-    assert!(!why.is_congestion());
+    assert!(!Resend::Guessed.is_congestion());
     assert_eq!(p.stats.packets_lost, lost, "not a loss");
     assert!(p.cumulative_loss(false).is_none());
 }
@@ -150,12 +187,14 @@ fn the_timer_stops_when_an_ack_leaves_nothing_outstanding() {
     parity.symbols = vec![OutgoingSymbol { block: 0, source: None, group: Some(0) }];
     p.on_sent(ms(1), 1, parity);
     p.next_number = 2;
-    // The segment's ACK moves the point; the parity is still out, so the timer runs.
+    // The segment arrives in order: TCP's receiver delays its ACK while the parity is still out,
+    // and the timer runs.
     ack(&mut p, 100, &[(0, 0)]);
-    assert_eq!(p.cumulative_point(), None);
+    assert_eq!(p.cumulative_point(), Some((0, 0)));
     assert!(p.loss_timeout().is_some(), "the parity is still outstanding");
-    // The parity's ACK moves nothing, but leaves nothing outstanding.
+    // The parity's ACK (sent at once) moves the point and leaves nothing outstanding.
     ack(&mut p, 101, &[(0, 1)]);
+    assert_eq!(p.cumulative_point(), None);
     assert_eq!(p.in_flight, 0);
     assert_eq!(p.loss_timeout(), None, "nothing is outstanding");
     let window = p.cc.window();
@@ -172,8 +211,7 @@ fn a_timeout_resends_everything_from_the_cumulative_point() {
         send(&mut p, i, i, i as u16);
     }
     // 3 and 4 arrive (two duplicate ACKs: no fast retransmit); 0, 1, 2 and 5 are lost.
-    ack(&mut p, 100, &[(3, 4)]);
-    assert!(p.cumulative_loss(false).is_none());
+    assert!(ack(&mut p, 100, &[(3, 4)]).is_empty());
     // ns-3's 1 s minimum RTO from the first send.
     let due = p.loss_timeout().expect("the timer runs");
     assert_eq!(due, ms(1000));
@@ -193,9 +231,8 @@ fn a_timeout_resends_everything_from_the_cumulative_point() {
     send(&mut p, 1100, 8, 2);
     send(&mut p, 1100, 9, 3);
     send(&mut p, 1100, 10, 4);
-    ack(&mut p, 1200, &[(9, 10)]);
-    ack(&mut p, 1201, &[(8, 8)]);
-    assert!(p.cumulative_loss(false).is_none());
+    assert!(ack(&mut p, 1200, &[(9, 10)]).is_empty());
+    assert!(ack(&mut p, 1201, &[(8, 8)]).is_empty());
     assert_eq!(p.cumulative_point(), Some((0, 1)));
 }
 
@@ -211,8 +248,7 @@ fn guessed_holds_left_by_a_recovery_let_one_duplicate_ack_open_the_next() {
         send(&mut p, i, i, i as u16);
     }
     // Segment 0 is lost; 1..3 arrive: recovery opens, its first guess.
-    ack(&mut p, 100, &[(1, 3)]);
-    assert_eq!(p.cumulative_loss(false).map(|(s, why, _)| (s, why)), Some(((0, 0), Resend::FastRetransmit)));
+    assert_eq!(ack(&mut p, 100, &[(1, 3)]), [((0, 0), Resend::FastRetransmit, Some(0))]);
     send(&mut p, 100, 6, 0);
     for (n, i) in (7..17).zip(6..16) {
         send(&mut p, 100, n, i);
@@ -228,15 +264,17 @@ fn guessed_holds_left_by_a_recovery_let_one_duplicate_ack_open_the_next() {
     ack(&mut p, 152, &[(7, 8)]);
     let before = p.in_flight;
     // The resend of 0 arrives: the point passes 0..7 (the full ACK) and lands on 8, guessed.
-    ack(&mut p, 200, &[(6, 6)]);
+    let resent = ack(&mut p, 200, &[(6, 6)]);
     assert_eq!(p.cumulative_point(), Some((0, 8)));
-    assert_eq!(before - p.in_flight, 2000, "the resend, and the duplicate of 2 still out, left");
-    let (segment, why, _) = p.cumulative_loss(false).expect("a wrong guess");
-    assert_eq!((segment, why), ((0, 8), Resend::Guessed));
+    assert_eq!(before - p.in_flight, 3000, "the resend, the duplicate of 2 still out, and 8 (lost) left");
+    assert_eq!(resent, [((0, 8), Resend::Guessed, Some(9))], "a wrong guess");
     send(&mut p, 200, 28, 8);
     assert!(p.cumulative_loss(false).is_none(), "no duplicate ACK yet");
     // The duplicate of 2 arrives: one duplicate ACK, and recovery opens again.
-    ack(&mut p, 210, &[(27, 27)]);
-    let (segment, why, _) = p.cumulative_loss(false).expect("one duplicate ACK with the guesses left");
-    assert_eq!((segment, why), ((0, 8), Resend::FastRetransmit));
+    let resent = ack(&mut p, 210, &[(27, 27)]);
+    assert_eq!(
+        resent,
+        [((0, 8), Resend::FastRetransmit, Some(28))],
+        "one duplicate ACK with the guesses left"
+    );
 }
