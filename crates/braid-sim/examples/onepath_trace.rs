@@ -7,10 +7,12 @@
 //! link at the receiver), steady state and the tail (last new source sent → last byte read).
 //! Also printed: the bytes by kind, the losses by trigger, the time the window or the pacer held
 //! the sender below the link, the ramp and the tail bin by bin, and every window drop of 10 % or
-//! more:
+//! more; and every repair symbol by when it left (before any loss of its block was declared:
+//! a margin; after: reactive; after the last new source: the tail's) and its fate at the
+//! receiver (lost, useful: its block still lacked symbols, wasted: it arrived after):
 //! `cargo run --release -p braid-sim --example onepath_trace -- scenarios/ctcp-table4-mtu1500.toml "seed=1 path.wifi.loss=0.1"`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use braid_proto::conn::ConnectionConfig;
@@ -46,7 +48,35 @@ struct Trace {
     cwnd_limited: f64,
     pacing_below: f64,
     link: Option<LinkStats>,
+    /// Each block as both ends saw it, and each sent packet's blocks (for its loss).
+    blocks: BTreeMap<u64, Block>,
+    packet_blocks: HashMap<u64, Vec<u64>>,
+    /// Packet number → when it arrived at the receiver.
+    arrived: HashMap<u64, f64>,
 }
+
+/// One block of the transfer (times in seconds).
+#[derive(Default)]
+struct Block {
+    sources: HashSet<u32>,
+    /// Repairs sent: (at, packet number).
+    repairs: Vec<(f64, u64)>,
+    first_loss_declared: Option<f64>,
+    /// Arrival times of its symbols at the receiver, in order.
+    received: Vec<f64>,
+}
+
+impl Block {
+    /// When the block had as many symbols as sources (RLNC: every symbol innovative until then).
+    fn complete_at(&self) -> Option<f64> {
+        let n = self.sources.len();
+        (n > 0 && self.received.len() >= n).then(|| self.received[n - 1])
+    }
+}
+
+/// Repair symbols: [margin, reactive, tail] × [lost, useful, wasted].
+#[derive(Default)]
+struct RepairFates([[u64; 3]; 3]);
 
 #[derive(Default)]
 struct Totals {
@@ -102,6 +132,13 @@ impl Trace {
                 };
                 for f in &p.frames {
                     if let TraceFrame::Symbol { block, index, repair, length } = *f {
+                        let b = self.blocks.entry(block).or_default();
+                        if repair {
+                            b.repairs.push((s.at, p.number));
+                        } else {
+                            b.sources.insert(index);
+                        }
+                        self.packet_blocks.entry(p.number).or_default().push(block);
                         if repair {
                             s.repair += length as u64;
                         } else if self.seen.insert((block, index)) {
@@ -114,7 +151,12 @@ impl Trace {
                 }
                 self.sent.push(s);
             }
-            TraceEvent::PacketLost { at, trigger, .. } => self.losses.push((secs(at), trigger)),
+            TraceEvent::PacketLost { at, trigger, number, .. } => {
+                self.losses.push((secs(at), trigger));
+                for block in self.packet_blocks.get(&number).into_iter().flatten() {
+                    self.blocks.entry(*block).or_default().first_loss_declared.get_or_insert(secs(at));
+                }
+            }
             TraceEvent::Metrics { at, metrics: m, .. } => {
                 if let Some(&(_, old)) = self.series.last() {
                     if m.cwnd < old.cwnd * 9 / 10 {
@@ -142,6 +184,7 @@ impl Trace {
             .expect("network");
         let (mut net, (client, server)) = (built.network, built.flows[0]);
         net.endpoint_mut(client).connection_mut().enable_trace();
+        net.endpoint_mut(server).connection_mut().enable_trace();
         let step = Duration::from_millis(1);
         let mut now = Instant::ZERO;
         let mut trace = Trace::default();
@@ -154,6 +197,11 @@ impl Trace {
             }
             while let Some(e) = conn.poll_trace() {
                 trace.on_event(e);
+            }
+            while let Some(e) = net.endpoint_mut(server).connection_mut().poll_trace() {
+                if let TraceEvent::PacketReceived(p) = e {
+                    trace.on_received(secs(p.at), p.number, &p.frames);
+                }
             }
             if let (Some(&(_, m)), Some(_)) = (trace.series.last(), trace.established) {
                 if m.bytes_in_flight + 1500 > m.cwnd {
@@ -168,6 +216,40 @@ impl Trace {
         trace.done = net.endpoint(server).done_at().map_or(f64::NAN, secs);
         trace.link = net.links().find(|(_, name, _)| name.ends_with("fwd")).map(|(_, _, l)| *l.stats());
         trace
+    }
+
+    fn on_received(&mut self, at: f64, number: u64, frames: &[TraceFrame]) {
+        self.arrived.insert(number, at);
+        for f in frames {
+            if let TraceFrame::Symbol { block, .. } = *f {
+                self.blocks.entry(block).or_default().received.push(at);
+            }
+        }
+    }
+
+    /// Every repair's kind and fate (see [`RepairFates`]), and the source symbols lost on the
+    /// link (what repair had to replace).
+    fn repair_fates(&self, last_new: f64) -> (RepairFates, u64) {
+        let (mut fates, mut sources_lost) = (RepairFates::default(), 0);
+        for b in self.blocks.values() {
+            let complete = b.complete_at();
+            let repairs_arrived = b.repairs.iter().filter(|r| self.arrived.contains_key(&r.1)).count();
+            sources_lost += (b.sources.len() + repairs_arrived).saturating_sub(b.received.len()) as u64;
+            for &(at, number) in &b.repairs {
+                let kind = if at >= last_new {
+                    2
+                } else {
+                    usize::from(b.first_loss_declared.is_some_and(|l| l <= at))
+                };
+                let fate = match self.arrived.get(&number) {
+                    None => 0,
+                    Some(&a) if complete.is_none_or(|c| a <= c) => 1,
+                    Some(_) => 2,
+                };
+                fates.0[kind][fate] += 1;
+            }
+        }
+        (fates, sources_lost)
     }
 
     /// The first 100 ms window that delivered 90 % of the link's rate begins here.
@@ -255,6 +337,17 @@ fn run(scenario: &Scenario) {
         "after the handshake: cwnd-limited {:.3} s, pacing below the link {:.3} s",
         trace.cwnd_limited, trace.pacing_below
     );
+    let (fates, sources_lost) = trace.repair_fates(last_new);
+    println!("source symbols lost on the link: {sources_lost}; repair symbols lost / useful / wasted:");
+    for (name, [lost, useful, wasted]) in ["margin", "reactive", "tail"].iter().zip(fates.0) {
+        println!("  {name:<9} {:>5}: {lost:>4} / {useful:>5} / {wasted:>4}", lost + useful + wasted);
+    }
+    let last_complete = trace.blocks.values().filter_map(Block::complete_at).fold(0.0, f64::max);
+    println!(
+        "tail: last new source {last_new:.3}, last block complete {last_complete:.3} ({:.3} s after)",
+        last_complete - last_new
+    );
+    print_late_blocks(&trace, last_new);
     print_ramp(&trace, rate, ramp_end);
     print_tail(&trace, last_new);
     for &(at, from, to) in &trace.cuts {
@@ -296,5 +389,28 @@ fn print_tail(trace: &Trace, last_new: f64) {
             in_bin.iter().filter(|p| !p.new_source && p.repair == 0).count(),
             trace.losses.iter().filter(|l| l.0 >= from && l.0 < to).count()
         );
+    }
+}
+
+/// The blocks that completed more than 60 ms after the last new source (about the one-way
+/// trip): their symbols lost, the repairs they got after it (and how many of those were lost),
+/// when their first loss was declared and when they completed.
+fn print_late_blocks(trace: &Trace, last_new: f64) {
+    for (id, b) in &trace.blocks {
+        let complete = b.complete_at().unwrap_or(f64::NAN);
+        if complete.is_nan() || complete - last_new > 0.06 {
+            let sent = b.sources.len() + b.repairs.len();
+            let late: Vec<_> = b.repairs.iter().filter(|r| r.0 >= last_new).collect();
+            println!(
+                "  late block {id}: {} sources, {} of {sent} symbols lost, {} repairs after the last source \
+                 ({} lost, first at {:.3}), first loss declared {:.3}, complete {complete:.3}",
+                b.sources.len(),
+                sent - b.received.len(),
+                late.len(),
+                late.iter().filter(|r| !trace.arrived.contains_key(&r.1)).count(),
+                late.first().map_or(f64::NAN, |r| r.0),
+                b.first_loss_declared.unwrap_or(f64::NAN),
+            );
+        }
     }
 }

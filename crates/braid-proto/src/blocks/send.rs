@@ -7,6 +7,7 @@ use braid_fec::{BlockEncoder, CodeFamily, CodecConfig, CodecError, Encoder, Symb
 use crate::wire::{BlockAckFrame, Writer, MAX_PATHS};
 use crate::Instant;
 use symbol::write_symbol;
+pub use tails::Tail;
 
 /// Most doublings of the release timeout for a block that stays unreleased (see
 /// [`BlockSender::release_deadline`]).
@@ -77,6 +78,10 @@ pub struct SendBlock {
     /// later estimates if those are lower, so it never grows once its sources are out (for a
     /// block all of whose symbols went on one path; `redundancy::adaptive`).
     pub margin_loss: Option<(f64, f64)>,
+    /// The application went idle at the end of a long burst (a bulk transfer's end) while the
+    /// block was not yet decoded ([`BlockSender::on_app_idle`]): the link behind it idles, and
+    /// spare capacity carries its repair for a burst of losses (`redundancy::adaptive`).
+    pub drained: bool,
     /// The block holds a small write (a request, a response) cut ahead of bulk data already cut
     /// for the wire ([`BlockSender::close_block_as_urgent`]): schedulers that allocate blocks in
     /// order may serve it first.
@@ -89,21 +94,6 @@ pub struct SendBlock {
     /// A symbol written after the block closed went out, so it told the receiver the length
     /// (set from the start without per-path placement, whose closed blocks' repairs tell it).
     len_sent: bool,
-}
-
-/// Why a block is the tail of a burst, which decides how large a margin it gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tail {
-    /// The end of what the application wrote on one stream (a request, a response) while other
-    /// streams still send ([`BlockSender::close_block_as_tail`]). The path keeps carrying their
-    /// data, so a loss is detected soon, but a request beside bulk data waits for the reactive
-    /// round: its margin is sized for a small δ̂.
-    Request,
-    /// The application went idle while the block was open or in flight (a video frame, the
-    /// last response; [`BlockSender::on_app_idle`]): nothing behind it triggers loss detection,
-    /// so a tail probe follows it (`Mode::tail_probes`), and its margin carries about the
-    /// expected loss.
-    AppIdle,
 }
 
 impl SendBlock {
@@ -129,13 +119,6 @@ impl SendBlock {
     /// Every source symbol has been sent once.
     pub fn all_sources_sent(&self) -> bool {
         self.next_unsent == self.len()
-    }
-
-    /// An app-idle tail with every source out and no margin loss fixed yet. Only an app-idle
-    /// tail's: fixed so, a request's beside bulk data waited longer (p99 at 2 % / 5 % loss 126 /
-    /// 250 ms against < 100, `tests/stream_fairness.rs`; not traced).
-    fn wants_margin_loss(&self) -> bool {
-        self.tail == Some(Tail::AppIdle) && self.margin_loss.is_none() && self.all_sources_sent()
     }
 
     /// Degrees of freedom the receiver holds, as far as the sender knows, at most the block's
@@ -250,6 +233,8 @@ pub struct BlockSender {
     in_order: bool,
     /// Source symbols go without their trailing zeros ([`BlockSender::set_short_sources`]).
     short_sources: bool,
+    /// Source symbols pushed since the application was last idle ([`BlockSender::on_app_idle`]).
+    burst_sources: u64,
 }
 
 impl BlockSender {
@@ -266,6 +251,7 @@ impl BlockSender {
             next_symbol_size: config.symbol_size,
             in_order: false,
             short_sources: false,
+            burst_sources: 0,
             config,
         }
     }
@@ -431,6 +417,7 @@ impl BlockSender {
         }
         let block = self.blocks.back_mut().expect("just ensured");
         block.encoder.push_source(symbol)?;
+        self.burst_sources += 1;
         if block.len() == self.config.max_block_len {
             block.closed = true;
             block.encoder.flush();
@@ -467,6 +454,7 @@ impl BlockSender {
             sent_any: false,
             tail: None,
             margin_loss: None,
+            drained: false,
             urgent: false,
             short_sources: self.short_sources,
             growing: false,
@@ -484,66 +472,6 @@ impl BlockSender {
                 block.encoder.flush();
             }
         }
-    }
-
-    /// The open block holds the end of what the application wrote on some stream (a request, a
-    /// response) while other streams still have data: it closes at its current length and is
-    /// marked as a request's tail ([`Tail::Request`]), so its repair margin goes out at once.
-    /// Unlike [`BlockSender::on_app_idle`] the blocks cut before it are left alone: they hold the
-    /// bulk data before it, which the next blocks' symbols follow closely enough for loss
-    /// detection.
-    pub fn close_block_as_tail(&mut self) {
-        self.close_block();
-        // The newest block holds the symbol just cut (a full block closed as it filled).
-        if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
-            block.tail = Some(Tail::Request);
-        }
-    }
-
-    /// The open block holds a small write cut ahead of source symbols already cut but unsent:
-    /// it closes as a tail ([`BlockSender::close_block_as_tail`]) and is marked
-    /// [`SendBlock::urgent`].
-    pub fn close_block_as_urgent(&mut self) {
-        self.close_block_as_tail();
-        if let Some(block) = self.blocks.back_mut().filter(|b| !b.is_empty()) {
-            block.urgent = true;
-        }
-    }
-
-    /// The application has nothing more to send for now (its send buffers are empty, not merely
-    /// blocked by flow control): the open block closes at its current length, and the blocks cut
-    /// but not yet all sent — the burst just cut (a video frame, a response; at most the two
-    /// blocks `fill_pipe` cuts ahead) — are marked as its tail ([`Tail::AppIdle`]). Blocks
-    /// already all in flight are not: at the end of a bulk transfer their margin on a 50 %-loss
-    /// path cost FMTCP Table II's case 4 0.7 % of its goodput. TCP-IR's
-    /// point (tail losses of short flows cost a timeout unless repair follows the data at once)
-    /// applied at every app-idle point rather than only at the end of a flow.
-    pub fn on_app_idle(&mut self) {
-        self.close_block();
-        for b in self.blocks.iter_mut().filter(|b| !b.decoded && !b.all_sources_sent()) {
-            b.tail = Some(Tail::AppIdle);
-        }
-    }
-
-    /// `block`'s last source went out on a path whose loss estimates (fast, long) are `loss`: if
-    /// it is an app-idle tail, its margin is sized with them from now on
-    /// ([`SendBlock::margin_loss`]). A
-    /// margin that grew later, when a loss of an earlier frame raised the fast estimate, left
-    /// 60-80 ms after the frame's sources and arrived no sooner than the reactive round would
-    /// have; it counted as the frame's replacement in flight, so the reactive round sent no
-    /// second one, and when it was lost too the frame waited a third round trip (live video,
-    /// 2 % loss: 2 of the 5 frames late after the first second over seeds 1-3 × 60 s), and
-    /// three quarters of such margins arrived after their block was complete.
-    pub fn fix_margin_loss(&mut self, block: u64, loss: (f64, f64)) {
-        if let Some(b) = self.block_mut(block).filter(|b| b.wants_margin_loss()) {
-            b.margin_loss = Some(loss);
-        }
-    }
-
-    /// Whether [`BlockSender::fix_margin_loss`] would fix `block`'s margin loss now, so that a
-    /// caller asks for the path's estimates only then (once a block, not at every source).
-    pub fn wants_margin_loss(&self, block: u64) -> bool {
-        self.block(block).is_some_and(SendBlock::wants_margin_loss)
     }
 
     /// Writes the oldest source symbol not yet sent, as a SYMBOL frame.
@@ -796,5 +724,6 @@ impl BlockSender {
 mod growing;
 mod release;
 mod symbol;
+mod tails;
 #[cfg(test)]
 mod tests;

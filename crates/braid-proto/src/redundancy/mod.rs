@@ -21,6 +21,7 @@ mod ctcp;
 mod dfec;
 mod fmtcp;
 mod groups;
+mod loss_runs;
 mod per_path;
 mod sato;
 mod tcp_ir;

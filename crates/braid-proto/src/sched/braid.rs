@@ -257,9 +257,13 @@ impl ArrivalTime {
         if needed.is_some() {
             return needed;
         }
-        // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow.
+        // Nothing needed anywhere: spare repairs, on the fastest ready path if it is not slow;
+        // the block that wants the most first (the oldest of equals), so that consecutive spare
+        // repairs take turns among blocks and a burst of losses takes one from each rather than
+        // one block's whole margin (Sato et al.'s interleaving, §3).
         let path = by_key(view, delivery).next()?;
-        let block = view.blocks.iter().find(|b| !b.decoded && b.spare_repairs > 0)?;
+        let spare = view.blocks.iter().filter(|b| !b.decoded && b.spare_repairs > 0);
+        let block = spare.max_by_key(|b| (b.spare_repairs, std::cmp::Reverse(b.id)))?;
         (est.of_path(path).one_way <= SPARE_DELAY_FACTOR * est.model.fastest)
             .then_some(Pick { path: path.path, block: Some(block.id) })
     }
@@ -486,5 +490,11 @@ mod tests {
             pick(&[PathInfo { ready: false, ..fast }, twin], &[b]),
             Some(Pick { path: 1, block: Some(0) })
         );
+        // Among blocks, the one that wants the most spare repairs, the oldest of equals.
+        let mut more = block(1, 64, 0, 64);
+        more.spare_repairs = 4;
+        assert_eq!(pick(&[fast], &[b, more]), Some(Pick { path: 0, block: Some(1) }));
+        more.spare_repairs = 3;
+        assert_eq!(pick(&[fast], &[b, more]), Some(Pick { path: 0, block: Some(0) }));
     }
 }
