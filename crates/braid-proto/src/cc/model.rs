@@ -228,6 +228,10 @@ pub struct ModelCc {
     /// The bandwidth estimate when the last UP began (after Startup, until the first UP:
     /// [`FULL_PIPE_GROWTH`] × the estimate at Startup's exit).
     cycle_bandwidth: f64,
+    /// The last UP's packets and the queue their RTTs show, and probes in a row that found
+    /// none (`phases.rs`, `watch_probe`).
+    probe: Option<phases::UpProbe>,
+    roomy_probes: u32,
     /// ProbeRTT: when the window first reached its floor.
     probe_rtt_done: Option<Instant>,
     /// The connection's other paths, and which of them share this one's bottleneck.
@@ -286,6 +290,8 @@ impl ModelCc {
             probe_rtt_done: None,
             up_base: 0.0,
             cycle_bandwidth: 0.0,
+            probe: None,
+            roomy_probes: 0,
             coupling: Coupling::default(),
             last_round_rate: 0.0,
             secondary: false,
@@ -699,6 +705,7 @@ impl CongestionController for ModelCc {
         self.round_delivered += ack.bytes;
         if rtt.has_sample() {
             self.on_rtt_sample(now, rtt.latest());
+            self.watch_probe(ack.largest_sent, rtt.latest());
         }
         self.grow_startup_window(ack.bytes);
         if ack.largest_sent >= self.round_start {

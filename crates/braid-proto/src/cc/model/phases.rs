@@ -6,6 +6,24 @@ use std::time::Duration;
 use super::*;
 use crate::Instant;
 
+/// Probes in a row whose own packets found no queue before Startup runs again
+/// (`watch_probe`).
+const ROOMY_PROBES: u32 = 2;
+
+/// One UP's probe, judged by its own packets' RTTs (`watch_probe`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct UpProbe {
+    /// When UP began and, once it ended on its own, when.
+    start: Instant,
+    end: Option<Instant>,
+    /// The queue the probe leaves where the path is already full: what it adds in flight,
+    /// drained at the estimated rate.
+    expected_queue: Duration,
+    /// RTT samples of its packets, and how many showed a quarter of `expected_queue` or more.
+    samples: u32,
+    queued: u32,
+}
+
 impl ModelCc {
     /// ProbeBW's phases (BBRv3 §4.6.4), on every ACK.
     pub(super) fn probe_bw(&mut self, now: Instant) {
@@ -50,6 +68,14 @@ impl ModelCc {
                         *hi += probe;
                     }
                 }
+                let expected_queue = self.up_probe(bdp) / self.paced_bandwidth().max(1.0);
+                self.probe = Some(UpProbe {
+                    start: now,
+                    end: None,
+                    expected_queue: Duration::from_secs_f64(expected_queue.min(60.0)),
+                    samples: 0,
+                    queued: 0,
+                });
                 self.enter(State::Up, now);
             }
             State::Up => {
@@ -62,6 +88,9 @@ impl ModelCc {
                 let queue = self.round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
                 if grown || (elapsed >= min && queue) {
                     self.cycles += 1;
+                    if let Some(p) = self.probe.as_mut() {
+                        p.end = Some(now);
+                    }
                     self.enter(State::Down, now);
                 }
                 // UP regrows the loss bound by a quarter a round while it binds (BBRv3 grows it
@@ -79,7 +108,8 @@ impl ModelCc {
     }
 
     /// The last cycle's probe raised the bandwidth estimate by [`LAGGING_GROWTH`] or more with no
-    /// queue to show for it: the estimate is far below what the path delivers. That happens when
+    /// queue to show for it, or the last [`ROOMY_PROBES`] probes' own packets found no queue
+    /// (`watch_probe`): the estimate is far below what the path delivers. That happens when
     /// Startup ended early — a delay spike of a few round trips (a stalled router or host, a
     /// radio's retransmissions) passes the delay test while the window is still a fraction of
     /// the pipe — and on a path whose rate rose or whose competitor left. On a path at capacity
@@ -91,11 +121,8 @@ impl ModelCc {
     pub(super) fn estimate_lags(&self) -> bool {
         let Some(min) = self.min_rtt() else { return false };
         let queue = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-        self.cycle_bandwidth > 0.0
-            && self.bandwidth >= LAGGING_GROWTH * self.cycle_bandwidth
-            && !queue
-            && !self.competing
-            && !self.sample_app_limited
+        let grew = self.cycle_bandwidth > 0.0 && self.bandwidth >= LAGGING_GROWTH * self.cycle_bandwidth;
+        (grew || self.roomy_probes >= ROOMY_PROBES) && !queue && !self.competing && !self.sample_app_limited
     }
 
     /// Back to Startup from ProbeBW, from the window in use: Startup's full-pipe and delay tests
@@ -103,11 +130,55 @@ impl ModelCc {
     pub(super) fn restart_startup(&mut self, now: Instant) {
         self.startup_window = self.window();
         self.inflight_hi = None;
+        self.probe = None;
+        self.roomy_probes = 0;
         self.full_bandwidth = self.bandwidth;
         self.full_bandwidth_rounds = 0;
         self.delayed_samples = 0;
         self.queued_samples = 0;
         self.enter(State::Startup, now);
+    }
+
+    /// Judges the last UP by its own packets, on each ACK with an RTT sample (`sent`: when the
+    /// newest packet it acknowledges was sent). Where the path is full, what UP adds in flight
+    /// queues at the bottleneck, growing to about `expected_queue` as UP ends, so most of its
+    /// packets' RTTs show a quarter of that or more; if most show less, the path delivered the
+    /// probe without queueing it and has room the estimate does not show (the median, not the
+    /// largest: one late timer on a loaded host is not a queue). The estimate's own growth
+    /// cannot tell: it is a max filter over rate samples that span a round, of which UP's
+    /// fraction of a round at 1.25 × is a small part, and where the sender's achieved rate
+    /// trails its pacing rate (a host's timers firing late) the samples stay at the estimate,
+    /// so ProbeBW held a transfer at a third of a 20 Mbit/s path for a whole run. Not judged
+    /// where the expected queue is within timer noise ([`QUEUE_SIGN`] twice), with a competitor
+    /// (whose queue comes and goes), or where paths share the bottleneck (the probe is a share
+    /// of the group's).
+    pub(super) fn watch_probe(&mut self, sent: Instant, rtt: Duration) {
+        let Some(p) = self.probe.as_mut() else { return };
+        if sent < p.start {
+            return;
+        }
+        match p.end {
+            Some(end) if sent >= end => {}
+            // UP ended without its own test (a congestion loss, ProbeRTT, Startup again).
+            None if self.state != State::Up => {
+                self.probe = None;
+                self.roomy_probes = 0;
+                return;
+            }
+            _ => {
+                let min = self.min_rtt.map_or(rtt, |(min, _)| min);
+                p.samples += 1;
+                p.queued += u32::from(rtt > min + p.expected_queue / 4);
+                return;
+            }
+        }
+        // Every packet of the probe is acknowledged or lost: the verdict.
+        let p = *p;
+        self.probe = None;
+        let judged =
+            p.samples >= 4 && p.expected_queue >= 2 * QUEUE_SIGN && !self.competing && self.share() >= 1.0;
+        let room = judged && 2 * p.queued < p.samples;
+        self.roomy_probes = if room { self.roomy_probes + 1 } else { 0 };
     }
 
     /// ProbeRTT (BBRv1 §4.3.4.3, BBRv3 §4.6.5): when the min-RTT estimate has not been
