@@ -674,3 +674,57 @@ fn a_padded_announcement_lets_data_go_to_a_new_port_before_it_is_proven() {
     let (_, data) = net.sent_within_amplification_bound(new, moved_at, echo_at);
     assert!(data >= 2, "{data} data packets went to the new port before it was proven");
 }
+
+/// The handshake's round trip is each core's first RTT sample (RFC 9002 §5.1): the client's from
+/// its first message to the answer, the server's from its answer to the client's first core
+/// packet. Without it both cores pace their first flight over the 333 ms default.
+#[test]
+fn the_handshake_round_trip_is_each_cores_first_rtt_sample() {
+    let mut net = Net::new(1, 5, 5);
+    assert!(net.client.core.path_state()[0].0 > Duration::from_millis(300), "the default before");
+    net.run(Duration::from_secs(1), |n| n.client.session.has_keys());
+    assert_eq!(net.client.core.path_state()[0].0, 2 * ONE_WAY, "the client's, at the answer");
+    net.run(Duration::from_secs(1), |n| n.server.as_ref().is_some_and(|s| s.session.peer_proven()));
+    let server = net.server.as_mut().expect("accepted");
+    assert_eq!(server.core.path_state()[0].0, 2 * ONE_WAY, "the server's, at the first core packet");
+    // The timers follow the new estimate (a debug build checks the cached loss timeout).
+    assert!(server.core.poll_timeout().is_some());
+    assert!(net.client.core.poll_timeout().is_some());
+}
+
+/// A first message that went twice makes the round trip ambiguous: timed from the first copy it
+/// can only be too long, so it is kept while it is below the 333 ms default and dropped above.
+#[test]
+fn a_repeated_first_message_gives_a_sample_only_below_the_default() {
+    for (losses, expected) in [(1, Some(100 + 20)), (3, None)] {
+        let mut net = Net::new(1, 5, 5);
+        let mut lost = 0;
+        net.lose = Box::new(move |d| {
+            let first = d.ty() == Some(DatagramType::NoiseInit) && lost < losses;
+            lost += usize::from(first);
+            first
+        });
+        net.run(Duration::from_secs(3), |n| n.client.session.has_keys());
+        let srtt = net.client.core.path_state()[0].0;
+        match expected {
+            Some(ms) => assert_eq!(srtt, Duration::from_millis(ms), "{losses} lost"),
+            None => assert!(srtt > Duration::from_millis(300), "{losses} lost: {srtt:?}"),
+        }
+    }
+}
+
+/// A core with a packet in flight when the handshake's round trip arrives (the server's Accept,
+/// sent behind the answer) drops its cached loss timeout: a debug build checks the cached one
+/// against a fresh computation at every poll, and a stale one (from the 333 ms default) panics.
+#[test]
+fn a_handshake_sample_resets_the_cached_loss_timeout() {
+    let client = Connection::client(ConnectionConfig::default(), Instant::ZERO, 1);
+    let mut server = Connection::server(ConnectionConfig::default(), Instant::ZERO);
+    server.accept_proposal(Instant::ZERO, client.cid(), client.params().clone());
+    let mut buf = Vec::new();
+    assert!(server.poll_transmit(Instant::ZERO, &mut buf).is_some(), "the Accept");
+    assert!(server.poll_timeout().is_some());
+    server.on_handshake_rtt(0, Duration::from_millis(20));
+    assert_eq!(server.path_state()[0].0, Duration::from_millis(20));
+    assert!(server.poll_timeout().is_some());
+}

@@ -28,7 +28,7 @@ pub use lia::Lia;
 pub use model::ModelCc;
 pub use newreno::NewReno;
 pub use newreno_ns3::NewRenoNs3;
-pub use rtt::RttEstimator;
+pub use rtt::{RttEstimator, INITIAL_RTT};
 
 use crate::Instant;
 

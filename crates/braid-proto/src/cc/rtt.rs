@@ -11,6 +11,9 @@ pub struct RttEstimator {
     min: Duration,
     /// The largest sample since the first (or since [`Self::restart_min`]).
     max: Duration,
+    /// The only sample so far came from outside the core ([`Self::seed`]): the first of the
+    /// core's own replaces its minimum and maximum.
+    seeded: bool,
 }
 
 /// RFC 9002 §6.2.2: before any sample, assume 333 ms.
@@ -24,6 +27,7 @@ impl Default for RttEstimator {
             variation: INITIAL_RTT / 2,
             min: Duration::MAX,
             max: Duration::ZERO,
+            seeded: false,
         }
     }
 }
@@ -31,6 +35,10 @@ impl Default for RttEstimator {
 impl RttEstimator {
     /// Folds in a sample; `ack_delay` is what the peer reports it held the packet.
     pub fn update(&mut self, sample: Duration, ack_delay: Duration) {
+        if std::mem::take(&mut self.seeded) {
+            self.min = Duration::MAX;
+            self.max = Duration::ZERO;
+        }
         self.latest = sample;
         self.min = self.min.min(sample);
         self.max = self.max.max(sample);
@@ -46,6 +54,18 @@ impl RttEstimator {
                 self.variation = (3 * self.variation + deviation) / 4;
                 self.smoothed = Some((7 * srtt + adjusted) / 8);
             }
+        }
+    }
+
+    /// A first sample measured outside the core (the security layer's handshake): it sets the
+    /// smoothed RTT and its variation as a first ACK sample would (RFC 6298 §2.2), but the
+    /// minimum and maximum start again from the first ACK sample, so a handshake timed long
+    /// (a repeated message, the peer's key exchange) cannot widen the range `max − min` the
+    /// queue estimates read. No effect once there is a sample.
+    pub fn seed(&mut self, sample: Duration) {
+        if self.smoothed.is_none() {
+            self.update(sample, Duration::ZERO);
+            self.seeded = true;
         }
     }
 
@@ -105,6 +125,19 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seed_sets_the_smoothed_rtt_but_not_the_range() {
+        let ms = Duration::from_millis;
+        let mut rtt = RttEstimator::default();
+        rtt.seed(ms(120));
+        assert_eq!((rtt.smoothed(), rtt.min(), rtt.max()), (ms(120), ms(120), ms(120)));
+        rtt.update(ms(20), Duration::ZERO);
+        assert_eq!((rtt.min(), rtt.max()), (ms(20), ms(20)), "the range is the core's own");
+        assert_eq!(rtt.smoothed(), (7 * ms(120) + ms(20)) / 8, "folded as a second sample");
+        rtt.seed(ms(5));
+        assert_eq!(rtt.min(), ms(20), "no effect once there is a sample");
+    }
 
     #[test]
     fn follows_rfc6298() {

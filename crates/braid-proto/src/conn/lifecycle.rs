@@ -307,6 +307,20 @@ impl Connection {
 }
 
 impl Connection {
+    /// A round trip the security layer measured on `path` before the core's own packets could
+    /// give one (its handshake's first message to the answer): the path's first RTT sample, as
+    /// QUIC takes its first from the handshake's packets (RFC 9002 §5.1). Without it the first
+    /// flight is paced over the 333 ms default (RFC 9002 §6.2.2), and a request written beside
+    /// a bulk stream waits behind it. Ignored once the path has a sample of its own; the
+    /// path's minimum and maximum RTT come from its own samples only ([`RttEstimator::seed`]).
+    ///
+    /// [`RttEstimator::seed`]: crate::cc::RttEstimator::seed
+    pub fn on_handshake_rtt(&mut self, path: u8, rtt: std::time::Duration) {
+        if let Some(p) = self.paths.get_mut(usize::from(path)) {
+            p.seed_rtt(rtt);
+        }
+    }
+
     /// Starts recording a trace (see [`crate::trace`]); drain it with [`Connection::poll_trace`].
     pub fn enable_trace(&mut self) {
         self.trace.enable();

@@ -101,11 +101,17 @@ enum Side<K> {
         deadline: Instant,
         failed: bool,
         server: SocketAddr,
+        /// When the first message first went out (the handshake's round trip, for the core).
+        first_sent: Option<Instant>,
     },
     Server {
         /// The client's first message and our answer, to repeat if it comes again.
         first: Vec<u8>,
         response: Vec<u8>,
+        /// When the answer was queued, and whether it went again (the round trip to the
+        /// client's first core packet, for the core; taken once).
+        answered: Option<Instant>,
+        repeated: bool,
     },
 }
 
@@ -153,6 +159,7 @@ impl<K: Keys> Session<K> {
             deadline: now + timeout,
             failed: false,
             server,
+            first_sent: None,
         };
         Session::new(side, None, vec![PathAddress::validated(server); paths], random, now)
     }
@@ -172,7 +179,12 @@ impl<K: Keys> Session<K> {
     ) -> Session<K> {
         let mut addresses = vec![PathAddress::default(); paths];
         addresses[0] = PathAddress::validated(from);
-        let side = Side::Server { first: first.to_vec(), response: response.clone() };
+        let side = Side::Server {
+            first: first.to_vec(),
+            response: response.clone(),
+            answered: Some(now),
+            repeated: false,
+        };
         let mut s = Session::new(side, Some(keys), addresses, random, now);
         s.queue.push_back((0, from, response));
         s
@@ -284,7 +296,7 @@ impl<K: Keys> Session<K> {
     ) -> Received {
         match DatagramType::of(data) {
             Some(DatagramType::NoiseInit) => self.on_repeated_first(from, data),
-            Some(DatagramType::NoiseResponse) => self.on_answer(now, data),
+            Some(DatagramType::NoiseResponse) => self.on_answer(core, now, data),
             Some(DatagramType::Refused) => {
                 let ours = super::crypto::is_refusal_for(data, core.cid());
                 match &mut self.side {
@@ -301,15 +313,16 @@ impl<K: Keys> Session<K> {
 
     /// Server: the first message again (its answer was lost): the same answer, nothing else.
     fn on_repeated_first(&mut self, from: SocketAddr, data: &[u8]) -> Received {
-        let Side::Server { first, response } = &self.side else { return Received::Ignored };
+        let Side::Server { first, response, repeated, .. } = &mut self.side else { return Received::Ignored };
         if first.as_slice() != data {
             return Received::Ignored;
         }
+        *repeated = true;
         self.queue.push_back((0, from, response.clone()));
         Received::Control
     }
 
-    fn on_answer(&mut self, now: Instant, data: &[u8]) -> Received {
+    fn on_answer(&mut self, core: &mut Connection, now: Instant, data: &[u8]) -> Received {
         let Side::Client { handshake: Some(h), .. } = &mut self.side else { return Received::Ignored };
         let Some(keys) = h.read_answer(data) else {
             if h.is_spent() {
@@ -317,8 +330,9 @@ impl<K: Keys> Session<K> {
             }
             return Received::Unauthenticated;
         };
-        if let Side::Client { handshake, .. } = &mut self.side {
+        if let Side::Client { handshake, repeat, first_sent: Some(sent), .. } = &mut self.side {
             *handshake = None;
+            handshake_rtt(core, 0, now - *sent, repeat.attempts() > 1);
         }
         self.keys = Some(keys);
         self.announcer.start(now);
@@ -424,6 +438,14 @@ impl<K: Keys> Session<K> {
             self.follow(header, from, data.len(), now)
         };
         core.handle_datagram(now, header.path, &self.opened);
+        if let Side::Server { answered, repeated, .. } = &mut self.side {
+            // The client sends its first core packet (number 0) as the answer arrives, on path
+            // 0; a later one (the first was lost) would time the loss too. After the core took
+            // it, which accepts path 0 where the first message carried no proposal.
+            if let Some(at) = answered.take().filter(|_| header.path == 0 && header.number == 0) {
+                handshake_rtt(core, 0, now - at, *repeated);
+            }
+        }
         if !is_client {
             // After the packet, so what its ACK covers is not sent again.
             self.resend_after_move(core, now, header.path, moved);
@@ -472,7 +494,9 @@ impl<K: Keys> Session<K> {
     /// keys exist).
     pub fn handle_timeout(&mut self, core: &mut Connection, now: Instant) {
         self.linger.handle_timeout(core, now);
-        if let Side::Client { handshake, repeat, refused, deadline, failed, server } = &mut self.side {
+        if let Side::Client { handshake, repeat, refused, deadline, failed, server, first_sent } =
+            &mut self.side
+        {
             if *failed {
                 return;
             }
@@ -486,6 +510,7 @@ impl<K: Keys> Session<K> {
             if let Some(h) = handshake {
                 if repeat.poll(now) {
                     self.queue.push_back((0, *server, h.first_message().to_vec()));
+                    first_sent.get_or_insert(now);
                 }
             }
         }
@@ -592,5 +617,14 @@ impl<K: Keys> Session<K> {
     /// Whether a datagram is waiting in the layer's own queue (no need to wait for a timer).
     pub fn has_queued(&self) -> bool {
         !self.queue.is_empty()
+    }
+}
+
+/// Hands the core a handshake's round trip on `path`. A message that went more than once makes
+/// the sample ambiguous (RFC 6298 §3, Karn): timed from the first copy it can only be too long,
+/// so it is kept only while it is still below the default it replaces (RFC 9002 §6.2.2).
+fn handshake_rtt(core: &mut Connection, path: u8, rtt: Duration, repeated: bool) {
+    if !repeated || rtt < crate::cc::INITIAL_RTT {
+        core.on_handshake_rtt(path, rtt);
     }
 }

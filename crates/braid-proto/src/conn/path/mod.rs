@@ -205,6 +205,13 @@ impl Path {
         })
     }
 
+    /// A first RTT sample from outside the core (the handshake's round trip,
+    /// `Connection::on_handshake_rtt`); the loss and probe timers follow it.
+    pub fn seed_rtt(&mut self, rtt: std::time::Duration) {
+        self.rtt.seed(rtt);
+        self.loss_timeout_cache.set(None);
+    }
+
     pub fn on_sent(&mut self, now: Instant, number: u64, mut packet: SentPacket) {
         self.loss_timeout_cache.set(None);
         packet.delivered = self.delivered;
