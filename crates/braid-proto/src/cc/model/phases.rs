@@ -172,7 +172,8 @@ impl ModelCc {
                 return;
             }
         }
-        // Every packet of the probe is acknowledged or lost: the verdict.
+        // The first ACK of a packet sent after UP ended: the verdict, on the probe's packets
+        // acknowledged by now (those still in flight are not counted).
         let p = *p;
         self.probe = None;
         let judged =
