@@ -254,6 +254,7 @@ impl Connection {
         p.stats.packets_sent += 1;
         p.stats.bytes_sent += buf.len() as u64;
         p.pmtu.on_probe_sent(now, number, size);
+        self.trace.sent(now, path, buf);
         Transmit { path: path as u8, size: buf.len() }
     }
 
