@@ -202,6 +202,7 @@ mod tests {
                 largest_sent: now - Duration::from_millis(100),
                 in_flight: 100_000,
                 delivery_rate: Some(2.5e6),
+                rtt_sample: true,
             };
             cc.on_ack(&ack, &rtt);
         }

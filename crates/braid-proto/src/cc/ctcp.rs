@@ -263,6 +263,7 @@ mod tests {
             largest_sent: Instant::from_micros(sent_ms * 1000),
             in_flight: 0,
             delivery_rate: None,
+            rtt_sample: true,
         }
     }
 

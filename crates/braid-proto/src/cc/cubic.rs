@@ -117,6 +117,7 @@ mod tests {
                 largest_sent: Instant::ZERO,
                 in_flight: 0,
                 delivery_rate: None,
+                rtt_sample: true,
             },
             &rtt,
         );
@@ -131,7 +132,14 @@ mod tests {
             let w = cc.window();
             for _ in 0..(w / mss) {
                 cc.on_ack(
-                    &Ack { now, bytes: mss, largest_sent: now, in_flight: 0, delivery_rate: None },
+                    &Ack {
+                        now,
+                        bytes: mss,
+                        largest_sent: now,
+                        in_flight: 0,
+                        delivery_rate: None,
+                        rtt_sample: true,
+                    },
                     &rtt,
                 );
             }

@@ -157,6 +157,7 @@ mod tests {
             largest_sent: Instant::from_micros(now),
             in_flight: 0,
             delivery_rate: None,
+            rtt_sample: true,
         };
         // Leave slow start with a loss at 20 MSS → 10 MSS.
         cc.on_ack(&ack(1, 10_000), &rtt);

@@ -44,6 +44,10 @@ pub struct Ack {
     pub in_flight: u64,
     /// Delivery-rate sample from this ACK, in bytes per second (for model-based controllers).
     pub delivery_rate: Option<f64>,
+    /// The ACK brought a new RTT sample: its largest acknowledged packet was newly acknowledged
+    /// (RFC 9002 §5.1). An ACK that only fills holes leaves the estimator's latest sample as it
+    /// was, and a controller counting samples must not count that one again.
+    pub rtt_sample: bool,
 }
 
 /// A read-only view of all the connection's paths — each one's congestion window and smoothed
@@ -405,7 +409,14 @@ mod tests {
                                 cc.on_aggregate(&all);
                             }
                             cc.on_ack(
-                                &Ack { now, bytes, largest_sent, in_flight, delivery_rate: rate },
+                                &Ack {
+                                    now,
+                                    bytes,
+                                    largest_sent,
+                                    in_flight,
+                                    delivery_rate: rate,
+                                    rtt_sample: true,
+                                },
                                 &rtt,
                             );
                             let step = format!("ACK of {bytes} at {now:?}, rtt {sample:?}, rate {rate:?}");
@@ -437,8 +448,14 @@ mod tests {
             for _ in 0..100 {
                 t += 10_000;
                 let now = Instant::from_micros(t);
-                let ack =
-                    Ack { now, bytes: 1 << 40, largest_sent: now, in_flight: 0, delivery_rate: Some(1e30) };
+                let ack = Ack {
+                    now,
+                    bytes: 1 << 40,
+                    largest_sent: now,
+                    in_flight: 0,
+                    delivery_rate: Some(1e30),
+                    rtt_sample: true,
+                };
                 cc.on_ack(&ack, &rtt);
                 assert_bounded(&*cc, &rtt, "ACKs for terabytes in a row");
             }

@@ -217,6 +217,12 @@ pub struct ModelCc {
     /// none (`phases.rs`, `watch_probe`).
     probe: Option<phases::UpProbe>,
     roomy_probes: u32,
+    /// The bandwidth estimate as the probes' rule last sent the controller back to Startup,
+    /// until that Startup ends; the rule's back-off in cycles, and the cycle before which it
+    /// is not applied (`phases.rs`, `on_startup_end`).
+    probe_restart: Option<f64>,
+    probe_backoff: u64,
+    probe_quiet_until: u64,
     /// ProbeRTT: when the window first reached its floor.
     probe_rtt_done: Option<Instant>,
     /// The connection's other paths, and which of them share this one's bottleneck.
@@ -277,6 +283,9 @@ impl ModelCc {
             cycle_bandwidth: 0.0,
             probe: None,
             roomy_probes: 0,
+            probe_restart: None,
+            probe_backoff: 0,
+            probe_quiet_until: 0,
             coupling: Coupling::default(),
             last_round_rate: 0.0,
             secondary: false,
@@ -574,6 +583,7 @@ impl CongestionController for ModelCc {
 
     fn on_app_limited(&mut self) {
         self.app_limited_until = self.delivered + self.in_flight.max(1);
+        self.probe_app_limited();
     }
 
     fn on_ack(&mut self, ack: &Ack, rtt: &RttEstimator) {
@@ -586,6 +596,8 @@ impl CongestionController for ModelCc {
         self.round_delivered += ack.bytes;
         if rtt.has_sample() {
             self.on_rtt_sample(now, rtt.latest());
+        }
+        if ack.rtt_sample {
             self.watch_probe(ack.largest_sent, rtt.latest());
         }
         self.grow_startup_window(ack.bytes);

@@ -63,6 +63,7 @@ mod tests {
             largest_sent: Instant::from_micros(sent),
             in_flight: 0,
             delivery_rate: None,
+            rtt_sample: true,
         }
     }
 

@@ -313,7 +313,14 @@ mod tests {
     }
 
     fn ack(now: u64, bytes: u64, sent: u64) -> Ack {
-        Ack { now: ms(now), bytes, largest_sent: ms(sent), in_flight: 0, delivery_rate: None }
+        Ack {
+            now: ms(now),
+            bytes,
+            largest_sent: ms(sent),
+            in_flight: 0,
+            delivery_rate: None,
+            rtt_sample: true,
+        }
     }
 
     fn rtt_100ms() -> RttEstimator {

@@ -9,6 +9,11 @@ use crate::Instant;
 /// Probes in a row whose own packets found no queue before Startup runs again
 /// (`watch_probe`).
 const ROOMY_PROBES: u32 = 2;
+/// ProbeBW cycles the no-queue rule waits after a Startup it caused found no more than
+/// [`LAGGING_GROWTH`] × the estimate it began with; doubled after each such Startup in a row, up
+/// to [`MAX_PROBE_BACKOFF`] (`on_startup_end`).
+const PROBE_BACKOFF: u64 = 4;
+const MAX_PROBE_BACKOFF: u64 = 64;
 
 /// One UP's probe, judged by its own packets' RTTs (`watch_probe`).
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +27,9 @@ pub(super) struct UpProbe {
     /// RTT samples of its packets, and how many showed a quarter of `expected_queue` or more.
     samples: u32,
     queued: u32,
+    /// The application left the window unused while UP ran, or one of its packets' ACKs
+    /// carried an app-limited rate sample: the probe may not have added what it should have.
+    app_limited: bool,
 }
 
 impl ModelCc {
@@ -34,6 +42,7 @@ impl ModelCc {
         match self.state {
             State::Drain if in_flight <= bdp => {
                 self.startup_end = Some(now);
+                self.on_startup_end();
                 // Startup's exit may leave the estimate up to BBR's full-pipe growth (25 %)
                 // below the path; beyond that it lags.
                 self.cycle_bandwidth = FULL_PIPE_GROWTH * self.bandwidth;
@@ -68,6 +77,11 @@ impl ModelCc {
                         *hi += probe;
                     }
                 }
+                // The last probe's verdict, if no ACK of a packet sent after it has come (its
+                // packets' ACKs brought no RTT sample): on what its packets showed, not dropped.
+                if let Some(last) = self.probe.take() {
+                    self.judge_probe(last);
+                }
                 let expected_queue = self.up_probe(bdp) / self.paced_bandwidth().max(1.0);
                 self.probe = Some(UpProbe {
                     start: now,
@@ -75,6 +89,7 @@ impl ModelCc {
                     expected_queue: Duration::from_secs_f64(expected_queue.min(60.0)),
                     samples: 0,
                     queued: 0,
+                    app_limited: false,
                 });
                 self.enter(State::Up, now);
             }
@@ -128,6 +143,8 @@ impl ModelCc {
     /// Back to Startup from ProbeBW, from the window in use: Startup's full-pipe and delay tests
     /// start over, and a loss bound learned below today's rate is dropped.
     pub(super) fn restart_startup(&mut self, now: Instant) {
+        // Caused by the probes' rule: `on_startup_end` checks what this Startup finds.
+        self.probe_restart = (self.roomy_probes >= ROOMY_PROBES).then_some(self.bandwidth);
         self.startup_window = self.window();
         self.inflight_hi = None;
         self.probe = None;
@@ -148,11 +165,12 @@ impl ModelCc {
     /// cannot tell: it is a max filter over rate samples that span a round, of which UP's
     /// fraction of a round at 1.25 × is a small part, and where the sender's achieved rate
     /// trails its pacing rate (a host's timers firing late) the samples stay at the estimate,
-    /// so ProbeBW held a transfer at a third of a 20 Mbit/s path for a whole run. Not judged
-    /// where the expected queue is within timer noise ([`QUEUE_SIGN`] twice), with a competitor
-    /// (whose queue comes and goes), or where paths share the bottleneck (the probe is a share
-    /// of the group's).
+    /// so ProbeBW held a transfer at a third of a 20 Mbit/s path for a whole run. Only ACKs
+    /// that bring a new RTT sample are watched (`Ack::rtt_sample`): one that fills holes leaves
+    /// the estimator's latest sample as it was, and counting it again let one sample outvote
+    /// the rest. Which probes are not judged: `judge_probe`.
     pub(super) fn watch_probe(&mut self, sent: Instant, rtt: Duration) {
+        let app_limited = self.sample_app_limited;
         let Some(p) = self.probe.as_mut() else { return };
         if sent < p.start {
             return;
@@ -169,6 +187,7 @@ impl ModelCc {
                 let min = self.min_rtt.map_or(rtt, |(min, _)| min);
                 p.samples += 1;
                 p.queued += u32::from(rtt > min + p.expected_queue / 4);
+                p.app_limited |= app_limited;
                 return;
             }
         }
@@ -176,10 +195,54 @@ impl ModelCc {
         // acknowledged by now (those still in flight are not counted).
         let p = *p;
         self.probe = None;
-        let judged =
-            p.samples >= 4 && p.expected_queue >= 2 * QUEUE_SIGN && !self.competing && self.share() >= 1.0;
+        self.judge_probe(p);
+    }
+
+    /// The verdict on a probe (`watch_probe`): it found room if most of its packets' RTT
+    /// samples showed less than a quarter of its expected queue. Not judged — and the count of
+    /// roomy probes starts over — where UP did not end on its own, where the expected queue is
+    /// within timer noise ([`QUEUE_SIGN`] twice), with a competitor (whose queue comes and
+    /// goes), where paths share the bottleneck (the probe is a share of the group's), where the
+    /// application left the probe's window unused (it could not add
+    /// what would have queued), and for [`PROBE_BACKOFF`] cycles or more after a Startup the
+    /// rule caused found nothing (`on_startup_end`).
+    fn judge_probe(&mut self, p: UpProbe) {
+        let judged = p.end.is_some()
+            && p.samples >= 4
+            && p.expected_queue >= 2 * QUEUE_SIGN
+            && !p.app_limited
+            && !self.competing
+            && self.share() >= 1.0
+            && self.cycles >= self.probe_quiet_until;
         let room = judged && 2 * p.queued < p.samples;
         self.roomy_probes = if room { self.roomy_probes + 1 } else { 0 };
+    }
+
+    /// The application left the window unused: a probe still running is app-limited.
+    pub(super) fn probe_app_limited(&mut self) {
+        if self.state == State::Up {
+            if let Some(p) = self.probe.as_mut().filter(|p| p.end.is_none()) {
+                p.app_limited = true;
+            }
+        }
+    }
+
+    /// Startup ended (Drain emptied its queue). If the probes' rule sent the controller there
+    /// and Startup found no more than [`LAGGING_GROWTH`] × the estimate it began with, the
+    /// probes' packets showed no queue for another reason than room: a buffer shallower than a
+    /// quarter of the probe's queue, or a policer, drops what UP adds instead of queueing it,
+    /// and the packets that survive show none. Startup overshoots into that buffer each time,
+    /// so the rule waits [`PROBE_BACKOFF`] cycles, twice as many after each such Startup in a
+    /// row (binary exponential back-off, as TCP's retransmission timer's, RFC 6298 §5.5); a
+    /// Startup that finds more ends the back-off.
+    fn on_startup_end(&mut self) {
+        let Some(before) = self.probe_restart.take() else { return };
+        if self.bandwidth < LAGGING_GROWTH * before {
+            self.probe_backoff = (2 * self.probe_backoff).clamp(PROBE_BACKOFF, MAX_PROBE_BACKOFF);
+            self.probe_quiet_until = self.cycles + self.probe_backoff;
+        } else {
+            self.probe_backoff = 0;
+        }
     }
 
     /// ProbeRTT (BBRv1 §4.3.4.3, BBRv3 §4.6.5): when the min-RTT estimate has not been

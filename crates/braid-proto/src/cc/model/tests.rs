@@ -9,6 +9,7 @@ fn ack(now: Instant, rate: f64, in_flight: u64) -> Ack {
         largest_sent: now - Duration::from_millis(100),
         in_flight,
         delivery_rate: Some(rate),
+        rtt_sample: true,
     }
 }
 
@@ -252,28 +253,55 @@ fn run_at(
 /// the cycle, and the RTT of each packet sent in UP `up_queue_ms(probe)` above the minimum
 /// (`probe` counts UPs from 1).
 struct ProbedPath {
-    /// Whether each step's packets were sent in UP, and the probe they belonged to.
-    sent: std::collections::VecDeque<(bool, u32)>,
+    /// Whether each step's packets were sent in UP, the probe they belonged to, and their
+    /// place among its packets (from 0).
+    sent: std::collections::VecDeque<(bool, u32, u32)>,
     probes: u32,
     up_steps: u64,
+    /// The RTT estimator as the last ACK left it.
+    rtt: RttEstimator,
 }
 
 impl ProbedPath {
     fn new() -> ProbedPath {
-        ProbedPath { sent: std::collections::VecDeque::new(), probes: 0, up_steps: 0 }
+        ProbedPath { sent: std::collections::VecDeque::new(), probes: 0, up_steps: 0, rtt: rtt(100) }
     }
 
     /// One ACK at `now_ms` with the rate sample `rate`.
     fn step(&mut self, cc: &mut ModelCc, now_ms: u64, rate: f64, up_queue_ms: impl Fn(u32) -> u64) {
-        let (in_up, probe) = if self.sent.len() >= 10 { self.sent[self.sent.len() - 10] } else { (false, 0) };
-        let r = rtt(100 + if in_up { up_queue_ms(probe) } else { 0 });
+        self.step_with(cc, now_ms, rate, |probe, _| up_queue_ms(probe), |_, _, _| true);
+    }
+
+    /// As [`Self::step`], the queue of a probe's packet `up_queue_ms(probe, k)` (`k`: its place
+    /// in the probe), and `sample(in_up, probe, k)` saying whether the ACK brings a new RTT
+    /// sample; one that does not leaves the estimator's latest sample as it was.
+    fn step_with(
+        &mut self,
+        cc: &mut ModelCc,
+        now_ms: u64,
+        rate: f64,
+        up_queue_ms: impl Fn(u32, u32) -> u64,
+        sample: impl Fn(bool, u32, u32) -> bool,
+    ) {
+        let (in_up, probe, k) =
+            if self.sent.len() >= 10 { self.sent[self.sent.len() - 10] } else { (false, 0, 0) };
+        let fresh = sample(in_up, probe, k);
+        if fresh {
+            self.rtt = rtt(100 + if in_up { up_queue_ms(probe, k) } else { 0 });
+        }
         self.up_steps = if cc.state == State::Up { self.up_steps + 1 } else { 0 };
-        cc.on_ack(&ack(Instant::from_micros(now_ms * 1000), rate, 200_000 + 6_000 * self.up_steps), &r);
+        let mut a = ack(Instant::from_micros(now_ms * 1000), rate, 200_000 + 6_000 * self.up_steps);
+        a.rtt_sample = fresh;
+        cc.on_ack(&a, &self.rtt);
         let up = cc.state == State::Up;
+        let k = match self.sent.back() {
+            Some(&(true, _, k)) if up => k + 1,
+            _ => 0,
+        };
         if up && !self.sent.back().is_some_and(|s| s.0) {
             self.probes += 1;
         }
-        self.sent.push_back((up, self.probes));
+        self.sent.push_back((up, self.probes, k));
     }
 }
 
@@ -443,4 +471,105 @@ fn up_probes_from_the_pipe_not_from_a_standing_queue() {
         let expected = if competing { State::Up } else { State::Down };
         assert_eq!(cc.state, expected, "competing {competing}: UP with 290 kB in flight");
     }
+}
+
+/// An ACK that brings no new RTT sample (it only fills holes below the largest acknowledged)
+/// leaves the estimator's latest sample as it was; a probe's verdict counts samples, not ACKs.
+/// Here each probe's first packet sees no queue, the ACKs of the next four bring no sample, and
+/// the rest see the 12 ms a full path shows. Counted once per ACK, the first sample outvoted
+/// the others and two probes in a row sent the controller back to Startup.
+#[test]
+fn a_probe_counts_rtt_samples_not_acks() {
+    let (mut cc, _) = settled();
+    let flat = |i: u64| 2.5e6 * (1.0 + 0.02 * ((i % 7) as f64 / 3.0 - 1.0));
+    let mut path = ProbedPath::new();
+    for i in 0..2_000u64 {
+        let now = 3_000 + i * 10;
+        let queue = |_, k| if k == 0 { 0 } else { 12 };
+        path.step_with(&mut cc, now, flat(i), queue, |up, _, k| !up || !(1..=4).contains(&k));
+        assert_ne!(cc.state, State::Startup, "Startup again at {now} ms");
+    }
+    assert!(path.probes >= 10, "{} probes in 20 s", path.probes);
+}
+
+/// Drives `cc` (settled) through one UP from REFILL at `at`: UP's packets' RTTs show `queue`
+/// above the minimum, `app_limited` says whether the application left the window unused during
+/// it; returns when UP has ended (DOWN), without the verdict.
+fn one_up(cc: &mut ModelCc, at: Instant, queue: Duration, app_limited: bool) -> Instant {
+    cc.enter(State::Refill, at);
+    cc.state_round = cc.round - 1;
+    cc.in_flight = 200_000;
+    cc.probe_bw(at);
+    assert_eq!(cc.state, State::Up);
+    let min = cc.min_rtt().expect("settled");
+    for k in 1..=6u64 {
+        let now = at + Duration::from_millis(k);
+        cc.in_flight = 200_000 + 6_000 * k;
+        if app_limited && k == 2 {
+            cc.on_app_limited();
+        }
+        cc.watch_probe(now - Duration::from_micros(500), min + queue);
+        cc.probe_bw(now);
+    }
+    assert_eq!(cc.state, State::Down, "UP did not end");
+    at + Duration::from_millis(7)
+}
+
+/// A probe whose verdict never came (no ACK of a packet sent after it brought an RTT sample
+/// before the next probe began) is judged as the next one begins, not dropped: dropped, a probe
+/// whose packets showed a queue left the count of roomy probes as it was, and the probes before
+/// and after it counted as two in a row.
+#[test]
+fn a_probe_is_judged_before_the_next_replaces_it() {
+    let (mut cc, _) = settled();
+    cc.roomy_probes = 1;
+    let end = one_up(&mut cc, Instant::from_micros(3_000_000), Duration::from_millis(12), false);
+    one_up(&mut cc, end + Duration::from_millis(900), Duration::ZERO, false);
+    assert_eq!(cc.roomy_probes, 0, "the queued probe was not counted");
+}
+
+/// A probe during which the application left the window unused could not add what would
+/// queue: its packets showing no queue is no sign of room, and it is not judged.
+#[test]
+fn an_app_limited_probe_is_not_judged() {
+    for app_limited in [false, true] {
+        let (mut cc, _) = settled();
+        let end = one_up(&mut cc, Instant::from_micros(3_000_000), Duration::ZERO, app_limited);
+        // The first ACK of a packet sent after UP ended: the verdict.
+        cc.watch_probe(end, cc.min_rtt().expect("settled"));
+        assert_eq!(cc.roomy_probes, u32::from(!app_limited), "app-limited {app_limited}");
+    }
+}
+
+/// A buffer too shallow to queue what UP adds (or a policer) drops it instead, and the probes'
+/// packets that survive show no queue: two such probes send the controller back to Startup,
+/// which finds no more. After each such Startup the rule waits twice as many cycles (4, 8, 16,
+/// ...): over 60 s of probes that find no queue on a path whose rate does not change, Startup
+/// ran again 5 times (at 4.0, 8.5, 16.2, 30.4 and 57.3 s) where it ran 29 times, every 2.1 s,
+/// without the back-off. A path that then doubles its rate is still found (the estimate's own
+/// growth, which the back-off does not touch).
+#[test]
+fn probes_on_a_shallow_buffer_back_off() {
+    let (mut cc, _) = settled();
+    let flat = |i: u64| 2.5e6 * (1.0 + 0.02 * ((i % 7) as f64 / 3.0 - 1.0));
+    let mut path = ProbedPath::new();
+    let (mut startups, mut was_startup) = (Vec::new(), false);
+    for i in 0..6_000u64 {
+        let now = 3_000 + i * 10;
+        path.step(&mut cc, now, flat(i), |_| 0);
+        let startup = cc.state == State::Startup;
+        if startup && !was_startup {
+            startups.push(now);
+        }
+        was_startup = startup;
+    }
+    assert!((2..=5).contains(&startups.len()), "Startup again at {startups:?} ms");
+    let gaps: Vec<u64> = startups.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.windows(2).all(|g| g[1] > g[0]), "back-off does not grow: {startups:?} ms");
+    let before = cc.bandwidth;
+    let found = (0..1_000u64).find(|i| {
+        path.step(&mut cc, 63_000 + i * 10, 2.0 * flat(*i), |_| 0);
+        cc.bandwidth >= 1.8 * before
+    });
+    assert!(found.is_some_and(|i| i <= 500), "the doubled rate found after {found:?} ACKs");
 }

@@ -86,6 +86,7 @@ impl Path {
         let mut newly_acked_bytes = 0;
         let mut largest_sent = None;
         let mut rate_base: Option<(u64, Instant, Instant, Instant)> = None;
+        let mut rtt_sample = false;
         if self.cumulative.is_some() {
             for range in &ack.ranges {
                 outcome.acked.extend(self.cumulative_acked_missing(range.start, range.end));
@@ -113,6 +114,7 @@ impl Path {
                     // RTT sample from the largest newly acknowledged packet (RFC 9002 §5.1).
                     let delay = Duration::from_micros(ack.ack_delay_us.min(25_000_000));
                     self.rtt.update(now - packet.time, delay);
+                    rtt_sample = true;
                 }
                 if largest_sent.is_none_or(|t| packet.time > t) {
                     rate_base =
@@ -152,6 +154,7 @@ impl Path {
                 largest_sent: largest_sent.unwrap_or(now),
                 in_flight: self.in_flight,
                 delivery_rate,
+                rtt_sample,
             },
             &self.rtt,
         );
