@@ -405,9 +405,15 @@ impl Path {
                 break true;
             }
             let Some((_, segments)) = c.arrivals.pop() else {
-                // Nothing more of this frame: a delayed ACK with nothing left to arrive behind
-                // it goes now (its timer would send it before anything else could).
-                break c.delayed_ack.take().is_some() && !in_flight && c.missing.is_empty();
+                // Nothing more of this frame. A pending delayed ACK waits for the next in-order
+                // arrival (a later frame's) or its timeout, unless nothing is left in flight to
+                // bring one: then it goes now (its timer would send it before anything else
+                // could arrive).
+                let due = c.delayed_ack.is_some() && !in_flight && c.missing.is_empty();
+                if due {
+                    c.delayed_ack = None;
+                }
+                break due;
             };
             let duplicate = segments.iter().all(|&s| c.passed(s) || c.is_held(s));
             let gap_before = c.receiver_gap();

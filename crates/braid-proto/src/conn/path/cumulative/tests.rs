@@ -143,6 +143,60 @@ fn in_order_segments_are_acknowledged_two_at_a_time() {
     assert_eq!(p.cumulative_point(), None);
 }
 
+/// Acknowledges `ranges` at `t` ms and counts the TCP ACKs the frame replays as.
+fn tcp_acks(p: &mut Path, t: u64, ranges: &[(u64, u64)]) -> usize {
+    let mut ranges: Vec<AckRange> = ranges.iter().map(|&(start, end)| AckRange { start, end }).collect();
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
+    let frame = AckFrame { path: 0, ack_delay_us: 0, ranges: leak(ranges) };
+    p.on_ack(ms(t), &frame);
+    std::iter::from_fn(|| p.cumulative_next_ack(ms(t)).then_some(())).count()
+}
+
+/// ns-3's receiver counts in-order segments towards its delayed ACK across arrivals, whatever
+/// braid's frames group them in (`TcpSocketBase::ReceivedData`, `DelAckCount` 2): a frame of
+/// three in-order packets then a frame of one are two TCP ACKs (0+1, then 2+3); the third
+/// segment's ACK waits for the fourth, not dropped at the first frame's end.
+#[test]
+fn a_delayed_ack_waits_across_frames_for_the_next_in_order_segment() {
+    let mut p = path();
+    for i in 0..6 {
+        send(&mut p, i, i, i as u16);
+    }
+    assert_eq!(tcp_acks(&mut p, 100, &[(0, 2)]), 1, "0+1 acknowledged, 2 waits");
+    assert_eq!(p.cumulative_point(), Some((0, 2)));
+    assert_eq!(tcp_acks(&mut p, 101, &[(0, 3)]), 1, "2+3 acknowledged together");
+    assert_eq!(p.cumulative_point(), Some((0, 4)));
+    // The last two: 4 waits, 5 brings the ACK of both; nothing is left in flight.
+    assert_eq!(tcp_acks(&mut p, 102, &[(0, 5)]), 1);
+    assert_eq!(p.cumulative_point(), None);
+}
+
+/// A segment whose delayed ACK waited `DelAckTimeout` (200 ms) is acknowledged by the timer
+/// before whatever the next frame brings: here a segment past a hole, whose ACK is then a
+/// duplicate ACK (the point moved already), not the ACK that moves the point.
+#[test]
+fn a_delayed_ack_older_than_its_timeout_goes_before_the_next_arrival() {
+    let mut p = path();
+    for i in 0..4 {
+        send(&mut p, i, i, i as u16);
+    }
+    assert_eq!(tcp_acks(&mut p, 100, &[(0, 0)]), 0, "0 waits for its delayed ACK");
+    assert_eq!(p.cumulative_point(), Some((0, 0)));
+    // 1 is lost; 2 arrives 250 ms later: the timer's ACK of 0, then a duplicate ACK for 2.
+    assert_eq!(tcp_acks(&mut p, 350, &[(0, 0), (2, 2)]), 2);
+    assert_eq!(p.cumulative_point(), Some((0, 1)));
+    assert_eq!(p.cumulative.as_ref().map(|c| c.dupacks), Some(1));
+    // Within the timeout the same arrivals are one ACK, which moves the point: no duplicate.
+    let mut p = path();
+    for i in 0..4 {
+        send(&mut p, i, i, i as u16);
+    }
+    assert_eq!(tcp_acks(&mut p, 100, &[(0, 0)]), 0);
+    assert_eq!(tcp_acks(&mut p, 150, &[(0, 0), (2, 2)]), 1);
+    assert_eq!(p.cumulative_point(), Some((0, 1)));
+    assert_eq!(p.cumulative.as_ref().map(|c| c.dupacks), Some(0));
+}
+
 /// ns-3's guessed holds: duplicate ACKs in recovery (here from duplicates of segments the
 /// receiver holds) each guess one segment held past the point; when the full ACK lands the
 /// point on a guessed segment, that segment goes again, with no congestion signal.
@@ -169,8 +223,10 @@ fn a_wrong_guess_after_recovery_resends_the_segment_at_the_point() {
     // segment 6, which is in flight.
     assert_eq!(ack(&mut p, 200, &[(6, 6)]), [((0, 6), Resend::Guessed, Some(7))], "a wrong guess");
     assert_eq!(p.cumulative_point(), Some((0, 6)));
-    assert!(!Resend::Guessed.is_congestion());
     assert_eq!(p.stats.packets_lost, lost, "not a loss");
+    // Unlike a fast retransmit's, the resend waits for room in the window: the only room beyond
+    // it is the guessed segment past the point still in flight (7, one packet).
+    assert_eq!(p.cumulative_allowance(), 1000);
     assert!(p.cumulative_loss(false).is_none());
 }
 
