@@ -60,7 +60,7 @@
 //! model what the receiver knows (Sato et al.'s receiver sees every hole). Packets that carry no
 //! source (parities, control) keep braid's detection: they are not in the sequence space.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{Path, SentPacket};
@@ -141,6 +141,14 @@ pub(crate) struct Cumulative {
     segments: BTreeMap<Segment, Held>,
     /// The highest segment ever sent on the path.
     highest: Option<Segment>,
+    /// The highest segment the receiver holds, or held before the point passed it (then it
+    /// lies below every segment in `segments`): see [`Cumulative::receiver_gap`].
+    max_held: Option<Segment>,
+    /// The packets sent with segments, by the highest segment each carries: the point passes a
+    /// packet when it passes that segment ([`Path::cumulative_forget_passed`] takes them from
+    /// the front). A packet that left the flight otherwise (acknowledged, given up) keeps its
+    /// entry until then, and is skipped.
+    by_last: BTreeSet<(Segment, u64)>,
     /// Packets with segments braid's detection found missing, still counted in flight.
     missing: BTreeMap<u64, SentPacket>,
     /// Packets these rules gave up (sent again at a duplicate or partial ACK, or at a timeout)
@@ -208,14 +216,18 @@ impl Cumulative {
     /// Whether the receiver holds data beyond its own cumulative point (the first segment it
     /// lacks, which may lie past the sender's while a delayed ACK waits): TCP's receiver then
     /// ACKs every segment at once.
+    /// The first segment it lacks comes after the held ones at the front (those a delayed ACK
+    /// has not acknowledged yet: a few at most), so the walk is short; anything held beyond
+    /// it shows in `max_held`.
     fn receiver_gap(&self) -> bool {
-        let mut rest = self.segments.values().skip_while(|h| h.held);
-        rest.any(|h| h.held)
+        let lacking = self.segments.iter().find(|(_, h)| !h.held).map(|(&s, _)| s);
+        lacking.is_some_and(|s| self.max_held.is_some_and(|m| m > s))
     }
 
     fn mark_held(&mut self, s: Segment) {
         if let Some(h) = self.segments.get_mut(&s) {
             h.held = true;
+            self.max_held = self.max_held.max(Some(s));
         }
     }
 
@@ -227,12 +239,6 @@ impl Cumulative {
         let keep = largest.saturating_sub(super::recovery::PACKET_THRESHOLD - 1);
         self.given_up = self.given_up.split_off(&keep);
         self.behind = self.behind.split_off(&keep);
-    }
-
-    /// Whether every segment `p` carries lies behind the cumulative point (it carries one).
-    fn all_passed(&self, p: &SentPacket) -> bool {
-        let mut segments = sources(p).peekable();
-        segments.peek().is_some() && segments.all(|s| self.passed(s))
     }
 
     fn give_up(&mut self, packet: &SentPacket) {
@@ -321,11 +327,15 @@ impl Path {
             let held = c.segments.get(&s).is_some_and(|h| h.held) || c.passed(s);
             if !c.passed(s) || c.segments.contains_key(&s) {
                 c.segments.insert(s, Held { held, packet: number });
+                if held {
+                    c.max_held = c.max_held.max(Some(s));
+                }
             }
             c.highest = c.highest.max(Some(s));
         }
-        if sources(packet).next().is_some() {
+        if let Some(last) = sources(packet).max() {
             c.allowance = 0;
+            c.by_last.insert((last, number));
         }
         if packet.ack_eliciting && c.rto_at.is_none() {
             c.rto_at = Some(now + rto);
@@ -497,15 +507,11 @@ impl Path {
     /// misses it: it is forgotten once three later packets are acknowledged.
     fn cumulative_forget_passed(&mut self) {
         let Some(c) = self.cumulative.as_mut() else { return };
-        let passed: Vec<u64> = self
-            .sent
-            .iter()
-            .chain(c.missing.iter())
-            .filter(|(_, p)| c.all_passed(p))
-            .map(|(&n, _)| n)
-            .collect();
-        for n in passed {
-            let p = c.missing.remove(&n).or_else(|| self.sent.remove(&n)).expect("listed");
+        // `passed` holds for every segment below a bound: the packets it passes wholly are a
+        // prefix of `by_last`.
+        while let Some(&(_, n)) = c.by_last.first().filter(|&&(last, _)| c.passed(last)) {
+            c.by_last.pop_first();
+            let Some(p) = c.missing.remove(&n).or_else(|| self.sent.remove(&n)) else { continue };
             if p.ack_eliciting {
                 self.in_flight -= p.size;
             }
