@@ -31,6 +31,18 @@ impl Connection {
             self.cumulative_resend(now, path);
             any = true;
         }
+        // A block the receiver reports decoded holds all its segments, also one an XOR parity
+        // rebuilt where the groups did not see it repaired: else the point would wait on it for
+        // good, its resends moot (the blocks no longer send a decoded block's symbols).
+        let blocks = self.paths.get(path).map(|p| p.cumulative_blocks()).unwrap_or_default();
+        for block in blocks {
+            let decoded =
+                self.transfer.as_ref().is_some_and(|t| t.sender.block(block).is_none_or(|b| b.decoded));
+            if decoded && self.paths[path].cumulative_block_decoded(now, block) {
+                self.cumulative_resend(now, path);
+                any = true;
+            }
+        }
         if any {
             // Queued resends the point has passed since are moot.
             if let Some(t) = self.transfer.as_mut() {

@@ -334,3 +334,22 @@ fn guessed_holds_left_by_a_recovery_let_one_duplicate_ack_open_the_next() {
         "one duplicate ACK with the guesses left"
     );
 }
+
+/// A segment the receiver rebuilt from a parity without the sender's groups reporting the
+/// repair: the block's decode report marks it held, with one immediate TCP ACK (a filled hole)
+/// that moves the point past it and takes its packet out of the flight size.
+#[test]
+fn a_decoded_block_moves_the_point_past_a_segment_rebuilt_unseen() {
+    let mut p = path();
+    for i in 0..4 {
+        send(&mut p, i, i, i as u16);
+    }
+    // 1 is lost: 0 then the duplicate ACKs of 2 and 3; the point waits on 1.
+    assert_eq!(tcp_acks(&mut p, 100, &[(0, 0), (2, 3)]), 2);
+    assert_eq!(p.cumulative_point(), Some((0, 1)));
+    assert_eq!(p.cumulative_blocks(), [0]);
+    assert!(p.cumulative_block_decoded(ms(101), 0), "1 was not held: one ACK");
+    assert_eq!(p.cumulative_point(), None);
+    assert_eq!(p.in_flight, 0, "1's packet left the flight size");
+    assert!(!p.cumulative_block_decoded(ms(102), 0), "nothing left to hold: no ACK");
+}
