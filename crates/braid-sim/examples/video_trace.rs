@@ -13,7 +13,9 @@
 //!
 //! `cargo run --release -p braid-sim --example video_trace -- LOSS SEEDS SECS [I_RATIO]`, e.g.
 //! `-- 0.02 1,2,3 60` (the simulator's reference rows) or `-- 0.02 1,2,3 30 10` (the testbed
-//! trace's first I-frame, 141 kB).
+//! trace's first I-frame, 141 kB). With the built-in workload, `TAIL_DELTA=D` and
+//! `REACTIVE_DELTA=D` in the environment set an app-idle tail's δ̂ and its reactive round's
+//! (`Redundancy::idle_tail_target_failure`, `tail_repair_failure`) to try others.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
@@ -209,7 +211,14 @@ fn built_in(
     secs_: u64,
     i_ratio: f64,
 ) -> (Network<VideoFlow>, EndpointId, EndpointId, Instant) {
-    let config = ConnectionConfig { mode: Mode::Braid, ..ConnectionConfig::default() };
+    let mut config = ConnectionConfig { mode: Mode::Braid, ..ConnectionConfig::default() };
+    let env = |k: &str| std::env::var(k).ok().map(|v| v.parse::<f64>().expect(k));
+    if let Some(d) = env("TAIL_DELTA") {
+        config.redundancy.idle_tail_target_failure = d;
+    }
+    if let Some(d) = env("REACTIVE_DELTA") {
+        config.redundancy.tail_repair_failure = d;
+    }
     let source = VideoSource { i_ratio, ..VideoSource::new(3_400_000, seed) };
     let client = VideoFlow::sender(config.clone(), seed, source, Instant::ZERO);
     let server = VideoFlow::receiver(config, source);

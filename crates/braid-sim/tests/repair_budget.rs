@@ -9,7 +9,9 @@
 //! request beside bulk data, `Tail::Request`) gets δ̂ 0.01, one repair for a one-symbol request
 //! above 1 % loss; a request or response after which the application idles (`Tail::AppIdle`)
 //! gets δ̂ 0.35, no proactive repair at all for a one-symbol request below 35 % loss (its loss
-//! is repaired reactively, after a tail probe). So the budget is met over the connection: by
+//! is repaired reactively, after a tail probe, by two symbols: the reactive round carries its
+//! own margin, so such a request's repair is about twice the loss it met, and the budget's two
+//! points are what one run's luck may add). So the budget is met over the connection: by
 //! request/response traffic alone (each side's own symbols), and by requests beside bulk only
 //! as long as the requests are a small share of the connection's symbols (20 one-symbol
 //! requests a second beside 20 Mbit/s of bulk: about one point). The seed is in every failure
@@ -244,31 +246,40 @@ fn p99(sorted: &[f64]) -> f64 {
 }
 
 /// Request/response alone: a 200-byte request every 50 ms, each answered with 16 kB (a dozen
-/// symbols), loss on both directions of one 20 Mbit/s, 100 ms RTT path. Each side's repair is
-/// within the budget, and every request is answered.
+/// symbols), loss on both directions of one 20 Mbit/s, 100 ms RTT path, seeds 1-20 × 6 s at each
+/// loss (a run's client sends ~100 one-symbol requests, so one run's count swings with how many
+/// of them the link took: at 5 % its repair ranges over 0.02-0.24 of its sources). Each
+/// side's repair over the twenty runs is within the budget, and every request is answered. A
+/// lost one-symbol request is replaced by two symbols (an app-idle tail's reactive round,
+/// δ̂ 0.01, `redundancy::adaptive`), so the client's repair is about twice the loss it saw.
+/// Measured, client / server over the twenty runs: 1 %: 0.022 / 0.024 (budget 0.04); 2 %:
+/// 0.044 / 0.047 (0.06); 5 %: 0.108 / 0.110 (0.12), single runs 0.04-0.20. Before a BLOCK_ACK's
+/// own ACK ranges told the sender which symbols it could not hold (`blocks/send.rs`,
+/// `on_symbol_acked_in`), a lost BLOCK_ACK cost a one-symbol request a repair of a block the
+/// receiver had decoded: the client's repair at 5 % was 0.151 over seeds 1-40.
 #[test]
 fn requests_and_responses_within_the_budget() {
-    for (loss, seed) in [(0.01, 1), (0.02, 2), (0.05, 3)] {
-        let r = run(false, 16_000, loss, seed, 6);
-        eprintln!(
-            "request/response, loss {loss} seed {seed}: client repair {:.4} of {}, server {:.4} of {}, \
-             {} requests, round trip p99 {:.0} ms",
-            r.client.0,
-            r.client.1,
-            r.server.0,
-            r.server.1,
-            r.rtts.len(),
-            p99(&r.rtts)
-        );
-        assert!(r.rtts.len() >= 80, "loss {loss} seed {seed}: {} requests judged", r.rtts.len());
-        assert!(p99(&r.rtts).is_finite(), "loss {loss} seed {seed}: a request never answered");
-        for (side, (over, sources)) in [("client", r.client), ("server", r.server)] {
-            assert!(sources >= 80, "loss {loss} seed {seed}: {side} sent {sources} source symbols");
-            assert!(
-                over <= budget(loss),
-                "loss {loss} seed {seed}: {side}'s repair {over:.4} > {:.2}",
-                budget(loss)
+    for loss in [0.01, 0.02, 0.05] {
+        let (mut client, mut server) = ((0.0, 0), (0.0, 0));
+        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+        for seed in 1..=20 {
+            let r = run(false, 16_000, loss, seed, 6);
+            assert!(r.rtts.len() >= 80, "loss {loss} seed {seed}: {} requests judged", r.rtts.len());
+            assert!(p99(&r.rtts).is_finite(), "loss {loss} seed {seed}: a request never answered");
+            for (side, (_, sources)) in [("client", r.client), ("server", r.server)] {
+                assert!(sources >= 80, "loss {loss} seed {seed}: {side} sent {sources} source symbols");
+            }
+            (lo, hi) = (lo.min(r.client.0), hi.max(r.client.0));
+            client = (client.0 + r.client.0 * r.client.1 as f64, client.1 + r.client.1);
+            server = (server.0 + r.server.0 * r.server.1 as f64, server.1 + r.server.1);
+        }
+        for (side, (repair, sources)) in [("client", client), ("server", server)] {
+            let over = repair / sources as f64;
+            eprintln!(
+                "request/response, loss {loss}: {side} repair {over:.4} of {sources} sources over 20 runs{}",
+                if side == "client" { format!(" (runs {lo:.3}-{hi:.3})") } else { String::new() }
             );
+            assert!(over <= budget(loss), "loss {loss}: {side}'s repair {over:.4} > {:.2}", budget(loss));
         }
     }
 }

@@ -10,4 +10,4 @@ mod recv;
 mod send;
 
 pub use recv::BlockReceiver;
-pub use send::{BlockSender, OutgoingSymbol, SendBlock, Tail, XorCover};
+pub use send::{AckedUpTo, BlockSender, OutgoingSymbol, SendBlock, Tail, XorCover};

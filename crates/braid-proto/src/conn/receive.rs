@@ -6,6 +6,7 @@ use braid_fec::CodeFamily;
 
 use super::path::SentPacket;
 use super::{BlockRecord, CloseReason, Connection, LossRecovery, RepairPlacement, State, Transfer};
+use crate::blocks::AckedUpTo;
 use crate::cc::Congestion;
 use crate::redundancy::{FecAction, RedundancyEvent};
 use crate::streams::{PeerViolation, Side};
@@ -63,16 +64,33 @@ impl Connection {
             self.paths[usize::from(path)].ack_here = true;
         }
         self.last_heard = now;
+        // The largest packet of each path this packet acknowledges: a BLOCK_ACK beside them was
+        // written at the same moment (`BlockSender::on_block_ack_with`).
+        let mut covers: AckedUpTo = Default::default();
+        for f in &frames {
+            if let Frame::Ack(a) = f {
+                if let (Some(c), Some(r)) = (covers.get_mut(usize::from(a.path)), a.ranges.first()) {
+                    *c = Some(r.end);
+                }
+            }
+        }
         for frame in frames {
             if self.state == State::Closed {
                 return;
             }
-            self.on_frame(now, usize::from(path), header.ty, frame);
+            self.on_frame(now, usize::from(path), header.ty, frame, covers);
         }
     }
 
-    /// One frame of a packet that arrived on path `arrival`.
-    fn on_frame(&mut self, now: Instant, arrival: usize, ty: PacketType, frame: Frame<'_>) {
+    /// One frame of a packet that arrived on path `arrival`, which acknowledged up to `covers`.
+    fn on_frame(
+        &mut self,
+        now: Instant,
+        arrival: usize,
+        ty: PacketType,
+        frame: Frame<'_>,
+        covers: AckedUpTo,
+    ) {
         match frame {
             Frame::Padding | Frame::Ping => {}
             Frame::Handshake(peer) => self.on_handshake(now, arrival, ty, peer),
@@ -85,7 +103,7 @@ impl Connection {
             Frame::PathAbandon(id) => self.on_path_abandon(now, id),
             Frame::BlockAck(b) => {
                 let sender = &mut self.transfer.as_mut().expect("checked").sender;
-                sender.on_block_ack_at(&b, now);
+                sender.on_block_ack_with(&b, now, covers);
                 sender.update_waiting(now);
                 if let Some(groups) = self.redundancy.parity_groups() {
                     groups.on_blocks_released(b.lowest_undecoded);
@@ -221,7 +239,9 @@ impl Connection {
         let Some(whole) = self.parts_in.insert(part) else { return };
         let mut frames = FrameIter::new(&whole);
         match (frames.next(), frames.next()) {
-            (Some(Ok(Frame::Symbol(s))), None) => self.on_frame(now, arrival, ty, Frame::Symbol(s)),
+            (Some(Ok(Frame::Symbol(s))), None) => {
+                self.on_frame(now, arrival, ty, Frame::Symbol(s), Default::default())
+            }
             _ => self.violation("a SYMBOL_PART did not reassemble into one SYMBOL frame".into()),
         }
     }
@@ -277,7 +297,7 @@ impl Connection {
         let xor_groups = transfer.xor_groups;
         for p in &acked {
             for s in &p.symbols {
-                transfer.sender.on_symbol_acked_at(s.block, p.time);
+                transfer.sender.on_symbol_acked_in(s.block, p.time, path_id, p.number);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);

@@ -73,11 +73,16 @@ impl LossRuns {
 /// when each is lost with probability `p` but losses come in runs of `run` symbols: the δ̂ rule
 /// ([`symbols_for`]) over units of `run` symbols lost together, its margin in units times the
 /// run. With `run` = 1 it is [`symbols_for`] itself.
+///
+/// The run counts at most `missing` symbols: a unit is what the block still lacks at most, and
+/// its margin in whole units is then at most a few times what it lacks. Uncapped, one long run
+/// (an outage that declared a window lost: a mean of 40) made a block missing one symbol want
+/// 40 more in flight, from every drained block at once.
 pub fn symbols_for_runs(missing: u64, p: f64, delta: f64, run: f64) -> u64 {
     if missing == 0 {
         return 0;
     }
-    let run = run.max(1.0);
+    let run = run.clamp(1.0, missing as f64);
     let units = (missing as f64 / run).ceil() as u64;
     let margin = symbols_for(units, p, delta) - units;
     missing + (margin as f64 * run).ceil() as u64
@@ -137,10 +142,34 @@ mod tests {
         assert_eq!(symbols_for(16, 0.05, 0.05), 19);
         assert_eq!(symbols_for_runs(64, 0.05, 0.05, 4.0), 64 + 12);
         assert!(symbols_for_runs(64, 0.05, 0.05, 4.0) > symbols_for(64, 0.05, 0.05));
-        // Three missing, runs of four: one unit (lost with 10 %) asks for a second, four symbols.
-        assert_eq!(symbols_for_runs(3, 0.1, 0.05, 4.0), 7);
+        // Three missing, runs of four: a run counts as the three the block lacks, one unit (lost
+        // with 10 %) asks for a second, three symbols.
+        assert_eq!(symbols_for_runs(3, 0.1, 0.05, 4.0), 6);
         assert_eq!(symbols_for_runs(0, 0.05, 0.05, 4.0), 0);
         // No loss estimate: no margin, whatever the runs.
         assert_eq!(symbols_for_runs(64, 0.0, 0.05, 4.0), 64);
+    }
+
+    /// A run longer than what a block lacks counts as what it lacks: after an outage (runs of
+    /// 40 measured) a block missing one symbol wants two in flight at 5 % (the δ̂ 0.01 rule for
+    /// one unit), not 41; missing three, six, not 43.
+    #[test]
+    fn a_run_counts_at_most_what_the_block_lacks() {
+        let mut outage = LossRuns::default();
+        for i in 0..100 {
+            outage.on_sent(at(i * 600));
+        }
+        for i in 20..60 {
+            outage.on_lost(at(i * 600));
+        }
+        assert!((outage.mean() - 40.0).abs() < 1e-9, "{}", outage.mean());
+        assert_eq!(symbols_for(1, 0.05, 0.01), 2);
+        assert_eq!(symbols_for_runs(1, 0.05, 0.01, outage.mean()), 2);
+        assert_eq!(symbols_for_runs(3, 0.05, 0.01, outage.mean()), 6);
+        assert_eq!(symbols_for_runs(3, 0.05, 0.01, outage.mean()), symbols_for_runs(3, 0.05, 0.01, 3.0));
+        // Within what the block lacks the run still sizes the margin in whole runs: 64 missing
+        // are two units of 40, and two units at 5 % want a third (0.993).
+        assert_eq!(symbols_for(2, 0.05, 0.01), 3);
+        assert_eq!(symbols_for_runs(64, 0.05, 0.01, 40.0), 64 + 40);
     }
 }

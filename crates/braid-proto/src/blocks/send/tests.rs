@@ -212,6 +212,49 @@ fn symbols_sent_before_a_report_arrived_do_not_count_on_top_of_it() {
     assert_eq!(tx.blocks().next().unwrap().known_dofs(), 4);
 }
 
+/// A report written before a symbol arrived but received after the symbol left: its own packet
+/// acknowledged packets up to 9 of path 0, so the symbol in packet 12 is not in it, and its ACK
+/// counts on top (no repair for a block the receiver decoded); one in packet 8 of path 0, or in
+/// a packet of path 1 (which the report's packet did not acknowledge), stays left out, as does
+/// a bulk block's.
+#[test]
+fn a_symbol_after_the_reports_own_acks_counts_on_top_of_it() {
+    use crate::redundancy::{Adaptive, Redundancy, RedundancyController};
+    use crate::view::PathView;
+    let at = Instant::from_micros;
+    let (r, view) = (Adaptive::new(Redundancy::default()), PathView::default());
+    // A one-symbol request: sent at 10 ms in packet 12 of path 0; the receiver's report (0 of 1)
+    // left before it arrived and comes back at 30 ms, beside an ACK of packets ≤ 9 of path 0.
+    let request = |covers: AckedUpTo, path: u8, number: u64| {
+        let mut tx = BlockSender::new(config(), 4);
+        let rx = BlockReceiver::new(config(), 4);
+        tx.push_source(&[1; 32]).unwrap();
+        tx.on_app_idle();
+        let s = tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+        tx.on_block_ack_with(&rx.block_ack(), at(30_000), covers);
+        tx.on_symbol_acked_in(s.block, at(10_000), path, number);
+        let b = tx.blocks().next().unwrap();
+        (b.known_dofs(), r.repairs_wanted(b, &view))
+    };
+    let mut covers = AckedUpTo::default();
+    covers[0] = Some(9);
+    assert_eq!(request(covers, 0, 12), (1, 0));
+    // Packet 8 was acknowledged beside the report: the report may hold it.
+    assert_eq!(request(covers, 0, 8), (0, 1));
+    // Path 1's packets were not acknowledged beside it: sent before it arrived, left out.
+    assert_eq!(request(covers, 1, 12), (0, 1));
+    // A report with no ACK beside it: the send-time rule alone.
+    assert_eq!(request(AckedUpTo::default(), 0, 12), (0, 1));
+    // A bulk block (not a tail) keeps the send-time rule: the next symbol's report corrects it.
+    let mut tx = BlockSender::new(config(), 4);
+    tx.push_source(&[1; 32]).unwrap();
+    tx.close_block();
+    let s = tx.write_next_source(&mut Writer::new(&mut Vec::new())).unwrap();
+    tx.on_block_ack_with(&BlockReceiver::new(config(), 4).block_ack(), at(30_000), covers);
+    tx.on_symbol_acked_in(s.block, at(10_000), 0, 12);
+    assert_eq!(tx.blocks().next().unwrap().known_dofs(), 0);
+}
+
 /// A block whose receiver never named it in a report (a lower block was undecoded) is
 /// doubted to one short of its length; an open block the receiver reported whole waits for
 /// more data, not for a timeout.
