@@ -526,8 +526,13 @@ impl CongestionController for ModelCc {
             // The first flight after the handshake: the initial window spread over most of the
             // round trip. At Startup's gain it went out in the first 40 % of the round and the
             // window stayed full until the first ACKs: a request written on another stream then
-            // waited most of a round trip behind the bulk stream's initial window.
-            State::Startup if self.round <= 1 => FIRST_FLIGHT_PACING_GAIN * self.initial_window as f64 / rtt,
+            // waited most of a round trip behind the bulk stream's initial window. Not on a
+            // secondary path: a request goes on the faster path there, and a secondary path's
+            // round 1 is its first data round after the round of PINGs that measured it, which
+            // this floor paced at 1.6 initial windows per (long) RTT.
+            State::Startup if self.round <= 1 && !self.secondary => {
+                FIRST_FLIGHT_PACING_GAIN * self.initial_window as f64 / rtt
+            }
             // Startup: the initial window over the RTT at Startup's gain (BBR's initial pacing
             // rate; early rate samples span the handshake and understate the path). Not the
             // growing window: at 2.77 × window / RTT the last round sent at 5 × the link.
