@@ -20,6 +20,9 @@ use braid_proto::trace::{LossTrigger, PathMetrics, TraceEvent, TraceFrame};
 use braid_proto::Instant;
 use braid_sim::{BulkFlow, LinkStats, Scenario};
 
+mod trace_common;
+use trace_common::{busy_time, secs};
+
 /// One sent packet, as the trace shows it.
 struct Sent {
     at: f64,
@@ -88,34 +91,8 @@ struct Totals {
     other: u64,
 }
 
-/// Link time the sender's packets kept busy in `[from, to)`, by the bottleneck's own
-/// arithmetic (a FIFO at `rate` bytes/s fed at the send times; drops by the queue are ignored).
-fn busy_time(sent: &[Sent], rate: f64, from: f64, to: f64) -> f64 {
-    let (mut free_at, mut busy) = (0.0f64, 0.0);
-    for p in sent {
-        let start = p.at.max(free_at);
-        let end = start + p.size as f64 / rate;
-        free_at = end;
-        busy += (end.min(to) - start.max(from)).max(0.0);
-    }
-    busy
-}
-
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let file = args.next().expect("usage: onepath_trace SCENARIO.toml [LABEL FILTER]");
-    let filter = args.next().unwrap_or_default();
-    let scenarios = Scenario::load(&file).expect("scenario");
-    let exact = scenarios.iter().any(|s| s.label == filter);
-    for scenario in
-        scenarios.iter().filter(|s| if exact { s.label == filter } else { s.label.contains(&filter) })
-    {
-        run(scenario);
-    }
-}
-
-fn secs(at: Instant) -> f64 {
-    at.as_micros() as f64 / 1e6
+    trace_common::run_matching("onepath_trace", run);
 }
 
 impl Trace {
@@ -321,7 +298,7 @@ fn run(scenario: &Scenario) {
         t.bytes as f64 / rate
     );
     for (name, from, to) in phases {
-        let busy = busy_time(&trace.sent, rate, from, to);
+        let busy = busy_time(trace.sent.iter().map(|p| (p.at, p.size)), rate, from, to);
         println!("{name:<10} {from:>6.3}  {to:>6.3}  {:>6.3}  {:>6.3}", to - from, (to - from) - busy);
     }
     let by = |k: LossTrigger| trace.losses.iter().filter(|l| l.1 == k).count();

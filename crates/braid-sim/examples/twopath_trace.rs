@@ -23,6 +23,9 @@ use braid_proto::trace::{PathMetrics, TraceEvent, TraceFrame};
 use braid_proto::Instant;
 use braid_sim::{BulkFlow, Scenario};
 
+mod trace_common;
+use trace_common::{busy_time, secs};
+
 /// One sent packet, as the trace shows it.
 struct Sent {
     at: f64,
@@ -75,10 +78,6 @@ struct Trace {
     delivered: Vec<(f64, u64)>,
     established: Option<f64>,
     done: f64,
-}
-
-fn secs(at: Instant) -> f64 {
-    at.as_micros() as f64 / 1e6
 }
 
 impl Trace {
@@ -197,30 +196,8 @@ impl Trace {
     }
 }
 
-/// Link time the packets kept busy in `[from, to)` (a FIFO at `rate` bytes/s fed at the send
-/// times; drops by the queue are ignored).
-fn busy_time(sent: &[Sent], rate: f64, from: f64, to: f64) -> f64 {
-    let (mut free_at, mut busy) = (0.0f64, 0.0);
-    for p in sent {
-        let start = p.at.max(free_at);
-        let end = start + p.size as f64 / rate;
-        free_at = end;
-        busy += (end.min(to) - start.max(from)).max(0.0);
-    }
-    busy
-}
-
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let file = args.next().expect("usage: twopath_trace SCENARIO.toml [LABEL FILTER]");
-    let filter = args.next().unwrap_or_default();
-    let scenarios = Scenario::load(&file).expect("scenario");
-    let exact = scenarios.iter().any(|s| s.label == filter);
-    for scenario in
-        scenarios.iter().filter(|s| if exact { s.label == filter } else { s.label.contains(&filter) })
-    {
-        run(scenario);
-    }
+    trace_common::run_matching("twopath_trace", run);
 }
 
 fn run(scenario: &Scenario) {
@@ -273,7 +250,7 @@ fn run(scenario: &Scenario) {
         );
         print!("  idle s (conn s):");
         for (name, from, to) in phases {
-            let idle = (to - from) - busy_time(&p.sent, rate, from, to);
+            let idle = (to - from) - busy_time(p.sent.iter().map(|p| (p.at, p.size)), rate, from, to);
             let cost = idle * rate / total;
             cost_total += cost;
             print!(" {name} {idle:.3} ({cost:.3})");
