@@ -437,11 +437,13 @@ impl ModelCc {
         let high = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
         // A sibling's failure waits out ProbeRTT and Drain; Startup already probes.
         self.sibling_lost &= self.state != State::Startup;
+        let lags = self.estimate_lags();
         if matches!(self.state, State::Down | State::Cruise | State::Refill | State::Up)
-            && (self.estimate_lags() || self.sibling_lost)
+            && (lags || self.sibling_lost)
         {
+            let by_probes = lags && !self.sibling_lost && !self.estimate_grew();
             self.sibling_lost = false;
-            self.restart_startup(now);
+            self.restart_startup(now, by_probes);
             return;
         }
         match self.state {

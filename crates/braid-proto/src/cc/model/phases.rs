@@ -8,7 +8,7 @@ use crate::Instant;
 
 /// Probes in a row whose own packets found no queue before Startup runs again
 /// (`watch_probe`).
-const ROOMY_PROBES: u32 = 2;
+pub(super) const ROOMY_PROBES: u32 = 2;
 /// ProbeBW cycles the no-queue rule waits after a Startup it caused found no more than
 /// [`LAGGING_GROWTH`] × the estimate it began with; doubled after each such Startup in a row, up
 /// to [`MAX_PROBE_BACKOFF`] (`on_startup_end`).
@@ -136,15 +136,23 @@ impl ModelCc {
     pub(super) fn estimate_lags(&self) -> bool {
         let Some(min) = self.min_rtt() else { return false };
         let queue = self.last_round_min_rtt.is_some_and(|r| r > min + Self::delay_threshold(min));
-        let grew = self.cycle_bandwidth > 0.0 && self.bandwidth >= LAGGING_GROWTH * self.cycle_bandwidth;
-        (grew || self.roomy_probes >= ROOMY_PROBES) && !queue && !self.competing && !self.sample_app_limited
+        (self.estimate_grew() || self.roomy_probes >= ROOMY_PROBES)
+            && !queue
+            && !self.competing
+            && !self.sample_app_limited
+    }
+
+    /// The last cycle's probe raised the estimate by [`LAGGING_GROWTH`] or more.
+    pub(super) fn estimate_grew(&self) -> bool {
+        self.cycle_bandwidth > 0.0 && self.bandwidth >= LAGGING_GROWTH * self.cycle_bandwidth
     }
 
     /// Back to Startup from ProbeBW, from the window in use: Startup's full-pipe and delay tests
-    /// start over, and a loss bound learned below today's rate is dropped.
-    pub(super) fn restart_startup(&mut self, now: Instant) {
-        // Caused by the probes' rule: `on_startup_end` checks what this Startup finds.
-        self.probe_restart = (self.roomy_probes >= ROOMY_PROBES).then_some(self.bandwidth);
+    /// start over, and a loss bound learned below today's rate is dropped. `by_probes`: the
+    /// probes' rule alone caused it (not a lost sibling, not the estimate's own growth), so
+    /// `on_startup_end` checks what this Startup finds and backs the rule off if nothing.
+    pub(super) fn restart_startup(&mut self, now: Instant, by_probes: bool) {
+        self.probe_restart = by_probes.then_some(self.bandwidth);
         self.startup_window = self.window();
         self.inflight_hi = None;
         self.probe = None;

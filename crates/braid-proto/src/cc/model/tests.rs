@@ -573,3 +573,32 @@ fn probes_on_a_shallow_buffer_back_off() {
     });
     assert!(found.is_some_and(|i| i <= 500), "the doubled rate found after {found:?} ACKs");
 }
+
+/// A Startup is charged to the probes' rule (and backed off if it finds nothing) only when the
+/// rule alone caused it: with two probes that found no queue counted, a lost sibling path's
+/// restart is not the rule's, and the same count with no sibling lost is.
+#[test]
+fn only_a_restart_the_probes_caused_is_charged_to_them() {
+    let restart = |sibling_lost: bool| {
+        let (mut cc, r) = settled();
+        let mut all = Aggregate::default();
+        all.push(0, Duration::from_millis(100));
+        all.push(0, Duration::from_millis(80));
+        all.set_own(0);
+        cc.on_aggregate(&all);
+        if sibling_lost {
+            all.set_inactive(1);
+            cc.on_aggregate(&all);
+        }
+        cc.roomy_probes = phases::ROOMY_PROBES;
+        for i in 0..30u64 {
+            cc.on_ack(&ack(Instant::from_micros(3_000_000 + i * 10_000), 2.5e6, 200_000), &r);
+            if cc.state == State::Startup {
+                return cc.probe_restart;
+            }
+        }
+        panic!("no Startup again (sibling lost {sibling_lost}; state {:?})", cc.state)
+    };
+    assert_eq!(restart(true), None, "a lost sibling's restart was charged to the probes");
+    assert!(restart(false).is_some(), "the probes' own restart was not charged to them");
+}
