@@ -3,11 +3,12 @@
 //! stream and, from the same moment, an 8-byte request every 50 ms on a second stream of the
 //! same connection, echoed by the server. Prints each request's round trip over the first 3 s
 //! beside the forward links' queues (in ms at the link's rate) and the client path's window,
-//! in flight and pacing rate, then the p99 of all round trips, the p99 from 2 s on, and the
-//! bulk bytes delivered at 3 s and at the end:
+//! in flight and pacing rate, then the p99 of all round trips, the p99 from 2 s on, the bulk
+//! bytes delivered at 3 s and at the end, and the client's repair and source symbols sent:
 //! `cargo run --release -p braid-sim --example startup_queue -- one 0.02 1` (`one LOSS SEED`:
 //! one 20 Mbit/s, 100 ms path, loss on the data direction; `two SEED`: `braid demo`'s paths;
-//! `FROM=2` prints the 3 s from 2 s on instead; `JITTER=10` adds up to 10 ms to each packet).
+//! `FROM=2` prints the 3 s from 2 s on instead; `JITTER=10` adds up to 10 ms to each packet;
+//! `EARLY=0` turns off a new path's early loss estimate).
 
 use std::time::Duration;
 
@@ -142,7 +143,11 @@ fn main() {
         let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
         (vec![path], arg(2, "1").parse().expect("seed"), 11)
     };
-    let config = ConnectionConfig { paths: paths.len() as u8, ..ConnectionConfig::default() };
+    let mut config = ConnectionConfig { paths: paths.len() as u8, ..ConnectionConfig::default() };
+    // `EARLY=N`: a new path's early loss estimate for N symbols (`Redundancy::early_symbols`).
+    if let Some(n) = std::env::var("EARLY").ok().and_then(|n| n.parse().ok()) {
+        config.redundancy.early_symbols = n;
+    }
     let client = Side::new(Connection::client(config.clone(), Instant::ZERO, seed), true);
     let server = Side::new(Connection::server(config, Instant::ZERO), false);
     let (mut net, c, s) = Network::pair(seed, client, server, &paths).expect("network");
@@ -209,14 +214,18 @@ fn main() {
     late.sort_by(f64::total_cmp);
     all.extend_from_slice(&late);
     all.sort_by(f64::total_cmp);
+    let stats = client.conn.stats;
     println!(
-        "requests {} p50 {:.0} p99 {:.0} max {:.0} ms; from 2 s p99 {:.0} ms; bulk at 3 s {} B, at {secs} s {} B",
+        "requests {} p50 {:.0} p99 {:.0} max {:.0} ms; from 2 s p99 {:.0} ms; bulk at 3 s {} B, at {secs} s {} B; \
+         repair {} of {} source symbols",
         all.len(),
         percentile(&all, 0.5),
         percentile(&all, 0.99),
         percentile(&all, 1.0),
         percentile(&late, 0.99),
         at_3s,
-        net.endpoint(s).bulk_read
+        net.endpoint(s).bulk_read,
+        stats.repair_symbols_sent,
+        stats.source_symbols_sent
     );
 }

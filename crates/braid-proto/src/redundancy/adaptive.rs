@@ -13,6 +13,7 @@
 //! a clean one at once, and one sent over a clean path is not repaired as if it had crossed the
 //! lossy path that happens to ask (docs/DEVIATIONS.md, "braid's margin across paths").
 
+use super::early::EarlyLoss;
 use super::loss_runs::{symbols_for_runs, LossRuns};
 use super::{RedundancyController, RedundancyEvent, SatoConfig};
 use crate::blocks::{SendBlock, Tail};
@@ -63,6 +64,10 @@ pub struct Redundancy {
     /// margin was about one run a block, and a burst often took it (Gilbert–Elliott loss at
     /// 5 % mean, seed 4: 5.45 s against 5.35; docs/DEVIATIONS.md, "Whole-transfer goodput").
     pub drained_target_failure: f64,
+    /// Symbols of a new path during which a request's tail ([`Tail::Request`]) takes at least
+    /// their own count's loss estimate with a prior for its margin (`redundancy/early.rs`): the
+    /// path's EWMAs start at zero. Default 512, the long estimate's span; 0: none.
+    pub early_symbols: u32,
     /// The `sato` mode's parameters l, r, g (Sato et al. §3; default: the paper's best).
     pub sato: SatoConfig,
 }
@@ -77,6 +82,7 @@ impl Default for Redundancy {
             idle_tail_target_failure: 0.35,
             tail_repair_failure: 0.01,
             drained_target_failure: 0.01,
+            early_symbols: 512,
             sato: SatoConfig::default(),
         }
     }
@@ -161,6 +167,8 @@ pub struct Adaptive {
     losses: [Option<(f64, f64)>; MAX_PATHS as usize],
     /// Each path's runs of lost symbols.
     runs: [LossRuns; MAX_PATHS as usize],
+    /// Each path's early loss count ([`Redundancy::early_symbols`]).
+    early: [EarlyLoss; MAX_PATHS as usize],
 }
 
 impl Adaptive {
@@ -169,6 +177,7 @@ impl Adaptive {
             config,
             losses: [None; MAX_PATHS as usize],
             runs: [LossRuns::default(); MAX_PATHS as usize],
+            early: [EarlyLoss::default(); MAX_PATHS as usize],
         }
     }
 
@@ -193,13 +202,18 @@ impl Adaptive {
     /// Repair symbols `block` should get now if sent on `path`: a tail's margin is sized with
     /// the larger of the fast and the long estimate. The fast one (an EWMA over 64 packets)
     /// swings from 0.4 % to 3 % between losses at 2 % random loss, and a tail whose margin was
-    /// sized in a dip waited a round trip for reactive repair.
+    /// sized in a dip waited a round trip for reactive repair. On a path still new, a request's
+    /// tail's estimate is at least its early count's (`redundancy/early.rs`).
     fn deficit_on(&self, block: &SendBlock, path: &PathView) -> u64 {
-        let estimate = |loss: f64, long: f64| {
-            let p = if block.tail.is_some() { loss.max(long) } else { loss };
+        let early = |i: usize| match block.tail {
+            Some(Tail::Request) => self.early.get(i).map_or(0.0, |e| e.loss(self.config.early_symbols)),
+            _ => 0.0,
+        };
+        let estimate = |i: usize, loss: f64, long: f64| {
+            let p = if block.tail.is_some() { loss.max(long).max(early(i)) } else { loss };
             p.max(self.config.min_loss).clamp(0.0, 0.9)
         };
-        let p = estimate(path.loss, path.loss_long);
+        let p = estimate(usize::from(path.path), path.loss, path.loss_long);
         if !(self.config.margin_ahead_of_data || block.tail.is_some()) {
             // A margin sent only as spare capacity keeps the asking path's rule (see above).
             return self.config.deficit_across(block, p, p, 0.0);
@@ -212,7 +226,7 @@ impl Adaptive {
             elsewhere = true;
             // A path never heard of counts as the asking one.
             let Some((loss, long)) = self.losses[i] else { continue };
-            bonus += f64::from(sent) * (p - estimate(loss, long));
+            bonus += f64::from(sent) * (p - estimate(i, loss, long));
         }
         // A tail's margin does not grow once its sources are out (`SendBlock::margin_loss`), if
         // all its symbols went on the asking path. Across paths the weighing above is relative to
@@ -220,7 +234,7 @@ impl Adaptive {
         // each frame over two paths got a reactive round's δ̂ for the whole block (repair 52 %
         // of the sources instead of 17 %, `tests/repair_budget.rs`).
         let p_margin = match block.margin_loss {
-            Some((loss, long)) if !elsewhere => estimate(loss, long).min(p),
+            Some((loss, long)) if !elsewhere => estimate(usize::from(path.path), loss, long).min(p),
             _ => p,
         };
         self.config.deficit_across(block, p, p_margin, bonus / (1.0 - p))
@@ -259,7 +273,8 @@ impl RedundancyController for Adaptive {
         }
     }
 
-    /// Symbols sent and lost, for each path's runs of losses.
+    /// Symbols sent and lost, for each path's runs of losses; settled and lost, for its early
+    /// estimate.
     fn on_symbol(&mut self, _now: Instant, event: SymbolEvent) {
         match event {
             SymbolEvent::Sent { path, at, .. } => {
@@ -271,8 +286,15 @@ impl RedundancyController for Adaptive {
                 if let Some(r) = self.runs.get_mut(usize::from(path)) {
                     r.on_lost(sent_at);
                 }
+                if let Some(e) = self.early.get_mut(usize::from(path)) {
+                    e.on_settled(true, self.config.early_symbols);
+                }
             }
-            SymbolEvent::Acked { .. } => {}
+            SymbolEvent::Acked { path, .. } => {
+                if let Some(e) = self.early.get_mut(usize::from(path)) {
+                    e.on_settled(false, self.config.early_symbols);
+                }
+            }
         }
     }
 }

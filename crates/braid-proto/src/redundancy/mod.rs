@@ -19,6 +19,7 @@
 mod adaptive;
 mod ctcp;
 mod dfec;
+mod early;
 mod fmtcp;
 mod groups;
 mod loss_runs;
