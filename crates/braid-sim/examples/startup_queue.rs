@@ -8,7 +8,8 @@
 //! `cargo run --release -p braid-sim --example startup_queue -- one 0.02 1` (`one LOSS SEED`:
 //! one 20 Mbit/s, 100 ms path, loss on the data direction; `two SEED`: `braid demo`'s paths;
 //! `FROM=2` prints the 3 s from 2 s on instead; `JITTER=10` adds up to 10 ms to each packet;
-//! `EARLY=0` turns off a new path's early loss estimate).
+//! `EARLY=0` turns off a new path's early loss estimate; `BULK=25000000` ends the bulk stream
+//! after that many bytes, as the testbed's transfer does).
 
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ struct Side {
     echo_read: u64,
     echoed_at: Vec<Instant>,
     bulk_read: u64,
+    /// Bulk bytes still to write (`BULK=BYTES`; unlimited by default), then the stream ends.
+    bulk_left: u64,
 }
 
 impl Side {
@@ -47,6 +50,7 @@ impl Side {
             echo_read: 0,
             echoed_at: Vec::new(),
             bulk_read: 0,
+            bulk_left: std::env::var("BULK").ok().and_then(|b| b.parse().ok()).unwrap_or(u64::MAX),
         }
     }
 
@@ -79,8 +83,13 @@ impl Side {
         let Some(streams) = self.conn.streams() else { return };
         let bulk = *self.bulk.get_or_insert_with(|| streams.open().expect("stream"));
         let requests = *self.requests.get_or_insert_with(|| streams.open().expect("stream"));
-        while streams.send_buffered(bulk) < BULK_AHEAD {
-            streams.write(bulk, &[0x5a; 16_384]).expect("open");
+        while streams.send_buffered(bulk) < BULK_AHEAD && self.bulk_left > 0 {
+            let n = self.bulk_left.min(16_384);
+            streams.write(bulk, &[0x5a; 16_384][..n as usize]).expect("open");
+            self.bulk_left -= n;
+            if self.bulk_left == 0 {
+                streams.finish(bulk).expect("open");
+            }
         }
         let mut at = *self.next_request.get_or_insert(now);
         while at <= now {
@@ -210,6 +219,9 @@ fn main() {
         "first 60 round trips: {}",
         all.iter().take(60).map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(" ")
     );
+    let high: Vec<String> =
+        all.iter().enumerate().filter(|(_, &r)| r > 125.0).map(|(i, r)| format!("{i}:{r:.0}")).collect();
+    println!("above 125 ms (request:ms): {}", high.join(" "));
     let mut late = all.split_off(STARTUP_REQUESTS.min(all.len()));
     late.sort_by(f64::total_cmp);
     all.extend_from_slice(&late);
