@@ -102,9 +102,11 @@ pub fn connection(data: &[u8]) {
                 // A datagram of the peer's own under the connection's id: any frames.
                 11 | 12 => {
                     let to_server = c.u8() & 1 == 0;
+                    let ty = [PacketType::Data, PacketType::Initial, PacketType::Accept][c.below(3)];
                     let header = PacketHeader {
-                        ty: [PacketType::Data, PacketType::Initial, PacketType::Accept][c.below(3)],
-                        dcid: cid,
+                        ty,
+                        // A server's Data packets go without it (PROTOCOL.md §7.4).
+                        dcid: (to_server || ty != PacketType::Data).then_some(cid),
                         path: c.u8() % 4,
                         number: u64::from(c.u16()),
                     };

@@ -95,7 +95,7 @@ pub fn handshake(data: &[u8]) {
         4 => {
             let header = PacketHeader {
                 ty: [PacketType::Initial, PacketType::Accept, PacketType::Data][c.below(3)],
-                dcid: CID,
+                dcid: Some(CID),
                 path: c.u8() % MAX_PATHS as u8,
                 number: c.u64() % MAX_PACKET_NUMBER,
             };

@@ -16,6 +16,10 @@ const PAD: u64 = 0x00;
 const STREAM: u64 = 0x01;
 const STREAM_FIN: u64 = 0x02;
 const RESET_STREAM: u64 = 0x03;
+/// STREAM and STREAM with FIN whose data runs to the end of the symbol, without a length
+/// (PROTOCOL.md §10.1).
+const STREAM_TO_END: u64 = 0x04;
+const STREAM_FIN_TO_END: u64 = 0x05;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PipeFrame<'a> {
@@ -46,8 +50,29 @@ impl PipeFrame<'_> {
 
     /// Header bytes a STREAM frame with `len` data bytes costs.
     pub fn stream_overhead(id: u64, offset: u64, len: usize) -> usize {
+        Self::stream_to_end_overhead(id, offset) + crate::wire::varint_len(len as u64)
+    }
+
+    /// Header bytes a STREAM frame costs when its data runs to the end of the symbol (no length).
+    pub fn stream_to_end_overhead(id: u64, offset: u64) -> usize {
         use crate::wire::varint_len;
-        1 + varint_len(id) + varint_len(offset) + varint_len(len as u64)
+        1 + varint_len(id) + varint_len(offset)
+    }
+
+    /// Writes a STREAM frame without its length (STREAM_TO_END, PROTOCOL.md §10.1): the caller
+    /// ends the symbol with it, so its data is the rest of the symbol. Other frames are written
+    /// as [`PipeFrame::write`] does.
+    pub fn write_to_end(&self, w: &mut Writer<'_>) {
+        match self {
+            PipeFrame::Stream { id, offset, fin, data } => {
+                debug_assert!(!data.is_empty() && data.len() <= MAX_CHUNK);
+                w.varint(if *fin { STREAM_FIN_TO_END } else { STREAM_TO_END });
+                w.varint(*id);
+                w.varint(*offset);
+                w.put(data);
+            }
+            PipeFrame::ResetStream { .. } => self.write(w),
+        }
     }
 }
 
@@ -132,14 +157,22 @@ impl OwnedFrame {
 fn parse<'a>(r: &mut Reader<'a>) -> Result<Option<PipeFrame<'a>>, WireError> {
     Ok(Some(match r.varint()? {
         PAD => return Ok(None),
-        ty @ (STREAM | STREAM_FIN) => {
+        ty @ (STREAM | STREAM_FIN | STREAM_TO_END | STREAM_FIN_TO_END) => {
             let id = r.varint()?;
             let offset = r.varint()?;
-            let data = r.bytes(MAX_CHUNK, "stream chunk")?;
+            let data = if ty >= STREAM_TO_END {
+                // The rest of the symbol, at least one byte.
+                if r.is_empty() || r.remaining() > MAX_CHUNK {
+                    return Err(WireError::OutOfRange("stream chunk"));
+                }
+                r.take(r.remaining())?
+            } else {
+                r.bytes(MAX_CHUNK, "stream chunk")?
+            };
             if offset.checked_add(data.len() as u64).is_none_or(|end| end > MAX_VARINT) {
                 return Err(WireError::OutOfRange("stream offset"));
             }
-            PipeFrame::Stream { id, offset, fin: ty == STREAM_FIN, data }
+            PipeFrame::Stream { id, offset, fin: ty == STREAM_FIN || ty == STREAM_FIN_TO_END, data }
         }
         RESET_STREAM => {
             PipeFrame::ResetStream { id: r.varint()?, code: r.varint()?, final_size: r.varint()? }
@@ -218,6 +251,61 @@ mod tests {
         #[test]
         fn garbage_is_an_error_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
             let _ = parse_symbol(&bytes, |_| Ok(()));
+        }
+    }
+
+    /// STREAM_TO_END (§10.1) runs to the end of the symbol; with no data, more than MAX_CHUNK,
+    /// an offset past the varint range, or cut short before its data, it is refused.
+    #[test]
+    fn stream_frames_to_the_end_are_checked() {
+        let mut symbol = Vec::new();
+        PipeFrame::Stream { id: 4, offset: 10, fin: false, data: &[1; 20] }
+            .write(&mut Writer::new(&mut symbol));
+        let at = symbol.len();
+        PipeFrame::Stream { id: 4, offset: 30, fin: true, data: &[2; 50] }
+            .write_to_end(&mut Writer::new(&mut symbol));
+        assert_eq!(symbol[at], STREAM_FIN_TO_END as u8);
+        assert_eq!(symbol.len() - at, 1 + 1 + 1 + 50);
+        let mut got = Vec::new();
+        parse_symbol(&symbol, |f| {
+            got.push(f);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got[1], PipeFrame::Stream { id: 4, offset: 30, fin: true, data: &[2; 50] });
+        assert_eq!(got.len(), 2);
+        let to_end = |offset: u64, len: usize| {
+            let mut out = Vec::new();
+            let mut w = Writer::new(&mut out);
+            w.varint(STREAM_TO_END);
+            w.varint(0);
+            w.varint(offset);
+            out.resize(out.len() + len, 3);
+            out
+        };
+        let chunk = Err(WireError::OutOfRange("stream chunk"));
+        assert_eq!(parse_symbol(&to_end(0, 0), |_| Ok(())), chunk);
+        assert_eq!(parse_symbol(&to_end(0, MAX_CHUNK + 1), |_| Ok(())), chunk);
+        assert_eq!(parse_symbol(&to_end(0, MAX_CHUNK), |_| Ok(())), Ok(()));
+        let past = parse_symbol(&to_end(MAX_VARINT - 2, 3), |_| Ok(()));
+        assert_eq!(past, Err(WireError::OutOfRange("stream offset")));
+        // Symbols taken back to be cut again (§14.3) are parsed one by one: a frame to the end
+        // of one symbol ends there, not at the end of the next.
+        let mut second = Vec::new();
+        PipeFrame::Stream { id: 4, offset: 80, fin: false, data: &[3; 7] }
+            .write_to_end(&mut Writer::new(&mut second));
+        let back = OwnedFrame::from_symbols([symbol.as_slice(), second.as_slice()]);
+        let lens: Vec<usize> = back
+            .iter()
+            .map(|f| match f {
+                OwnedFrame::Stream { data, .. } => data.len(),
+                OwnedFrame::ResetStream { .. } => 0,
+            })
+            .collect();
+        assert_eq!(lens, [20, 50, 7]);
+        let whole = to_end(1 << 20, 5);
+        for cut in 1..whole.len() - 5 {
+            assert!(matches!(parse_symbol(&whole[..cut], |_| Ok(())), Err(WireError::Truncated { .. })));
         }
     }
 

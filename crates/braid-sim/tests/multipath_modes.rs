@@ -101,7 +101,9 @@ fn mptcp_subflows_resend_their_own_losses() {
         reverse: LinkConfig::new(10_000_000, Duration::from_millis(30)),
     };
     let mut strict = 0;
-    for seed in 1..3 {
+    // Four seeds: which of them see a probe timeout moves with any change of packet sizes
+    // (with packet version 2's shorter headers, seeds 1 and 2 each had one).
+    for seed in 1..5 {
         let config = ConnectionConfig { mode: Mode::Mptcp, ..ConnectionConfig::default() };
         // 3 × BYTES: since a subflow's ACKs return on the subflow (PROTOCOL.md §12.4), the lossy
         // path's RTT is its own 60 ms, minimum-RTT scheduling gives it less, and 600 kB left it

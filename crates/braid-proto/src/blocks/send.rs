@@ -347,9 +347,9 @@ impl BlockSender {
 
     /// Takes back the newest blocks none of whose symbols went out, if their symbol size is not
     /// the one new blocks get (PROTOCOL.md §14.3: the peer has never heard of them, so they may
-    /// be cut again): returns their pipe bytes in order, each block's sources whole (a block
-    /// closed early ends in zero bytes, which the pipe reads as padding, §10.1).
-    pub fn take_unsent_blocks(&mut self) -> Vec<u8> {
+    /// be cut again): returns their source symbols in order, each whole (a block closed early
+    /// ends in zero bytes, which the pipe reads as padding, §10.1).
+    pub fn take_unsent_blocks(&mut self) -> Vec<Vec<u8>> {
         let mut taken = Vec::new();
         while self
             .blocks
@@ -358,10 +358,11 @@ impl BlockSender {
         {
             taken.push(self.blocks.pop_back().expect("checked"));
         }
+        // Symbol by symbol: a STREAM_TO_END frame runs to the end of its own (PROTOCOL.md §10.1).
         let mut bytes = Vec::new();
         for b in taken.iter().rev() {
             for i in 0..b.len() {
-                bytes.extend_from_slice(b.encoder.source(i as u16).expect("pushed"));
+                bytes.push(b.encoder.source(i as u16).expect("pushed").to_vec());
             }
         }
         if let Some(first) = taken.last() {

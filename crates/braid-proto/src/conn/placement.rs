@@ -137,7 +137,7 @@ impl Connection {
         }
         while s.recut.is_empty()
             && s.partial.len() < size
-            && s.streams.write_pipe_frame(size - s.partial.len(), &mut Writer::new(&mut s.partial))
+            && s.streams.fill_symbol(size - s.partial.len(), &mut Writer::new(&mut s.partial))
         {}
         let more = s.streams.has_pipe_data() || !s.recut.is_empty();
         if s.partial.is_empty() || (s.partial.len() < size && more && size - s.partial.len() > 16) {

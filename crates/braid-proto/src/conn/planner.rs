@@ -275,7 +275,7 @@ impl Connection {
         if !taken.is_empty() {
             let earlier: Vec<OwnedFrame> = s.recut.drain(..).collect();
             let partial = std::mem::take(&mut s.partial);
-            s.recut.extend(OwnedFrame::from_symbols([taken.as_slice()]));
+            s.recut.extend(OwnedFrame::from_symbols(taken.iter().map(Vec::as_slice)));
             s.recut.extend(earlier);
             s.recut.extend(OwnedFrame::from_symbols([partial.as_slice()]));
         }

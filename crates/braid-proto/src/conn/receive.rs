@@ -33,9 +33,11 @@ impl Connection {
             }
         };
         if self.side == Side::Server && self.state == State::Handshake && header.ty == PacketType::Initial {
-            self.cid = header.dcid;
+            self.cid = header.dcid.unwrap_or(self.cid);
         }
-        if header.dcid != self.cid || header.path != path {
+        // Every packet names the connection but a server's Data packets (PROTOCOL.md §7.4).
+        let named = self.side == Side::Server || header.ty != PacketType::Data;
+        if header.dcid != named.then_some(self.cid) || header.path != path {
             self.stats.datagrams_dropped += 1;
             return;
         }

@@ -128,6 +128,7 @@ impl Connection {
             self.queue_copies(path, symbol, &buf[start..]);
         }
         self.write_control(now, path, buf, 2, limit);
+        crate::wire::symbol_to_end(buf, start);
         let Some(symbol) = symbol else {
             return self.end_packet(now, path, buf, false, Vec::new());
         };
@@ -292,7 +293,9 @@ impl Connection {
 
     /// The header of the next packet of type `ty` on `path`.
     pub(super) fn packet_header(&self, path: usize, ty: PacketType) -> PacketHeader {
-        PacketHeader { ty, dcid: self.cid, path: path as u8, number: self.paths[path].next_number }
+        // A server's Data packets go without the connection id (PROTOCOL.md §7.4).
+        let dcid = (self.side == Side::Client || ty != PacketType::Data).then_some(self.cid);
+        PacketHeader { ty, dcid, path: path as u8, number: self.paths[path].next_number }
     }
 
     pub(super) fn begin_packet(&self, path: usize, ty: PacketType, buf: &mut Vec<u8>) {

@@ -33,7 +33,6 @@ use std::time::Duration;
 use crate::wire::ConnectionId;
 use crate::Instant;
 
-use super::crypto::init_cid;
 use super::SecureTransmit;
 
 /// Answers to datagrams arriving for one closed connection, at most.
@@ -155,10 +154,11 @@ impl Closing {
         }
     }
 
-    /// A datagram arrived that no live connection took: if it names a closed connection whose
-    /// CLOSE may be answered now, the CLOSE is queued (true).
-    pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) -> bool {
-        let Some(cid) = init_cid(data) else { return false };
+    /// A datagram arrived that no live connection took, for connection `cid` (its destination
+    /// connection id, or a client's own for a packet without one): if that connection is closed
+    /// and its CLOSE may be answered now, the CLOSE is queued (true).
+    pub fn handle_datagram(&mut self, now: Instant, cid: Option<ConnectionId>) -> bool {
+        let Some(cid) = cid else { return false };
         let Some(r) = self.records.get_mut(&cid) else { return false };
         if r.answers >= MAX_ANSWERS || now < r.last_sent + r.pto / 4 {
             return false;
@@ -217,6 +217,7 @@ impl Closing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::crypto::init_cid;
     use crate::wire::{DatagramType, PacketType, PREFIX_LEN};
 
     fn at(ms: u64) -> Instant {
@@ -280,20 +281,20 @@ mod tests {
     fn answers_are_spaced_and_bounded() {
         let mut c = Closing::new(4);
         c.insert(ConnectionId([1; 8]), close(at(0)));
-        assert!(!c.handle_datagram(at(10), &for_cid(1)), "just sent");
-        assert!(c.handle_datagram(at(25), &for_cid(1)));
+        assert!(!c.handle_datagram(at(10), init_cid(&for_cid(1))), "just sent");
+        assert!(c.handle_datagram(at(25), init_cid(&for_cid(1))));
         assert_eq!(sent(&mut c).len(), 1);
-        assert!(!c.handle_datagram(at(30), &for_cid(1)));
+        assert!(!c.handle_datagram(at(30), init_cid(&for_cid(1))));
         let mut answered = 1;
         for ms in 50..300 {
-            if c.handle_datagram(at(ms), &for_cid(1)) {
+            if c.handle_datagram(at(ms), init_cid(&for_cid(1))) {
                 answered += 1;
             }
         }
         assert_eq!(answered, MAX_ANSWERS);
         assert_eq!(sent(&mut c).len(), MAX_ANSWERS as usize - 1);
-        assert!(!c.handle_datagram(at(50), &for_cid(2)), "unknown connection");
-        assert!(!c.handle_datagram(at(50), &for_cid(1)[..3]), "too short for a connection id");
+        assert!(!c.handle_datagram(at(50), init_cid(&for_cid(2))), "unknown connection");
+        assert!(!c.handle_datagram(at(50), init_cid(&for_cid(1)[..3])), "too short for a connection id");
     }
 
     /// The bound holds: a new record past it pushes out the one closest to its end, and a CLOSE
@@ -303,7 +304,7 @@ mod tests {
         let mut c = Closing::new(2);
         c.insert(ConnectionId([1; 8]), close(at(0)));
         c.insert(ConnectionId([2; 8]), close(at(10)));
-        assert!(c.handle_datagram(at(30), &for_cid(1)));
+        assert!(c.handle_datagram(at(30), init_cid(&for_cid(1))));
         c.insert(ConnectionId([3; 8]), close(at(20)));
         assert_eq!(c.len(), 2);
         assert!(!c.contains(&ConnectionId([1; 8])));
@@ -394,7 +395,11 @@ mod tests {
                 }
                 1 => {
                     let d = for_cid(cid.0[0]);
-                    assert_eq!(c.handle_datagram(now, &d), scan.handle_datagram(now, cid), "step {step}");
+                    assert_eq!(
+                        c.handle_datagram(now, init_cid(&d)),
+                        scan.handle_datagram(now, cid),
+                        "step {step}"
+                    );
                 }
                 _ => {
                     let before = c.len();

@@ -78,7 +78,7 @@ impl Keys for InsecureKeys {
         let header_len = datagram.len() - r.remaining();
         if r.remaining() < TAG_LEN
             || header.number >= MAX_PACKET_NUMBER
-            || header.dcid != self.cid
+            || header.dcid.is_some_and(|c| c != self.cid)
             || header.encoded_len() != header_len
         {
             return Err(OpenError::Malformed);
@@ -236,7 +236,8 @@ mod tests {
 
     fn packet(number: u64) -> Vec<u8> {
         let mut p = Vec::new();
-        PacketHeader { ty: PacketType::Data, dcid: CID, path: 1, number }.write(&mut Writer::new(&mut p));
+        PacketHeader { ty: PacketType::Data, dcid: Some(CID), path: 1, number }
+            .write(&mut Writer::new(&mut p));
         p.extend_from_slice(b"frames");
         p
     }

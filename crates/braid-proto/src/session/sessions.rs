@@ -174,6 +174,9 @@ pub struct Sessions<R: Responder, C> {
     /// The round's connections (kept to spare an allocation a round).
     due: Vec<ConnectionId>,
     listener: Option<Listener<R>>,
+    /// A client's connection: every core packet that comes to its sockets is for it (a
+    /// server's Data packets carry no connection id, PROTOCOL.md §7.4).
+    own: Option<ConnectionId>,
     closing: Closing,
     busy: bool,
     out: Vec<u8>,
@@ -183,6 +186,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     /// A client's table: its one connection, its first message sent at the first round.
     pub fn client(cid: ConnectionId, cell: C, session: Session<R::Keys>) -> Self {
         let mut table = Sessions::new(None, Closing::new(1));
+        table.own = Some(cid);
         table.insert(cid, cell, session);
         table
     }
@@ -202,6 +206,7 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
             closed: Vec::new(),
             due: Vec::new(),
             listener,
+            own: None,
             closing,
             busy: false,
             out: Vec::with_capacity(2048),
@@ -331,7 +336,8 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
         host: &mut impl Host<R::Keys, C>,
     ) {
         let Some(listener) = &mut self.listener else {
-            match DatagramType::of(data).and_then(|_| init_cid(data)) {
+            let own = self.own.filter(|_| matches!(DatagramType::of(data), Some(DatagramType::Packet(_))));
+            match own.or_else(|| DatagramType::of(data).and_then(|_| init_cid(data))) {
                 Some(cid) => self.route(cid, now, socket, from, data, host),
                 None if DatagramType::of(data).is_none() => host.dropped(now, from, Dropped::UnknownType),
                 None => host.dropped(now, from, Dropped::Malformed),
@@ -380,7 +386,8 @@ impl<R: Responder, C: CoreCell> Sessions<R, C> {
     /// A datagram for a connection in its closing period: its CLOSE goes again, if
     /// [`Closing`] allows one now.
     fn answer_closing(&mut self, now: Instant, data: &[u8], host: &mut impl Host<R::Keys, C>) {
-        if self.closing.handle_datagram(now, data) {
+        let own = self.own.filter(|_| matches!(DatagramType::of(data), Some(DatagramType::Packet(_))));
+        if self.closing.handle_datagram(now, own.or_else(|| init_cid(data))) {
             self.send_closing(now, host);
         }
     }

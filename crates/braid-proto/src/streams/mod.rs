@@ -345,9 +345,19 @@ impl Streams {
     /// Writes the next pipe frame, at most `budget` bytes of it, into `w`; returns whether one
     /// was written. Streams take turns.
     pub fn write_pipe_frame(&mut self, budget: usize, w: &mut Writer<'_>) -> bool {
+        self.write_next(budget, false, w)
+    }
+
+    /// As [`Streams::write_pipe_frame`], where `room` is what is left of the symbol: a STREAM
+    /// frame whose data fills it exactly goes without its length (PROTOCOL.md §10.1).
+    pub fn fill_symbol(&mut self, room: usize, w: &mut Writer<'_>) -> bool {
+        self.write_next(room, true, w)
+    }
+
+    fn write_next(&mut self, budget: usize, ends_symbol: bool, w: &mut Writer<'_>) -> bool {
         for _ in 0..self.ready.len() {
             let Some(id) = self.ready.pop_front() else { return false };
-            match self.write_frame_of(id, budget, w) {
+            match self.write_frame_of(id, budget, ends_symbol, w) {
                 Turn::Wrote { more } => {
                     if more {
                         self.ready.push_back(id);
@@ -390,7 +400,7 @@ impl Streams {
         if !self.ready.contains(&id) {
             return false;
         }
-        match self.write_frame_of(id, budget, w) {
+        match self.write_frame_of(id, budget, false, w) {
             Turn::Wrote { more: true } => true,
             Turn::Wrote { more: false } => {
                 self.ready.retain(|&r| r != id);
@@ -404,8 +414,9 @@ impl Streams {
         }
     }
 
-    /// Writes stream `id`'s next frame, if flow control and the budget let it.
-    fn write_frame_of(&mut self, id: u64, budget: usize, w: &mut Writer<'_>) -> Turn {
+    /// Writes stream `id`'s next frame, if flow control and the budget let it; without its
+    /// length if `ends_symbol` and its data fills the budget.
+    fn write_frame_of(&mut self, id: u64, budget: usize, ends_symbol: bool, w: &mut Writer<'_>) -> Turn {
         let s = self.send.get_mut(&id).expect("ready streams exist");
         if let Some(code) = s.reset {
             return match (s.reset_sent, budget >= 30) {
@@ -422,7 +433,12 @@ impl Streams {
         }
         let credit = (s.max - s.offset).min(self.peer_max_data - self.sent_data);
         let overhead = PipeFrame::stream_overhead(id, s.offset, MAX_CHUNK);
-        let len = s.buf.len().min(MAX_CHUNK).min(credit as usize).min(budget.saturating_sub(overhead));
+        let mut len = s.buf.len().min(MAX_CHUNK).min(credit as usize).min(budget.saturating_sub(overhead));
+        let fill = budget.saturating_sub(PipeFrame::stream_to_end_overhead(id, s.offset));
+        let to_end = ends_symbol && fill > 0 && fill <= MAX_CHUNK.min(s.buf.len()) && fill as u64 <= credit;
+        if to_end {
+            len = fill;
+        }
         let fin = s.fin && len == s.buf.len();
         if len == 0 && !(fin && !s.fin_sent && budget >= overhead) {
             return Turn::Blocked;
@@ -430,7 +446,12 @@ impl Streams {
         if s.buf.as_slices().0.len() < len {
             s.buf.make_contiguous();
         }
-        PipeFrame::Stream { id, offset: s.offset, fin, data: &s.buf.as_slices().0[..len] }.write(w);
+        let frame = PipeFrame::Stream { id, offset: s.offset, fin, data: &s.buf.as_slices().0[..len] };
+        if to_end {
+            frame.write_to_end(w);
+        } else {
+            frame.write(w);
+        }
         s.buf.drain(..len);
         s.offset += len as u64;
         s.fin_sent |= fin;

@@ -255,3 +255,55 @@ fn a_reset_waits_for_room() {
     pump(&mut tx, &mut rx, 100).unwrap();
     assert_eq!(rx.read(id, &mut [0; 8]), Err(StreamError::Reset { id, code: 9 }));
 }
+
+/// Symbols filled by `fill_symbol` (PROTOCOL.md §10.1): a stream with more data than a symbol
+/// holds fills each one with a STREAM_TO_END frame, two bytes of data more than a STREAM frame
+/// leaves room for; the last, partial symbol keeps its lengths and padding; the receiver gets
+/// every byte and the FIN, symbols parsed on their own in any order.
+#[test]
+fn filled_symbols_end_with_a_stream_frame_without_length() {
+    let (mut c, mut s) = pair();
+    let id = c.open().unwrap();
+    let data: Vec<u8> = (0..3_500u32).map(|i| (i * 13) as u8).collect();
+    c.write(id, &data).unwrap();
+    c.finish(id).unwrap();
+    let size = 1_000;
+    let mut symbols = Vec::new();
+    loop {
+        let mut symbol = Vec::new();
+        while symbol.len() < size && c.fill_symbol(size - symbol.len(), &mut Writer::new(&mut symbol)) {}
+        if symbol.is_empty() {
+            break;
+        }
+        assert!(symbol.len() <= size);
+        symbol.resize(size, 0);
+        symbols.push(symbol);
+    }
+    assert_eq!(symbols.len(), 4);
+    // Stream 0 at offsets 0, 997, 1993 (headers of 3 and 4 bytes, no length), then its last
+    // 511 bytes with a length and the FIN.
+    let firsts: Vec<u8> = symbols.iter().map(|s| s[0]).collect();
+    assert_eq!(firsts, [0x04, 0x04, 0x04, 0x02]);
+    for symbol in symbols.iter().rev() {
+        parse_symbol(symbol, |f| {
+            s.on_pipe_frame(f).unwrap();
+            Ok(())
+        })
+        .unwrap();
+    }
+    assert_eq!(read_all(&mut s, id), (data, true));
+    // A symbol filled exactly by the stream's last bytes carries its FIN as STREAM_TO_END.
+    let (mut c, mut s) = pair();
+    let id = c.open().unwrap();
+    c.write(id, &[5; 997]).unwrap();
+    c.finish(id).unwrap();
+    let mut symbol = Vec::new();
+    assert!(c.fill_symbol(size, &mut Writer::new(&mut symbol)));
+    assert_eq!((symbol.len(), symbol[0]), (size, 0x05));
+    parse_symbol(&symbol, |f| {
+        s.on_pipe_frame(f).unwrap();
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(read_all(&mut s, id), (vec![5; 997], true));
+}

@@ -14,8 +14,8 @@ pub use datagram::{
     MAX_DATAGRAM_SYMBOL,
 };
 pub use frame::{
-    ack_len, write_ack, AckFrame, AckRange, AckRangeIter, AckRanges, BlockAckFrame, CloseFrame,
-    FecStatusFrame, Frame, FrameIter, SymbolFrame, SymbolPartFrame, MAX_PARTED_FRAME, MAX_SYMBOL,
+    ack_len, symbol_to_end, write_ack, AckFrame, AckRange, AckRangeIter, AckRanges, BlockAckFrame,
+    CloseFrame, FecStatusFrame, Frame, FrameIter, SymbolFrame, SymbolPartFrame, MAX_PARTED_FRAME, MAX_SYMBOL,
 };
 pub use packet::{ConnectionId, DatagramType, PacketHeader, PacketType, MAX_PATHS, PREFIX_LEN, VERSION};
 pub use params::{TransportParams, MAX_BLOCKS_IN_FLIGHT};

@@ -31,7 +31,7 @@ const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
 /// the hello, not data). The handshake is still one round trip.
 const NOISE_PARAMS_IK: &str = "Noise_IK_25519_ChaChaPoly_BLAKE2s";
 /// Binds the handshake to this protocol and version (Noise prologue).
-const PROLOGUE: &[u8] = b"braid/1";
+const PROLOGUE: &[u8] = b"braid/2";
 
 const DH_LEN: usize = 32;
 /// Payload of the first message: version, path count, unix time (µs), zero padding.
@@ -230,7 +230,10 @@ impl PacketKeys {
         let mut r = Reader::new(datagram);
         let header = PacketHeader::parse(&mut r).map_err(|_| OpenError::Malformed)?;
         let header_len = datagram.len() - r.remaining();
-        if r.remaining() < TAG_LEN || header.number >= MAX_PACKET_NUMBER || header.dcid != self.cid {
+        if r.remaining() < TAG_LEN
+            || header.number >= MAX_PACKET_NUMBER
+            || header.dcid.is_some_and(|c| c != self.cid)
+        {
             return Err(OpenError::Malformed);
         }
         // Only the canonical encoding of the header is accepted, so no header byte can change
@@ -345,7 +348,7 @@ mod tests {
 
     fn packet(path: u8, number: u64) -> Vec<u8> {
         let mut p = Vec::new();
-        let h = PacketHeader { ty: PacketType::Data, dcid: ConnectionId([7; 8]), path, number };
+        let h = PacketHeader { ty: PacketType::Data, dcid: Some(ConnectionId([7; 8])), path, number };
         h.write(&mut Writer::new(&mut p));
         p.extend_from_slice(b"frames go here");
         p
