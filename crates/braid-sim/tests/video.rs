@@ -88,7 +88,11 @@ fn late_at_the_start(loss: f64, seed: u64, secs: u64) -> (Vec<usize>, [f64; 3]) 
 /// whose 64-symbol block loses more than its margin may miss by a reactive round's few ms: seed
 /// 9's second I-frame (frame 50, 213 ms: 3 of 64 sources lost, a margin of 2 fixed when its last
 /// source went out; on time before the margin was fixed so, with 49 late in all then as now).
-/// So the late frames are the first second's or an I-frame itself.
+/// So the late frames are the first second's or an I-frame itself. The count over ten seeds
+/// moves by a frame or two with any change of packet sizes (where each seed's losses fall):
+/// over seeds 1-40, 197 late on main 937e3a5 and 199 with packet version 2 (seeds 1-10: 49 and
+/// 50, seed 5's 6 -> 7), every one of them in the first 25 frames or an I-frame; the bound
+/// leaves that spread room (55, about 10 % over the 40 seeds' rate).
 #[test]
 fn a_large_first_i_frame_costs_at_most_its_own_slow_start() {
     let mut late_at_2 = 0;
@@ -100,7 +104,7 @@ fn a_large_first_i_frame_costs_at_most_its_own_slow_start() {
         assert!(late.iter().all(|&i| i < 25 || i % 50 == 0), "seed {seed}, 2 %: late frames {late:?}");
         late_at_2 += late.len();
     }
-    assert!(late_at_2 <= 49, "{late_at_2} frames late at 2 % loss over ten seeds");
+    assert!(late_at_2 <= 55, "{late_at_2} frames late at 2 % loss over ten seeds");
 }
 
 /// The repair follows the loss: within the budget of 2 × loss + 2 points at 1 % and 5 % random
