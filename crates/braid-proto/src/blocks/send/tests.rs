@@ -6,7 +6,7 @@ use braid_fec::{CodeFamily, Received, SymbolHeader};
 
 use super::*;
 use crate::blocks::BlockReceiver;
-use crate::wire::{Frame, FrameIter, SymbolFrame};
+use crate::wire::{BlockAckFrame, Frame, FrameIter, SymbolFrame};
 
 fn config() -> CodecConfig {
     CodecConfig { symbol_size: 32, max_block_len: 8, ..CodecConfig::new(CodeFamily::Rlnc) }
