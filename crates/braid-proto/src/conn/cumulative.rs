@@ -24,7 +24,8 @@ impl Connection {
     }
 
     /// Replays the ACK frame just processed as TCP's ACKs, one by one
-    /// (`Path::cumulative_next_ack`), each followed by what the path's rules send again.
+    /// (`Path::cumulative_next_ack`), each followed by what the path's rules send again; also
+    /// at a delayed ACK's deadline (`Timer::DelayedAck`), with no frame: that ACK alone.
     pub(super) fn cumulative_step(&mut self, now: Instant, path: usize) {
         let mut any = false;
         while self.paths.get_mut(path).is_some_and(|p| p.cumulative_next_ack(now)) {
@@ -83,3 +84,7 @@ impl Connection {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "cumulative_tests.rs"]
+mod tests;

@@ -2,7 +2,8 @@
 //! `handle_timeout` does when one fires, and `poll_timeout`, the earliest of them.
 //!
 //! Some entries are deadlines of their own (idle, a path's loss or probe timer, the receive
-//! release): `handle_timeout` fires those that expired. The others only wake the caller so
+//! release, a path's delayed ACK under cumulative-ACK recovery): `handle_timeout` fires those
+//! that expired. The others only wake the caller so
 //! that `poll_transmit` sends (an ACK, the next symbol, a probe, a PING that measures a path, a
 //! piece of a parted symbol, a tail probe, datagrams, the handshake). Three handlers are told
 //! the time at every `handle_timeout` instead of being gated by their entry, because their own
@@ -52,12 +53,17 @@ pub(super) enum Timer {
     Parts,
     /// A path's tail probe ([`super::Mode::tail_probes`]).
     TailProbe(usize),
+    /// Cumulative-ACK recovery: the delayed ACK TCP's receiver would send for a lone in-order
+    /// segment (`Path::cumulative_delayed_ack_due`).
+    DelayedAck(usize),
 }
 
 impl Connection {
     /// Fires the timers that expired at `now`, in a fixed order: idle (which ends everything),
     /// then the handlers told the time at every call (see the module doc), the receive
-    /// release, each path's loss timer, each failed path's probe timer, and the PMTU probes.
+    /// release, each path's delayed ACK (cumulative-ACK recovery: it may restart the
+    /// retransmission timer, so it goes first), each path's loss timer, each failed path's probe
+    /// timer, and the PMTU probes.
     /// Each entry is looked up again when its turn comes: an earlier handler may move it.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.state == State::Closed {
@@ -71,6 +77,11 @@ impl Connection {
         self.on_datagram_timeout(now);
         if self.expired(Timer::Release, now) {
             self.on_release_timeout(now);
+        }
+        for i in 0..self.paths.len() {
+            if self.expired(Timer::DelayedAck(i), now) {
+                self.cumulative_step(now, i);
+            }
         }
         for i in 0..self.paths.len() {
             if self.expired(Timer::Loss(i), now) {
@@ -89,12 +100,13 @@ impl Connection {
     }
 
     /// Whether a timer `handle_timeout` fires by its table entry is due at `now` (the entries
-    /// are the same the handlers check: idle, release, loss and probe).
+    /// are the same the handlers check: idle, release, delayed ACK, loss and probe).
     fn expired(&self, timer: Timer, now: Instant) -> bool {
         let at = match timer {
             Timer::Idle => Some(self.last_heard + self.idle_timeout),
             Timer::Release => self.release_deadline(),
             Timer::Loss(i) => self.paths[i].loss_timeout(),
+            Timer::DelayedAck(i) => self.paths[i].cumulative_delayed_ack_due(),
             Timer::Probe(i) => self.paths[i].probe_due(),
             _ => None,
         };
@@ -173,6 +185,9 @@ impl Connection {
             }
             if p.ack_pending {
                 set(Timer::Ack(i), ack_deadline(p));
+            }
+            if let Some(t) = p.cumulative_delayed_ack_due() {
+                set(Timer::DelayedAck(i), t);
             }
         }
         for (i, p) in self.paths.iter().enumerate() {

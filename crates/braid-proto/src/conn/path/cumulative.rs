@@ -16,10 +16,11 @@
 //!   across frames: a lone in-order arrival waits for the next one, in a later frame if need be.
 //!   Each such ACK moves the point (a partial ACK resends a segment each), or is a duplicate ACK
 //!   (counted, and in recovery a guess). A new cumulative point resets the count. ns-3's 200 ms
-//!   `DelAckTimeout` is applied when the next frame comes (its ACK goes before that frame's);
-//!   it has no timer of its own, so with nothing arriving the retransmission timer decides. A
-//!   delayed ACK goes at once when no data packet is left in flight to bring the next arrival
-//!   (ns-3 would wait the 200 ms).
+//!   `DelAckTimeout` is a deadline in the connection's timer table
+//!   ([`Path::cumulative_delayed_ack_due`]): the ACK is replayed when it expires, whether or
+//!   not another frame came (one that comes later finds it gone; one handled past the deadline
+//!   replays it first). A delayed ACK goes at once when no data packet is left in flight to
+//!   bring the next arrival (ns-3 would wait the 200 ms).
 //! - **A block the receiver reports decoded** holds all its segments: one an XOR parity rebuilt
 //!   without the mode's groups reporting the repair is held then, with the immediate ACK TCP's
 //!   receiver sends for a filled hole. Without it the point could wait on that segment for good,
@@ -624,6 +625,13 @@ impl Path {
             self.stats.fast_losses += u64::from(packet.is_some());
         }
         Some((una, resend, packet))
+    }
+
+    /// When the receiver's delayed ACK of a lone in-order segment is due (ns-3's
+    /// `DelAckTimeout`): the connection's timer table holds it, so the ACK is replayed at that
+    /// moment ([`Path::cumulative_next_ack`]) even if no further frame comes.
+    pub(crate) fn cumulative_delayed_ack_due(&self) -> Option<Instant> {
+        self.cumulative.as_ref()?.delayed_ack.map(|t| t + DELAYED_ACK_TIMEOUT)
     }
 
     /// When the retransmission timer fires.
