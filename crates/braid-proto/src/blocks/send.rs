@@ -64,6 +64,11 @@ pub struct SendBlock {
     /// a later packet of that path had not reached it, and its ACK counts on top of the report
     /// (see [`BlockSender::on_symbol_acked_in`]).
     report_covers: AckedUpTo,
+    /// Source symbols sent more than once (a retransmission, the length owed, a doubted block's
+    /// last source): the receiver may hold an earlier copy that a report already counted, so
+    /// an acknowledgement of one never counts on top of a report (see
+    /// [`BlockSender::on_symbol_acked_in`]).
+    resent: Vec<u16>,
     /// A release timeout found this block unreleased with nothing in flight: until the next
     /// report, only the receiver's count (or one short of the length) is believed.
     pub doubted: bool,
@@ -162,6 +167,9 @@ impl SendBlock {
     /// Writes source symbol `index` as a SYMBOL frame (`None` if it was never pushed).
     fn write_source(&mut self, index: u16, w: &mut Writer<'_>) -> Option<OutgoingSymbol> {
         let payload = self.encoder.source(index)?;
+        if usize::from(index) < self.next_unsent && !self.resent.contains(&index) {
+            self.resent.push(index);
+        }
         let short = self.short_sources;
         write_symbol(w, self.id, SymbolId::Source { index }, self.block_len(), payload, short);
         self.len_sent |= self.closed;
@@ -456,6 +464,7 @@ impl BlockSender {
             report_arrived: None,
             acked_since_report: 0,
             report_covers: [None; MAX_PATHS as usize],
+            resent: Vec::new(),
             doubted: false,
             waiting_since: None,
             release_timeouts: 0,

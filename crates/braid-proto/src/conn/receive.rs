@@ -299,7 +299,7 @@ impl Connection {
         let xor_groups = transfer.xor_groups;
         for p in &acked {
             for s in &p.symbols {
-                transfer.sender.on_symbol_acked_in(s.block, p.time, path_id, p.number);
+                transfer.sender.on_symbol_acked_in(*s, p.time, path_id, p.number);
                 self.redundancy.on_event(now, RedundancyEvent::Acked { repair: s.is_repair() }, &view);
                 let event = SymbolEvent::Acked { block: s.block, path: path_id, sent_at: p.time };
                 self.redundancy.on_symbol(now, event);

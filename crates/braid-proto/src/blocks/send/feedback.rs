@@ -10,7 +10,7 @@ impl BlockSender {
     /// A packet carrying a symbol of `block` was acknowledged (its send time unknown: it
     /// counts on top of the receiver's last report).
     pub fn on_symbol_acked(&mut self, block: u64) {
-        self.acknowledge(block, None, None);
+        self.acknowledge(block, None, None, None);
     }
 
     /// A packet carrying a symbol of `block`, sent at `sent`, was acknowledged.
@@ -26,28 +26,40 @@ impl BlockSender {
     /// report left. One sent earlier may or may not be in the report: it is left out (at worst
     /// a repair goes out early), and the next report counts it.
     pub fn on_symbol_acked_at(&mut self, block: u64, sent: Instant) {
-        self.acknowledge(block, Some(sent), None);
+        self.acknowledge(block, Some(sent), None, None);
     }
 
-    /// [`BlockSender::on_symbol_acked_at`] for a symbol that went in packet `number` of `path`.
-    /// A tail's symbol ([`SendBlock::tail`](super::SendBlock::tail)) also counts on top of a report that arrived before
-    /// it was acknowledged if the report's own packet acknowledged only earlier packets of that
-    /// path ([`BlockSender::on_block_ack_with`]): the report was written before the symbol
-    /// arrived. Without this a report that left just before a symbol arrived, and arrived just
-    /// after it left, held the block one short until the next report; after a tail no symbol
-    /// follows to bring one, and when the BLOCK_ACK that released it was lost (nothing repeats
-    /// it) a repair went out for a block the receiver had decoded: a one-symbol request's, once
-    /// in every lost report (request/response at 5 % loss both ways: 3.7 % of the client's
-    /// sources, `tests/repair_budget.rs`). A bulk block keeps the send-time rule alone: the next
-    /// symbol's report corrects its count, and applied to every block the rule moved the
-    /// bistable multipath rows both ways (a 3 MB transfer over a clean and a 20 %-loss path, 64
-    /// KiB window, seeds 1-12: mean 10.45 -> 10.42 Mbit/s, seed 2 9.36 -> 8.78, seed 3 9.27 ->
-    /// 10.39).
-    pub fn on_symbol_acked_in(&mut self, block: u64, sent: Instant, path: u8, number: u64) {
-        self.acknowledge(block, Some(sent), Some((path, number)));
+    /// [`BlockSender::on_symbol_acked_at`] for `symbol`, which went in packet `number` of `path`. A
+    /// tail's symbol ([`SendBlock::tail`](super::SendBlock::tail)) also counts on top of a report
+    /// that arrived before it was acknowledged if the report's own packet acknowledged only earlier
+    /// packets of that path ([`BlockSender::on_block_ack_with`]): the report was written before the
+    /// symbol arrived. Without this a report that left just before a symbol arrived, and arrived
+    /// just after it left, held the block one short until the next report; after a tail no symbol
+    /// follows to bring one, and when the BLOCK_ACK that released it was lost (nothing repeats it)
+    /// a repair went out for a block the receiver had decoded: a one-symbol request's, once in
+    /// every lost report (request/response at 5 % loss both ways: 3.7 % of the client's sources,
+    /// `tests/repair_budget.rs`). A bulk block keeps the send-time rule alone: the next symbol's
+    /// report corrects its count, and applied to every block the rule moved the bistable multipath
+    /// rows both ways (a 3 MB transfer over a clean and a 20 %-loss path, 64 KiB window, seeds
+    /// 1-12: mean 10.45 -> 10.42 Mbit/s, seed 2 9.36 -> 8.78, seed 3 9.27 -> 10.39).
+    ///
+    /// A source sent more than once (`SendBlock::resent`) counts by neither rule: the
+    /// receiver may hold an earlier copy that the report counted (one that arrived although it
+    /// was declared lost, or the last source a release timeout sent again), and counted on top
+    /// it made the sender believe complete a block the receiver still lacked a degree of freedom
+    /// of, which then waited for a release timeout when the BLOCK_ACK written beside the copy's
+    /// ACK was lost. The next report counts it if it was new (at worst a repair goes early).
+    pub fn on_symbol_acked_in(&mut self, symbol: OutgoingSymbol, sent: Instant, path: u8, number: u64) {
+        self.acknowledge(symbol.block, Some(sent), Some((path, number)), symbol.source);
     }
 
-    fn acknowledge(&mut self, block: u64, sent: Option<Instant>, packet: Option<(u8, u64)>) {
+    fn acknowledge(
+        &mut self,
+        block: u64,
+        sent: Option<Instant>,
+        packet: Option<(u8, u64)>,
+        source: Option<u16>,
+    ) {
         if let Some(b) = self.block_mut(block) {
             b.in_flight = b.in_flight.saturating_sub(1);
             b.acked += 1;
@@ -55,7 +67,8 @@ impl BlockSender {
             let covered = |path: u8| b.report_covers.get(usize::from(path)).copied().flatten();
             let unseen = b.tail.is_some()
                 && packet.is_some_and(|(path, n)| covered(path).is_some_and(|largest| n > largest));
-            if after || unseen {
+            let repeated = source.is_some_and(|i| b.resent.contains(&i));
+            if (after || unseen) && !repeated {
                 b.acked_since_report += 1;
             }
         }
