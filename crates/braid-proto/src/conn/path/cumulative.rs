@@ -410,12 +410,28 @@ impl Path {
     /// rebuilt by a parity that the mode's groups did not see repair them. TCP's receiver
     /// acknowledges a rebuilt segment at once (it fills a hole): one TCP ACK, as
     /// [`Path::cumulative_next_ack`]'s; false (no ACK) when every segment was held already.
+    ///
+    /// Only segments whose latest packet is out of this path's flight count as rebuilt: one
+    /// given up or found missing, or one sent before a packet this path has acknowledged (a
+    /// path delivers in order, so it was lost). A packet sent after the last one acknowledged
+    /// may have arrived with its ACK still on the way: over several paths the BLOCK_ACK that
+    /// reports the block decoded can come back on a faster path first, and holding that
+    /// packet's segment took it out of flight early and replayed its own late ACK as a
+    /// duplicate ACK (a spurious fast retransmit). Its ACK, or its loss, settles it. On one
+    /// path no such packet can have arrived (the ACKs of every packet that reached the receiver
+    /// before the report was written came back no later than the report); what is left out
+    /// there is a rebuilt segment whose resend is still in flight, held when that is
+    /// acknowledged instead, a round trip later.
     pub(crate) fn cumulative_block_decoded(&mut self, now: Instant, block: u64) -> bool {
+        let largest_acked = self.largest_acked;
+        let sent = &self.sent;
         let Some(c) = self.cumulative.as_mut() else { return false };
+        let out_of_flight =
+            |packet: u64| !sent.contains_key(&packet) || largest_acked.is_some_and(|l| packet < l);
         let rebuilt: Vec<Segment> = c
             .segments
             .range((block, 0)..=(block, u16::MAX))
-            .filter(|(_, h)| !h.held)
+            .filter(|(_, h)| !h.held && out_of_flight(h.packet))
             .map(|(&s, _)| s)
             .collect();
         if rebuilt.is_empty() {

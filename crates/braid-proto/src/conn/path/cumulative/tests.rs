@@ -353,3 +353,29 @@ fn a_decoded_block_moves_the_point_past_a_segment_rebuilt_unseen() {
     assert_eq!(p.in_flight, 0, "1's packet left the flight size");
     assert!(!p.cumulative_block_decoded(ms(102), 0), "nothing left to hold: no ACK");
 }
+
+/// This path is the slower of two, and the BLOCK_ACK that reports block 0 decoded came back on
+/// the faster one before this path's ACK of the packets that completed it. Segment 0's packet
+/// was sent before one this path acknowledged (packet 1): lost, so 0 was rebuilt and is held.
+/// Segments 2 and 3 are still in flight: they stay so, and their own ACKs move the point (the
+/// rule used to hold them too, take their packets out of flight, and replay those ACKs as two
+/// duplicate ACKs).
+#[test]
+fn a_decoded_block_leaves_its_segments_still_in_flight_to_their_own_acks() {
+    let mut p = path();
+    // Block 0's four segments in packets 0-3, block 1's two in packets 4 and 5.
+    for n in 0..6 {
+        let mut packet = packet(n);
+        packet.time = ms(n);
+        packet.symbols = vec![OutgoingSymbol { block: n / 4, source: Some((n % 4) as u16), group: None }];
+        p.on_sent(ms(n), n, packet);
+        p.next_number = n + 1;
+    }
+    assert_eq!(tcp_acks(&mut p, 100, &[(1, 1)]), 1, "1 lies beyond the hole at 0");
+    assert!(p.cumulative_block_decoded(ms(101), 0), "0 was rebuilt: one ACK");
+    assert_eq!(p.cumulative_point(), Some((0, 2)));
+    assert_eq!(p.in_flight, 4 * 1000, "packets 2 to 5 stay in flight");
+    assert_eq!(tcp_acks(&mut p, 130, &[(1, 3)]), 1, "2 and 3 arrive in order: one ACK");
+    assert_eq!(p.cumulative_point(), Some((1, 0)));
+    assert_eq!(p.cumulative.as_ref().map(|c| c.dupacks), Some(0));
+}
