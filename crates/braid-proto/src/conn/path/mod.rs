@@ -214,6 +214,13 @@ impl Path {
 
     pub fn on_sent(&mut self, now: Instant, number: u64, mut packet: SentPacket) {
         self.loss_timeout_cache.set(None);
+        if packet.ack_eliciting && self.in_flight == 0 {
+            // draft-cheng-iccrg-delivery-rate-estimation §3.2: a packet sent with nothing in
+            // flight starts a new sample interval (first_sent_time = delivered_time = now), so
+            // the first sample after an idle spell does not span the idle time and read low.
+            self.first_sent_time = now;
+            self.delivered_time = now;
+        }
         packet.delivered = self.delivered;
         packet.delivered_time = self.delivered_time;
         packet.first_sent = self.first_sent_time;
@@ -261,5 +268,62 @@ mod test_support {
             first_sent: Instant::ZERO,
             datagrams: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::test_support::{leak, packet};
+    use super::*;
+    use crate::cc::{Ack, Congestion};
+    use crate::wire::AckFrame;
+
+    /// A controller that records each ACK's delivery-rate sample.
+    #[derive(Debug)]
+    struct Rates(Arc<Mutex<Vec<Option<f64>>>>);
+
+    impl CongestionController for Rates {
+        fn name(&self) -> &'static str {
+            "rates"
+        }
+        fn window(&self) -> u64 {
+            u64::MAX
+        }
+        fn on_ack(&mut self, ack: &Ack, _rtt: &RttEstimator) {
+            self.0.lock().expect("not poisoned").push(ack.delivery_rate);
+        }
+        fn on_congestion(&mut self, _now: Instant, _sent: Instant, _signal: Congestion) {}
+        fn on_timeout(&mut self, _now: Instant) {}
+    }
+
+    /// draft-cheng-iccrg-delivery-rate-estimation §3.2: 1,000 bytes sent at 0 and acknowledged
+    /// at 100 ms, then the path idles 1 s, then 1,000 bytes sent at 1,100 ms and acknowledged at
+    /// 1,200 ms. The second packet, sent with nothing in flight, starts its own interval: its
+    /// sample reads the same 10 kB/s as the first, not 1,000 bytes over the 1.1 s since the last
+    /// ACK (about 0.9 kB/s, as it did).
+    #[test]
+    fn the_first_rate_sample_after_an_idle_spell_does_not_span_it() {
+        let ms = |t: u64| Instant::from_micros(t * 1000);
+        let rates = Arc::new(Mutex::new(Vec::new()));
+        let mut p = Path::new(0, Box::new(Rates(rates.clone())), Instant::ZERO, true);
+        let ack = |p: &mut Path, t: u64, n: u64| {
+            let frame =
+                AckFrame { path: 0, ack_delay_us: 0, ranges: leak(vec![AckRange { start: n, end: n }]) };
+            p.on_ack(ms(t), &frame);
+        };
+        for (n, sent, acked) in [(0, 0, 100), (1, 1100, 1200)] {
+            let mut packet = packet(n);
+            packet.time = ms(sent);
+            p.on_sent(ms(sent), n, packet);
+            assert_eq!((p.sent[&n].delivered_time, p.sent[&n].first_sent), (ms(sent), ms(sent)));
+            ack(&mut p, acked, n);
+        }
+        let rates = rates.lock().expect("not poisoned").clone();
+        let [Some(first), Some(after_idle)] = rates[..] else { panic!("{rates:?}") };
+        // Both are 1,000 bytes over 100 ms (scaled alike by the loss estimate, which is 0).
+        assert!((first - 10_000.0).abs() < 100.0, "{rates:?}");
+        assert!((after_idle / first - 1.0).abs() < 0.01, "{rates:?}");
     }
 }
