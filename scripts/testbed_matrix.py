@@ -87,6 +87,11 @@ MATRIX = [
      "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False, "run_s": 3 * 3 * 6.0},
     {"file": "video.toml", "transfer": None, "limit": None, "repeat": 3,
      "kernel": ["cubic", "bbr"], "modes": ["braid", "ctcp"], "sim": False, "run_s": 32.0},
+    # A shallow drop-tail buffer (0.1 BDP and 4 packets) on CTCP Table IV's path, 0 and 1 % loss:
+    # goodput and the forward queue's drops (the row's `forwarders`), braid's default beside
+    # kernel cubic and bbr; three runs a point. Kernel cubic at 1 % loss is cut at the limit.
+    {"file": "shallow-buffer.toml", "transfer": None, "limit": "20s", "repeat": 3,
+     "kernel": ["cubic", "bbr"], "modes": ["braid"], "sim": False},
     # Latency under load: 20 probe round trips a second beside a 25 MB bulk transfer, one path
     # (20 Mbit/s, 100 ms RTT, 0 and 2 % loss); three runs of each point, for medians.
     {"file": "latency.toml", "transfer": None, "limit": None, "repeat": 3,

@@ -16,7 +16,12 @@
 //!   its budget, moves neither the rate nor the window. Delivery-rate samples arrive scaled by
 //!   1 / (1 − p) with the path's random-loss estimate (`Path::on_ack`), so a 5 %-loss link is
 //!   measured at its rate, not at 95 % of it. This is PCC Vivace's point (Dong et al., NSDI 2018):
-//!   loss that does not grow with the sending rate is not a reason to send slower.
+//!   loss that does not grow with the sending rate is not a reason to send slower. The scaling
+//!   cannot tell a shallow buffer's drops from random loss, so the estimate is bounded by the
+//!   best unscaled rate a round delivered over 1 − the loss of packets sent no faster than that
+//!   (DOWN's, and Startup's before the pipe fills: `carried.rs`); Startup also ends when the
+//!   unscaled rate stops growing, and a probe that lost more than that loss explains found no
+//!   room.
 //! - **A small standing queue.** Outside UP the window is 1.25 × BDP (BBRv3 keeps 2 × BDP), so an
 //!   over-estimated bandwidth — a max filter over ACK-compressed samples — cannot build more than
 //!   a quarter of an RTT of queue; this is Copa's aim (Arun and Balakrishnan, NSDI 2018) of a
@@ -69,6 +74,7 @@ use std::time::Duration;
 use super::{initial_window, Ack, Aggregate, Congestion, CongestionController, ModelView, RttEstimator};
 use crate::Instant;
 
+mod carried;
 mod competition;
 mod coupling;
 mod phases;
@@ -237,6 +243,11 @@ pub struct ModelCc {
     /// it carried may now come here, beyond what this path's estimate, learned while it shared
     /// the load, allows.
     sibling_lost: bool,
+    /// The random-loss rate at rates the path carried, and the bound it sets on the estimate
+    /// (`carried.rs`).
+    carried: carried::CarriedLoss,
+    /// An ACK of the current round carried an app-limited rate sample.
+    round_app_limited: bool,
 }
 
 impl ModelCc {
@@ -291,6 +302,8 @@ impl ModelCc {
             secondary: false,
             siblings: 0,
             sibling_lost: false,
+            carried: carried::CarriedLoss::default(),
+            round_app_limited: false,
         }
     }
 
@@ -316,7 +329,7 @@ impl ModelCc {
             State::Startup if self.secondary => SECONDARY_STARTUP_GAIN,
             State::Startup => STARTUP_PACING_GAIN,
             State::Drain => DRAIN_PACING_GAIN,
-            State::Down => DOWN_PACING_GAIN,
+            State::Down => self.down_gain(),
             State::Up => 1.0 + (UP_PACING_GAIN - 1.0) * self.share(),
             State::Cruise if !self.competes() => 1.0 - self.standing_queue().min(CRUISE_MAX_DRAIN),
             State::Cruise | State::Refill | State::ProbeRtt => 1.0,
@@ -428,7 +441,41 @@ impl ModelCc {
         self.samples.push((self.round, rate));
         let oldest = self.round.saturating_sub(BW_WINDOW_ROUNDS);
         self.samples.retain(|&(r, _)| r > oldest);
-        self.bandwidth = self.samples.iter().map(|&(_, b)| b).fold(0.0, f64::max);
+        self.refresh_bandwidth();
+    }
+
+    /// The estimate: the max filter over the rate samples, bounded by what the path delivered
+    /// over 1 − its loss at carried rates (`carried.rs`): the samples' 1 / (1 − p) scaling
+    /// counts a shallow buffer's overflow as random loss, and without the bound the estimate
+    /// rose with the sending rate.
+    fn refresh_bandwidth(&mut self) {
+        let filtered = self.samples.iter().map(|&(_, b)| b).fold(0.0, f64::max);
+        // Not in the first Startup: its rounds lag the ACKs' samples by half a round, and nothing
+        // was yet sent at a rate the path carried.
+        let bound =
+            self.carried.bound().filter(|_| self.state != State::Startup || self.startup_end.is_some());
+        self.bandwidth = bound.map_or(filtered, |bound| filtered.min(bound));
+    }
+
+    /// DOWN's pacing gain: BBRv3's 0.9, and while the bound applies no faster than the best
+    /// unscaled rate a round delivered, so that DOWN's packets are sent at a rate the path
+    /// carried and their loss is its random loss (`carried.rs`).
+    fn down_gain(&self) -> f64 {
+        let raw = self.carried.raw_max();
+        if raw > 0.0 && self.bandwidth > 0.0 && self.carried.bound().is_some() {
+            DOWN_PACING_GAIN.min(raw / self.paced_bandwidth().max(1.0))
+        } else {
+            DOWN_PACING_GAIN
+        }
+    }
+
+    /// Packets sent this long after a span of carried rates began are counted in it: a loss is
+    /// declared at the ACK of a packet sent up to three packets (RFC 9002's packet threshold) or
+    /// an eighth of an RTT (its time threshold) after it.
+    fn carried_margin(&self) -> Duration {
+        let min = self.min_rtt().unwrap_or(Duration::from_millis(100));
+        let raw = self.carried.raw_max().max(1.0);
+        min / 8 + Duration::from_secs_f64((3 * self.mss) as f64 / raw).min(min)
     }
 
     /// Once per round: the full-pipe and delay tests of Startup, and the competing-flow test.
@@ -455,12 +502,18 @@ impl ModelCc {
                 } else {
                     self.full_bandwidth_rounds += 1;
                 }
-                if self.full_bandwidth_rounds >= 3 || high {
+                // The same test on the unscaled rate (`carried.rs`): a shallow buffer's drops
+                // raise the scaled estimate with the sending rate while what arrives stays put.
+                let raw_rounds = self.carried.startup_round(self.last_round_rate, FULL_PIPE_GROWTH);
+                if self.full_bandwidth_rounds >= 3 || raw_rounds >= 3 || high {
                     self.enter(State::Drain, now);
                 }
             }
             State::Cruise | State::Refill => self.on_cruise_round(high, now),
             _ => {}
+        }
+        if self.state != State::Startup {
+            self.carried.reset_full_pipe();
         }
     }
 
@@ -584,8 +637,11 @@ impl CongestionController for ModelCc {
         self.coupling.shared_mask()
     }
 
-    fn on_sent(&mut self, _now: Instant, _bytes: u64, in_flight: u64) {
+    fn on_sent(&mut self, now: Instant, _bytes: u64, in_flight: u64) {
         self.in_flight = in_flight;
+        let pacing = self.pacing_gain() * self.paced_bandwidth();
+        let up = self.state == State::Up;
+        self.carried.on_sent(now, pacing, up || self.state == State::Startup, up);
     }
 
     fn on_app_limited(&mut self) {
@@ -599,7 +655,10 @@ impl CongestionController for ModelCc {
         // The bytes this ACK covers were in flight when the application last left the window
         // unused: its rate sample is app-limited.
         self.sample_app_limited = self.delivered < self.app_limited_until;
+        self.round_app_limited |= self.sample_app_limited;
         self.delivered += ack.bytes;
+        let margin = self.carried_margin();
+        self.carried.on_ack(ack.largest_sent, ack.bytes as f64 / self.mss as f64, margin);
         self.round_delivered += ack.bytes;
         if rtt.has_sample() {
             self.on_rtt_sample(now, rtt.latest());
@@ -614,6 +673,9 @@ impl CongestionController for ModelCc {
             self.last_round_rate = if span > 0.0 { self.round_delivered as f64 / span } else { 0.0 };
             self.round_start = now;
             self.last_round_min_rtt = self.round_min_rtt.take();
+            self.carried.on_round(self.round, self.last_round_rate, self.round_app_limited);
+            self.round_app_limited = false;
+            self.refresh_bandwidth();
             self.coupling.on_round_end(self.round_queue(), self.round, self.last_round_rate);
             self.on_round_losses();
             self.on_round_end(now);
@@ -667,6 +729,8 @@ impl CongestionController for ModelCc {
     }
 
     fn on_lost(&mut self, _now: Instant, packets: u64) {
+        let margin = self.carried_margin();
+        self.carried.on_lost(packets as f64, margin);
         if self.queue_now() {
             self.round_losses += packets;
         }

@@ -222,7 +222,9 @@ impl ModelCc {
             && !self.competing
             && self.share() >= 1.0
             && self.cycles >= self.probe_quiet_until;
-        let room = judged && 2 * p.queued < p.samples;
+        // A probe whose packets the path dropped beyond its random loss found a buffer too
+        // shallow to queue it, not room (`carried.rs`, `probe_dropped`).
+        let room = judged && 2 * p.queued < p.samples && !self.carried.probe_dropped();
         self.roomy_probes = if room { self.roomy_probes + 1 } else { 0 };
     }
 
