@@ -73,7 +73,7 @@ impl Connection {
 
     /// Moves stream data into source symbols while the block window has room, keeping at most
     /// two blocks' length of source symbols cut but unsent: stream data waits in its stream
-    /// until the wire is near, so the streams' round robin (`Streams::write_pipe_frame`)
+    /// until the wire is near, so the streams' round robin (`Streams::fill_symbol`)
     /// interleaves at the wire and a request on one stream does not queue behind everything a
     /// bulk stream has written (it used to wait behind the whole block window). With per-path
     /// placement blocks are cut when a path needs data instead ([`Connection::cut_block_for`]).

@@ -99,8 +99,8 @@ pub fn is_init(datagram: &[u8]) -> bool {
     datagram.len() == INIT_LEN && DatagramType::of(datagram) == Some(DatagramType::NoiseInit)
 }
 
-/// The connection id after the first byte (every security-layer message and core packet has
-/// it there).
+/// The connection id after the first byte (every security-layer message and a client's core
+/// packets have it there; a server's Data packets carry none, PROTOCOL.md §7.4).
 pub fn init_cid(datagram: &[u8]) -> Option<ConnectionId> {
     ConnectionId::of(datagram)
 }

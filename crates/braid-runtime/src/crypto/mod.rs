@@ -10,7 +10,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_proto::session::crypto::{self as layer, Initiator, Keys, Responder};
-use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, Reader, PREFIX_LEN};
+use braid_proto::wire::{ConnectionId, DatagramType, PacketHeader, PacketType, Reader, PREFIX_LEN};
 use snow::{HandshakeState, StatelessTransportState};
 
 mod keys;
@@ -187,12 +187,22 @@ pub fn server_accept_with(auth: &ServerAuth, datagram: &[u8]) -> Option<Accepted
     Some(Accepted { cid, hello, keys, response, client_key, fingerprint })
 }
 
-/// The AEAD nonce of a core packet: its packet number, path and type (PROTOCOL.md §13.3).
-/// Together with the connection's own keys (which bind its connection id) and the canonical
-/// header check in [`PacketKeys::open`], every header field is authenticated although snow's
-/// transport takes no associated data.
+/// The nonce's type field of a Data packet without a connection id (a server's): apart from
+/// every [`PacketType`] code and the path announcement's, so that re-framing a packet into the
+/// other Data form (adding or dropping the connection id, which travels in clear) changes the
+/// nonce and fails authentication.
+const DATA_NO_CID_NONCE: u8 = 8;
+
+/// The AEAD nonce of a core packet: its packet number, path, type and, for Data, whether it
+/// carries the connection id (PROTOCOL.md §13.3). Together with the connection's own keys
+/// (which bind its connection id) and the canonical header check in [`PacketKeys::open`], every
+/// header field is authenticated although snow's transport takes no associated data.
 fn packet_nonce(header: &PacketHeader) -> u64 {
-    header.number | u64::from(header.path) << 56 | u64::from(header.ty.code()) << 59
+    let ty = match (header.ty, header.dcid) {
+        (PacketType::Data, None) => DATA_NO_CID_NONCE,
+        (ty, _) => ty.code(),
+    };
+    header.number | u64::from(header.path) << 56 | u64::from(ty) << 59
 }
 
 /// Nonce of a path announcement (its own type, its own counter space).
@@ -321,7 +331,7 @@ impl Responder for ServerAuth {
 mod tests {
     use super::*;
     use braid_proto::session::crypto::MAX_HELLO_LEN;
-    use braid_proto::wire::{PacketType, Writer};
+    use braid_proto::wire::Writer;
 
     fn pair(key_client: &Key, key_server: &Key) -> Option<(PacketKeys, PacketKeys)> {
         let cid = ConnectionId([7; 8]);
@@ -465,6 +475,40 @@ mod tests {
         long.push(1);
         long.extend_from_slice(&sealed[10..]);
         assert_eq!(server.open(&long, &mut out), Err(OpenError::Malformed));
+    }
+
+    /// A server's Data packet carries no connection id; the client's carry it. Moving a sealed
+    /// packet into the other form (the id is in clear, so anyone on the path can) must fail
+    /// authentication, or a forged copy could be opened and its number spent in the replay
+    /// window before the core drops it, and the real packet then count as a replay.
+    #[test]
+    fn a_data_packet_moved_into_the_other_form_is_refused() {
+        let key = Key::generate().unwrap();
+        let (client, server) = pair(&key, &key).unwrap();
+        let cid = ConnectionId([7; 8]);
+        let mut p = Vec::new();
+        PacketHeader { ty: PacketType::Data, dcid: None, path: 1, number: 300 }
+            .write(&mut Writer::new(&mut p));
+        p.extend_from_slice(b"frames go here");
+        let mut sealed = Vec::new();
+        server.seal(&p, &mut sealed).unwrap();
+        let mut out = Vec::new();
+        client.open(&sealed, &mut out).expect("the server's own form opens");
+        // The same bytes re-framed with the connection id: the first byte of the other form,
+        // the id, then the rest unchanged.
+        let mut with_cid = Vec::new();
+        PacketHeader { ty: PacketType::Data, dcid: Some(cid), path: 1, number: 300 }
+            .write(&mut Writer::new(&mut with_cid));
+        let (no_cid_len, with_cid_len) = (p.len() - b"frames go here".len(), with_cid.len());
+        with_cid.extend_from_slice(&sealed[no_cid_len..]);
+        assert_eq!(client.open(&with_cid, &mut out), Err(OpenError::Authentication));
+        // And a client's packet stripped of its id.
+        client.seal(&packet(1, 301), &mut sealed).unwrap();
+        let mut stripped = Vec::new();
+        PacketHeader { ty: PacketType::Data, dcid: None, path: 1, number: 301 }
+            .write(&mut Writer::new(&mut stripped));
+        stripped.extend_from_slice(&sealed[with_cid_len..]);
+        assert_eq!(server.open(&stripped, &mut out), Err(OpenError::Authentication));
     }
 
     #[test]

@@ -139,7 +139,8 @@ pub(super) fn next_range(r: &mut Reader<'_>, start: u64) -> Result<AckRange, Wir
     Ok(AckRange { start, end })
 }
 
-/// The decoder's state (§8.4): CTCP's ACK carries the smallest undecoded block and the degrees
+/// Writes an ACK frame (§8.3) straight from a slice of ranges, highest first, with no
+/// `AckFrame` to build: the sender's hot path. On error nothing useful was written; the caller
 /// truncates.
 pub fn write_ack(
     w: &mut Writer<'_>,

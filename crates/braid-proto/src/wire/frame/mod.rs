@@ -40,6 +40,7 @@ mod tests;
 pub use ack::{ack_len, write_ack, AckFrame, AckRange, AckRangeIter, AckRanges};
 use ack::{next_range, write_ack_ranges, RangesRepr};
 
+/// The decoder's state (§8.4): CTCP's ACK carries the smallest undecoded block and the degrees
 /// of freedom received for it; braid adds which later blocks are already decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockAckFrame {
@@ -232,8 +233,6 @@ impl Frame<'_> {
     }
 }
 
-/// Writes an ACK frame (§8.3) straight from a slice of ranges, highest first, with no
-/// `AckFrame` to build: the sender's hot path. On error nothing useful was written; the caller
 /// Rewrites the SYMBOL frame at `packet[start..]` as a SYMBOL_TO_END frame (PROTOCOL.md §8.11)
 /// if it is the packet's last frame: the same frame without its payload length, which the end
 /// of the packet gives (QUIC's STREAM frame without its LEN bit, RFC 9000 §19.8). Returns the
