@@ -89,6 +89,10 @@ impl Connection {
             s.sender.close_block();
         }
         let size = s.sender.symbol_size();
+        // A small write on a stream while another stream has sent or waits (a request or a
+        // response beside a bulk transfer or after it; never a video's frame on its one stream):
+        // if nothing is left to send once it is cut, its block is still a request's tail.
+        let small_write = s.streams.small_stream(SMALL_WRITE).is_some();
         // Two blocks: with one, braid's scheduler ran short of sources for its second path and
         // filled it with repair (FMTCP Table II, 50 % loss on path 2: 0.68 of the ideal instead
         // of 0.92). On top of them, what the slower paths need ([`Self::slow_paths_lookahead`]).
@@ -127,7 +131,8 @@ impl Connection {
             }
             unsent += 1;
             s.partial.clear();
-            if s.streams.take_flushed() && more {
+            let flushed = s.streams.take_flushed();
+            if flushed && more {
                 // The symbol ends what the application wrote on some stream (a request beside a
                 // bulk transfer) while other streams still send: its block closes and gets its
                 // margin at once, as a burst's tail does. A reactive repair would cost that
@@ -142,6 +147,15 @@ impl Connection {
                     s.sender.close_block();
                 } else {
                     s.sender.on_app_idle();
+                    if flushed && small_write {
+                        // The burst was a small write (a request) on a connection with other
+                        // streams: its block gets a request's tail margin (δ̂ 0.01 and a new
+                        // path's early estimate), not an app-idle tail's (δ̂ 0.35: one symbol,
+                        // no margin below 35 % loss). As an app-idle tail, a request written
+                        // after a bulk transfer ended waited for a tail probe, the time
+                        // threshold and a reactive round when its symbol was lost (215 ms).
+                        s.sender.close_block_as_tail();
+                    }
                 }
                 return;
             }
