@@ -31,6 +31,11 @@ struct Sent {
     repair: u64,
     copy: u64,
     new_source: bool,
+    number: u64,
+    /// Its symbols: (block, index, repair), and its other frames but padding, as the trace
+    /// names them.
+    symbols: Vec<(u64, u32, bool)>,
+    others: Vec<String>,
 }
 
 /// What one run's trace holds, times in seconds.
@@ -56,6 +61,8 @@ struct Trace {
     packet_blocks: HashMap<u64, Vec<u64>>,
     /// Packet number → when it arrived at the receiver.
     arrived: HashMap<u64, f64>,
+    /// The receiver's packets: when, and their frames but padding.
+    replies: Vec<(f64, Vec<String>)>,
 }
 
 /// One block of the transfer (times in seconds).
@@ -106,9 +113,16 @@ impl Trace {
                     repair: 0,
                     copy: 0,
                     new_source: false,
+                    number: p.number,
+                    symbols: Vec::new(),
+                    others: Vec::new(),
                 };
                 for f in &p.frames {
+                    if !matches!(f, TraceFrame::Symbol { .. } | TraceFrame::Padding { .. }) {
+                        s.others.push(format!("{f:?}"));
+                    }
                     if let TraceFrame::Symbol { block, index, repair, length } = *f {
+                        s.symbols.push((block, index, repair));
                         let b = self.blocks.entry(block).or_default();
                         if repair {
                             b.repairs.push((s.at, p.number));
@@ -176,8 +190,17 @@ impl Trace {
                 trace.on_event(e);
             }
             while let Some(e) = net.endpoint_mut(server).connection_mut().poll_trace() {
-                if let TraceEvent::PacketReceived(p) = e {
-                    trace.on_received(secs(p.at), p.number, &p.frames);
+                match e {
+                    TraceEvent::PacketReceived(p) => trace.on_received(secs(p.at), p.number, &p.frames),
+                    TraceEvent::PacketSent(p) => trace.replies.push((
+                        secs(p.at),
+                        p.frames
+                            .iter()
+                            .filter(|f| !matches!(f, TraceFrame::Padding { .. }))
+                            .map(|f| format!("{f:?}"))
+                            .collect(),
+                    )),
+                    _ => {}
                 }
             }
             if let (Some(&(_, m)), Some(_)) = (trace.series.last(), trace.established) {
@@ -327,6 +350,7 @@ fn run(scenario: &Scenario) {
     print_late_blocks(&trace, last_new);
     print_ramp(&trace, rate, ramp_end);
     print_tail(&trace, last_new);
+    print_stall(&trace, last_new);
     for &(at, from, to) in &trace.cuts {
         println!("  window cut at {at:.3}: {from} → {to}");
     }
@@ -389,5 +413,32 @@ fn print_late_blocks(trace: &Trace, last_new: f64) {
                 b.first_loss_declared.unwrap_or(f64::NAN),
             );
         }
+    }
+}
+
+/// A tail longer than 300 ms (a stall): every packet sent after the last new source, its
+/// symbols and its fate, and every loss declared then with its trigger.
+fn print_stall(trace: &Trace, last_new: f64) {
+    if trace.done - last_new < 0.3 {
+        return;
+    }
+    for p in trace.sent.iter().filter(|p| p.at >= last_new) {
+        let fate = trace.arrived.get(&p.number).map_or("lost".to_string(), |a| format!("arrived {a:.3}"));
+        let symbols: Vec<String> =
+            p.symbols.iter().map(|(b, i, r)| format!("{b}:{i}{}", if *r { "r" } else { "" })).collect();
+        println!(
+            "  stall {:.3}: packet {} ({} B) [{}] {} {fate}",
+            p.at,
+            p.number,
+            p.size,
+            symbols.join(" "),
+            p.others.join(" ")
+        );
+    }
+    for (at, frames) in trace.replies.iter().filter(|r| r.0 >= last_new) {
+        println!("  stall {at:.3}: the receiver sent {}", frames.join(" "));
+    }
+    for (at, trigger) in trace.losses.iter().filter(|l| l.0 >= last_new) {
+        println!("  stall {at:.3}: loss declared by {trigger:?}");
     }
 }

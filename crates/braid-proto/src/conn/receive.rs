@@ -252,15 +252,6 @@ impl Connection {
         if !self.ack_for_path(now, arrival, usize::from(ack.path), ack) {
             return;
         }
-        if let Some(p) = self.paths.get_mut(usize::from(ack.path)) {
-            // RFC 8899 §4.1: a probe is acknowledged like any ack-eliciting packet; it is not in
-            // `sent` (see `send_pmtu_probe`), so it is matched here.
-            if let Some(n) = p.pmtu.outstanding() {
-                if ack.ranges.iter().any(|r| r.start <= n && n <= r.end) {
-                    p.pmtu.on_probe_acked(now);
-                }
-            }
-        }
         let threshold =
             self.redundancy.parity_groups().and_then(|g| g.packet_threshold(usize::from(ack.path)));
         let coupled = self.paths.get(usize::from(ack.path)).is_some_and(|p| p.cc.coupled());
@@ -271,6 +262,14 @@ impl Connection {
             path.cc.on_aggregate(all);
         }
         let outcome = path.on_ack(now, ack);
+        // RFC 8899 §4.1: a probe is acknowledged like any ack-eliciting packet; it is not in
+        // `sent` (see `send_pmtu_probe`), so it is matched here (after `on_ack`, which reads
+        // the probe's ACK for loss detection).
+        if let Some(n) = path.pmtu.outstanding() {
+            if ack.ranges.iter().any(|r| r.start <= n && n <= r.end) {
+                path.pmtu.on_probe_acked(now);
+            }
+        }
         if path.rtt.has_sample() {
             // RFC 8899 §5.2 BASE → SEARCHING: the path carries BASE_PLPMTU packets.
             path.pmtu.on_confirmed(now);

@@ -129,6 +129,11 @@ impl Path {
             }
         }
         if outcome.acked.is_empty() {
+            let probe =
+                self.pmtu.outstanding().filter(|&n| ack.ranges.iter().any(|r| r.start <= n && n <= r.end));
+            if let Some(probe) = probe {
+                self.pmtu_probe_acked(now, probe, &mut outcome.lost);
+            }
             return outcome;
         }
         self.delivered += newly_acked_bytes;
@@ -171,6 +176,22 @@ impl Path {
             }
         }
         outcome
+    }
+
+    /// An ACK that acknowledged nothing in `sent` but the outstanding PMTU probe (kept out of
+    /// `sent`: RFC 8899 §4.4, see `send_pmtu_probe`): the path still delivered a packet newer
+    /// than any acknowledged so far. RFC 9002 (§6.1, Appendix A.7; a probe is one of its sent
+    /// packets) sets the largest acknowledged from it, resets the probe-timeout backoff and
+    /// runs loss detection: the packets sent well before the probe are lost by the time
+    /// threshold now, not at a backed-off probe timeout later (at 5 % bursty loss, 1.3 s of a
+    /// 3.6 s stall). The connection reads the probe's ACK for the PMTU search after this.
+    fn pmtu_probe_acked(&mut self, now: Instant, probe: u64, lost: &mut Vec<SentPacket>) {
+        if self.cumulative.is_some() || self.largest_acked.is_some_and(|l| l >= probe) {
+            return;
+        }
+        self.largest_acked = Some(probe);
+        self.pto_count = 0;
+        self.detect_lost(now, lost);
     }
 
     /// RFC 9002 §6.1: declares lost what the packet or time threshold says is.
@@ -369,5 +390,33 @@ mod tests {
         let (lost, probe) = p.on_timer(due);
         assert_eq!((lost.len(), probe), (1, false));
         assert_eq!(p.stats.timeouts, 0);
+    }
+
+    /// A PMTU probe is kept out of `sent`; when an ACK of it is all the path says, the packets
+    /// sent well before it are lost by the time threshold and the probe-timeout backoff starts
+    /// over (before, the ACK was dropped and the data packet waited for a backed-off PTO: a
+    /// 1.3 s wait at 5 % bursty loss, Gilbert–Elliott seed 5).
+    #[test]
+    fn an_acked_probe_outside_sent_declares_the_older_packets_lost() {
+        let mut p = Path::new(0, CcAlgorithm::NewReno.build(1200), Instant::ZERO, true);
+        p.on_sent(Instant::ZERO, 0, packet(0));
+        let ack =
+            |n| AckFrame { path: 0, ack_delay_us: 0, ranges: leak(vec![AckRange { start: n, end: n }]) };
+        assert_eq!(p.on_ack(Instant::from_micros(100_000), &ack(0)).acked.len(), 1);
+        // Packet 1 (data) goes out and is lost; two probe timeouts back the timer off.
+        p.on_sent(Instant::from_micros(200_000), 1, packet(200_000));
+        p.pto_count = 2;
+        // Packet 2, a PMTU probe, is not recorded in `sent`; its ACK comes 400 ms after 1 left.
+        p.pmtu.on_probe_sent(Instant::from_micros(300_000), 2, 1400);
+        let out = p.on_ack(Instant::from_micros(600_000), &ack(2));
+        assert!(out.acked.is_empty());
+        assert_eq!(out.lost.iter().map(|l| l.number).collect::<Vec<_>>(), vec![200_000]);
+        assert_eq!((p.largest_acked(), p.pto_count, p.in_flight), (Some(2), 0, 0));
+        // An ACK of a packet outside `sent` that is not the probe (an ACK-only packet) changes
+        // nothing, nor does a repeated ACK of the probe.
+        p.on_sent(Instant::from_micros(700_000), 3, packet(700_000));
+        assert!(p.on_ack(Instant::from_micros(900_000), &ack(4)).lost.is_empty());
+        assert!(p.on_ack(Instant::from_micros(900_000), &ack(2)).lost.is_empty());
+        assert_eq!((p.largest_acked(), p.in_flight), (Some(2), 1000));
     }
 }
