@@ -34,13 +34,15 @@ fn run(queue: QueueLimit, loss: f64) -> (u64, u64, u64) {
 }
 
 /// Before the bound (20 s, drops of what the bottleneck carried): 0.1 BDP 35,163 of 38,739 at
-/// 0 % and 34,401 of 38,253 at 1 %; 4 packets 41,561 of 38,812 and 40,120 of 38,373. After: 0.1
+/// 0 % and 34,401 of 38,253 at 1 %; 4 packets 41,561 of 38,812 and 40,120 of 38,373. With it: 0.1
 /// BDP 731 of 39,002 and 909 of 38,975; 4 packets 1,400 of 37,342 and 1,724 of 38,080 (1.9–4.5 %:
 /// Startup's first overshoot, about 600–1,000 packets, and UP's eighth of a BDP once a cycle,
-/// which a 4-packet buffer cannot hold). A controller that fills the buffer once a probe drops
-/// the probe's excess, not half of everything; the bound is 6 %. Goodput 18.2–19.0 Mbit/s, main
-/// 18.0–18.6 (the link's 20 less headers, repair and the random loss); the bound is 0.85 × the
-/// link × (1 − loss).
+/// which a 4-packet buffer cannot hold). With Startup's loss test too (`carried.rs`,
+/// `startup_overflow`): 647 of 38,893 and 772 of 38,916; 773 of 36,820 and 1,263 of 38,126
+/// (1.7–3.3 %). A controller that fills the buffer once a probe drops the probe's excess, not
+/// half of everything; the bound is 4 % (4.5 % without the loss test). Goodput 18.0–19.0 Mbit/s
+/// (the link's 20 less headers, repair and the random loss); the bound is 0.85 × the link × (1 −
+/// loss).
 #[test]
 fn a_shallow_buffer_is_not_flooded() {
     for queue in [QueueLimit::Bdp(0.1), QueueLimit::Packets(4)] {
@@ -49,7 +51,7 @@ fn a_shallow_buffer_is_not_flooded() {
             let goodput = received as f64 * 8.0 / SECS as f64;
             eprintln!("{queue:?}, loss {loss}: {dropped} dropped of {carried} carried, {goodput:.0} bit/s");
             assert!(
-                (dropped as f64) <= 0.06 * carried as f64,
+                (dropped as f64) <= 0.04 * carried as f64,
                 "{queue:?}, loss {loss}: the queue dropped {dropped} of {carried} packets carried"
             );
             let floor = 0.85 * RATE as f64 * (1.0 - loss);
