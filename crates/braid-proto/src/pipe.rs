@@ -123,10 +123,28 @@ impl OwnedFrame {
 
     /// Writes as much of the frame as `room` bytes hold (a STREAM frame may be split: what is
     /// left stays in `self`, at the later offset). Returns whether the frame is now all written.
-    /// Writes nothing if not even a piece fits.
-    pub fn write_part(&mut self, room: usize, w: &mut Writer<'_>) -> bool {
+    /// Writes nothing if not even a piece fits. `ends_symbol`: `room` runs to the symbol's end,
+    /// so a STREAM frame whose data fill it goes without its length (STREAM_TO_END, PROTOCOL.md
+    /// §10.1), as `Streams` cuts it: a symbol a STREAM_TO_END frame filled, cut again at the
+    /// same size, then holds all of it, where the length's 1–2 bytes left data over for another
+    /// symbol (and, in `Connection::split_last_cut`, another block).
+    pub fn write_part(&mut self, room: usize, ends_symbol: bool, w: &mut Writer<'_>) -> bool {
         match self {
             OwnedFrame::Stream { id, offset, fin, data } => {
+                let fill = room.saturating_sub(PipeFrame::stream_to_end_overhead(*id, *offset));
+                if ends_symbol && fill > 0 && fill <= data.len().min(MAX_CHUNK) {
+                    let last = fill == data.len();
+                    let frame = PipeFrame::Stream {
+                        id: *id,
+                        offset: *offset,
+                        fin: *fin && last,
+                        data: &data[..fill],
+                    };
+                    frame.write_to_end(w);
+                    data.drain(..fill);
+                    *offset += fill as u64;
+                    return last;
+                }
                 let overhead = PipeFrame::stream_overhead(*id, *offset, data.len());
                 if room < overhead || (room == overhead && !data.is_empty()) {
                     return false;
@@ -213,7 +231,7 @@ mod tests {
                 let mut symbol = Vec::new();
                 while let Some(f) = queue.front_mut() {
                     let room = size - symbol.len();
-                    if !f.write_part(room, &mut Writer::new(&mut symbol)) {
+                    if !f.write_part(room, true, &mut Writer::new(&mut symbol)) {
                         break;
                     }
                     queue.pop_front();
@@ -306,6 +324,45 @@ mod tests {
         let whole = to_end(1 << 20, 5);
         for cut in 1..whole.len() - 5 {
             assert!(matches!(parse_symbol(&whole[..cut], |_| Ok(())), Err(WireError::Truncated { .. })));
+        }
+    }
+
+    /// A symbol a STREAM_TO_END frame fills, taken back and cut again at the same size (the
+    /// last cut split among blocks, `Connection::split_last_cut`; a resize, §14.3), fits one
+    /// symbol again: the frame goes to the end without its length. With the length form its last
+    /// 1–2 bytes were left over for a symbol of their own. Not where the room ends short of the
+    /// symbol's end: the zero padding after it would read as data.
+    #[test]
+    fn a_symbol_filled_to_its_end_is_cut_again_whole() {
+        for (id, offset, size) in [(4, 30, 1232), (0, 1 << 20, 1406), (400, 70_000, 200)] {
+            let mut symbol = Vec::new();
+            let data = vec![9; size - PipeFrame::stream_to_end_overhead(id, offset)];
+            PipeFrame::Stream { id, offset, fin: true, data: &data }
+                .write_to_end(&mut Writer::new(&mut symbol));
+            assert_eq!(symbol.len(), size);
+            let mut frames = OwnedFrame::from_symbols([symbol.as_slice()]);
+            let mut again = Vec::new();
+            assert!(
+                frames[0].write_part(size, true, &mut Writer::new(&mut again)),
+                "size {size}: data left over"
+            );
+            assert_eq!(again, symbol, "size {size}");
+            // Room short of the symbol's end: the length form, and what does not fit stays.
+            let mut frames = OwnedFrame::from_symbols([symbol.as_slice()]);
+            let mut short = Vec::new();
+            assert!(!frames[0].write_part(size, false, &mut Writer::new(&mut short)));
+            assert_eq!(short.len(), size);
+            short.resize(size + 10, 0);
+            let mut got = 0;
+            parse_symbol(&short, |f| {
+                let PipeFrame::Stream { fin, data: d, .. } = f else { panic!("a stream frame") };
+                assert!(!fin && d.iter().all(|&b| b == 9));
+                got += d.len();
+                Ok(())
+            })
+            .unwrap();
+            let OwnedFrame::Stream { data: rest, fin: true, .. } = &frames[0] else { panic!("the rest") };
+            assert_eq!(got + rest.len(), data.len(), "size {size}");
         }
     }
 

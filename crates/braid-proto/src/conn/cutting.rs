@@ -106,7 +106,7 @@ impl Connection {
         while s.sender.has_room() && unsent < ahead {
             while let Some(frame) = s.recut.front_mut() {
                 let room = size.saturating_sub(s.partial.len());
-                if !frame.write_part(room, &mut Writer::new(&mut s.partial)) {
+                if !frame.write_part(room, true, &mut Writer::new(&mut s.partial)) {
                     break;
                 }
                 s.recut.pop_front();

@@ -130,7 +130,7 @@ impl Connection {
         let size = s.sender.symbol_size_on(id);
         while let Some(frame) = s.recut.front_mut() {
             let room = size.saturating_sub(s.partial.len());
-            if !frame.write_part(room, &mut Writer::new(&mut s.partial)) {
+            if !frame.write_part(room, true, &mut Writer::new(&mut s.partial)) {
                 break;
             }
             s.recut.pop_front();
@@ -186,7 +186,7 @@ impl Connection {
             let room = if i == last { size } else { share.min(size) };
             let mut piece = Vec::with_capacity(size);
             while let Some(f) = frames.front_mut() {
-                if !f.write_part(room - piece.len(), &mut Writer::new(&mut piece)) {
+                if !f.write_part(room - piece.len(), room == size, &mut Writer::new(&mut piece)) {
                     break;
                 }
                 frames.pop_front();
