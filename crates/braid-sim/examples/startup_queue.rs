@@ -16,7 +16,7 @@ use std::time::Duration;
 use braid_proto::streams::StreamEvent;
 use braid_proto::trace::{PathMetrics, TraceEvent};
 use braid_proto::{Connection, ConnectionConfig, Event, Instant};
-use braid_sim::{Endpoint, LinkConfig, LossModel, Network, PathConfig};
+use braid_sim::{Endpoint, EndpointId, LinkConfig, LinkId, LossModel, Network, PathConfig};
 
 const REQUEST: usize = 8;
 const EVERY: Duration = Duration::from_millis(50);
@@ -133,14 +133,15 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// The paths (`one LOSS SEED` or `two SEED`, as the module's documentation says), the seed and
+/// the seconds to run.
+fn setup(args: &[String]) -> (Vec<PathConfig>, u64, u64) {
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.to_string());
     // The testbed's hosts are not idle: `JITTER=MS` adds up to MS of delay to each packet of
     // the one path, both ways (in order), as a loaded host's scheduling does.
     let jitter =
         Duration::from_millis(std::env::var("JITTER").ok().and_then(|j| j.parse().ok()).unwrap_or(0));
-    let (paths, seed, secs) = if arg(0, "one") == "two" {
+    if arg(0, "one") == "two" {
         let path = |rate, ms, loss| {
             let link = LinkConfig::new(rate, Duration::from_millis(ms)).with_loss(LossModel::bernoulli(loss));
             PathConfig { forward: link.clone(), reverse: link }
@@ -151,7 +152,11 @@ fn main() {
         let link = LinkConfig::new(20_000_000, Duration::from_millis(50)).with_jitter(jitter, false);
         let path = PathConfig { forward: link.clone().with_loss(LossModel::bernoulli(loss)), reverse: link };
         (vec![path], arg(2, "1").parse().expect("seed"), 11)
-    };
+    }
+}
+
+/// The network of a client and a server on `paths`, the client tracing.
+fn network(paths: &[PathConfig], seed: u64) -> (Network<Side>, EndpointId, EndpointId) {
     let mut config = ConnectionConfig { paths: paths.len() as u8, ..ConnectionConfig::default() };
     // `EARLY=N`: a new path's early loss estimate for N symbols (`Redundancy::early_symbols`).
     if let Some(n) = std::env::var("EARLY").ok().and_then(|n| n.parse().ok()) {
@@ -159,8 +164,46 @@ fn main() {
     }
     let client = Side::new(Connection::client(config.clone(), Instant::ZERO, seed), true);
     let server = Side::new(Connection::server(config, Instant::ZERO), false);
-    let (mut net, c, s) = Network::pair(seed, client, server, &paths).expect("network");
+    let (mut net, c, s) = Network::pair(seed, client, server, paths).expect("network");
     net.endpoint_mut(c).conn.enable_trace();
+    (net, c, s)
+}
+
+/// One line every 25 ms of the 3 s printed: each forward link's queue and the client path's
+/// window, in flight and pacing rate, and the latest request answered by `now`.
+fn print_row(
+    net: &Network<Side>,
+    c: EndpointId,
+    forward: &[LinkId],
+    rates: &[f64],
+    metrics: &[Option<PathMetrics>],
+    t: Duration,
+    now: Instant,
+) {
+    let mut row = format!("{:5.3}", t.as_secs_f64());
+    for (i, m) in metrics.iter().enumerate() {
+        let queue = net.link(forward[i]).queued_bytes(now) as f64 / rates[i] * 1e3;
+        let (cwnd, flight, pace) = m.map_or((0, 0, 0), |m| (m.cwnd, m.bytes_in_flight, m.pacing_rate));
+        row += &format!(
+            " | q {queue:5.1} ms cwnd {:4.0} kB fl {:4.0} kB pace {:5.1} Mb/s",
+            cwnd as f64 / 1e3,
+            flight as f64 / 1e3,
+            pace as f64 * 8e-6
+        );
+    }
+    let client = net.endpoint(c);
+    if let Some(i) = client.sent_at.iter().position(|&a| a + Duration::from_millis(25) > now) {
+        if let Some(&echo) = client.echoed_at.get(i.saturating_sub(1)) {
+            let sent = client.sent_at[i.saturating_sub(1)];
+            row += &format!(" | req {} rtt {:.0}", i - 1, (echo - sent).as_secs_f64() * 1e3);
+        }
+    }
+    println!("{row}");
+}
+
+/// Runs `secs` seconds in 1 ms steps, printing the 3 s from `FROM` (0 by default) on; returns
+/// the bulk bytes delivered 3 s after the first request.
+fn run(net: &mut Network<Side>, c: EndpointId, s: EndpointId, paths: &[PathConfig], secs: u64) -> u64 {
     let rates: Vec<f64> = paths.iter().map(|p| p.forward.rate_bps as f64 / 8.0).collect();
     let forward: Vec<_> = (0..paths.len()).map(|i| net.route(c, i)[0]).collect();
     let mut metrics: Vec<Option<PathMetrics>> = vec![None; paths.len()];
@@ -187,29 +230,15 @@ fn main() {
         }
         if t >= from && t < from + Duration::from_secs(3) && (t - from).as_millis() as usize >= line * 25 {
             line += 1;
-            let mut row = format!("{:5.3}", t.as_secs_f64());
-            for (i, m) in metrics.iter().enumerate() {
-                let queue = net.link(forward[i]).queued_bytes(now) as f64 / rates[i] * 1e3;
-                let (cwnd, flight, pace) =
-                    m.map_or((0, 0, 0), |m| (m.cwnd, m.bytes_in_flight, m.pacing_rate));
-                row += &format!(
-                    " | q {queue:5.1} ms cwnd {:4.0} kB fl {:4.0} kB pace {:5.1} Mb/s",
-                    cwnd as f64 / 1e3,
-                    flight as f64 / 1e3,
-                    pace as f64 * 8e-6
-                );
-            }
-            let client = net.endpoint(c);
-            if let Some(i) = client.sent_at.iter().position(|&a| a + Duration::from_millis(25) > now) {
-                if let Some(&echo) = client.echoed_at.get(i.saturating_sub(1)) {
-                    let sent = client.sent_at[i.saturating_sub(1)];
-                    row += &format!(" | req {} rtt {:.0}", i - 1, (echo - sent).as_secs_f64() * 1e3);
-                }
-            }
-            println!("{row}");
+            print_row(net, c, &forward, &rates, &metrics, t, now);
         }
     }
-    let client = net.endpoint(c);
+    at_3s
+}
+
+/// The round trips (the first 60, those above 125 ms) and the summary line.
+fn report(client: &Side, bulk_read: u64, at_3s: u64, secs: u64) {
+    let end = Instant::ZERO + Duration::from_secs(secs);
     let rtt = |i: usize| {
         client.echoed_at.get(i).map_or(f64::INFINITY, |&e| (e - client.sent_at[i]).as_secs_f64() * 1e3)
     };
@@ -236,8 +265,16 @@ fn main() {
         percentile(&all, 1.0),
         percentile(&late, 0.99),
         at_3s,
-        net.endpoint(s).bulk_read,
+        bulk_read,
         stats.repair_symbols_sent,
         stats.source_symbols_sent
     );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (paths, seed, secs) = setup(&args);
+    let (mut net, c, s) = network(&paths, seed);
+    let at_3s = run(&mut net, c, s, &paths, secs);
+    report(net.endpoint(c), net.endpoint(s).bulk_read, at_3s, secs);
 }
