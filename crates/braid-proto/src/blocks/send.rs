@@ -412,6 +412,12 @@ impl BlockSender {
         self.blocks.iter().map(|b| b.unsent_sources() as usize).sum()
     }
 
+    /// Source symbols cut since the application was last idle ([`BlockSender::on_app_idle`]):
+    /// 0 while the current burst has not yet been cut at all.
+    pub fn burst_len(&self) -> u64 {
+        self.burst_sources
+    }
+
     pub fn max_block_len(&self) -> usize {
         self.config.max_block_len
     }

@@ -91,8 +91,11 @@ impl Connection {
         let size = s.sender.symbol_size();
         // A small write on a stream while another stream has sent or waits (a request or a
         // response beside a bulk transfer or after it; never a video's frame on its one stream):
-        // if nothing is left to send once it is cut, its block is still a request's tail.
-        let small_write = s.streams.small_stream(SMALL_WRITE).is_some();
+        // if nothing is left to send once it is cut, its block is still a request's tail. Only
+        // a burst not yet cut at all counts: the cut runs a few ms ahead of the wire, so the
+        // last piece of any large write leaves at most SMALL_WRITE unsent, and that piece would
+        // have turned every burst's tail into a request's.
+        let small_write = s.sender.burst_len() == 0 && s.streams.small_stream(SMALL_WRITE).is_some();
         // Two blocks: with one, braid's scheduler ran short of sources for its second path and
         // filled it with repair (FMTCP Table II, 50 % loss on path 2: 0.68 of the ideal instead
         // of 0.92). On top of them, what the slower paths need ([`Self::slow_paths_lookahead`]).
