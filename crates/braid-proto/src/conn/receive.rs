@@ -262,13 +262,10 @@ impl Connection {
             path.cc.on_aggregate(all);
         }
         let outcome = path.on_ack(now, ack);
-        // RFC 8899 §4.1: a probe is acknowledged like any ack-eliciting packet; it is not in
-        // `sent` (see `send_pmtu_probe`), so it is matched here (after `on_ack`, which reads
-        // the probe's ACK for loss detection).
-        if let Some(n) = path.pmtu.outstanding() {
-            if ack.ranges.iter().any(|r| r.start <= n && n <= r.end) {
-                path.pmtu.on_probe_acked(now);
-            }
+        // RFC 8899 §4.1: a probe is acknowledged like any ack-eliciting packet; `on_ack` matched
+        // it (it is not in `sent`) and read its ACK for loss detection first.
+        if outcome.pmtu_probe {
+            path.pmtu.on_probe_acked(now);
         }
         if path.rtt.has_sample() {
             // RFC 8899 §5.2 BASE → SEARCHING: the path carries BASE_PLPMTU packets.

@@ -28,6 +28,9 @@ pub(crate) struct AckOutcome {
     /// in flight until the cumulative rules send their segments again (see `cumulative.rs`);
     /// only the mode's parity groups hear of them.
     pub missing: Vec<SentPacket>,
+    /// The ACK covers the outstanding PMTU probe (kept out of `sent`, see `send_pmtu_probe`),
+    /// for the connection's PMTU search.
+    pub pmtu_probe: bool,
 }
 
 /// Loss rate estimate: an exponentially weighted mean over packets (lost = 1), CTCP
@@ -83,6 +86,9 @@ impl Path {
         self.loss_timeout_cache.set(None);
         let mut outcome = AckOutcome::default();
         let Some(largest) = ack.ranges.first().map(|r| r.end) else { return outcome };
+        let probe =
+            self.pmtu.outstanding().filter(|&n| ack.ranges.iter().any(|r| r.start <= n && n <= r.end));
+        outcome.pmtu_probe = probe.is_some();
         let mut newly_acked_bytes = 0;
         let mut largest_sent = None;
         let mut rate_base: Option<(u64, Instant, Instant, Instant)> = None;
@@ -129,8 +135,6 @@ impl Path {
             }
         }
         if outcome.acked.is_empty() {
-            let probe =
-                self.pmtu.outstanding().filter(|&n| ack.ranges.iter().any(|r| r.start <= n && n <= r.end));
             if let Some(probe) = probe {
                 self.pmtu_probe_acked(now, probe, &mut outcome.lost);
             }
